@@ -1,0 +1,102 @@
+"""Bucket-by-bucket table rewrites with DuckDB (crawldb, linkdb).
+
+A rewrite runs one task per host bucket through the executor; each task reads its bucket
+of the current generation and writes its bucket of the next one, which is then published
+atomically.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from filbert.config import Settings
+from filbert.executor import make_executor
+from filbert.storage import VersionedTable, part_name, write_table
+
+
+@dataclass(frozen=True)
+class BucketTask:
+    """What one bucket task needs; plain data so it can travel to another process."""
+
+    bucket: int
+    old: str | None          # this bucket's file in the current generation, if any
+    out: str                 # file to write
+    settings: dict
+    extra: object = None
+
+
+def connect() -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect()
+    con.execute("SET threads TO 1; SET TimeZone = 'UTC'")
+    return con
+
+
+def parquet_relation(paths: list[str | Path], schema: pa.Schema) -> str:
+    """SQL for reading some Parquet files, or an empty table of the schema when none exist."""
+    existing = [str(p) for p in paths if Path(p).exists()]
+    if existing:
+        return f"read_parquet({existing!r}, union_by_name=true)"
+    cols = ", ".join(f"NULL::{_sql_type(f.type)} AS {f.name}" for f in schema)
+    return f"(SELECT {cols} WHERE false)"
+
+
+def _sql_type(t: pa.DataType) -> str:
+    if pa.types.is_string(t):
+        return "VARCHAR"
+    if pa.types.is_binary(t):
+        return "BLOB"
+    if pa.types.is_timestamp(t):
+        return "TIMESTAMPTZ"
+    if pa.types.is_floating(t):
+        return "FLOAT"
+    if pa.types.is_boolean(t):
+        return "BOOLEAN"
+    if pa.types.is_integer(t):
+        return "BIGINT"
+    if pa.types.is_list(t):
+        fields = ", ".join(f"{f.name} VARCHAR" for f in t.value_type)
+        return f"STRUCT({fields})[]"
+    raise TypeError(f"no SQL type for {t}")
+
+
+def write_result(con: duckdb.DuckDBPyConnection, sql: str, schema: pa.Schema, out: str | Path,
+                 params: list | None = None) -> int:
+    """Run a query and write its rows, cast to the schema, as one Parquet file."""
+    table = con.sql(sql, params=params).to_arrow_table()
+    table = table.select(schema.names).cast(schema)
+    write_table(table, Path(out))
+    return table.num_rows
+
+
+def rewrite(table: VersionedTable, buckets: int, settings: Settings,
+            task: Callable[[BucketTask], dict],
+            extra_by_bucket: dict[int, object], meta: dict,
+            only_buckets: set[int] | None = None) -> dict[str, int]:
+    """Produce the next crawldb generation bucket by bucket, then publish it.
+
+    Buckets outside `only_buckets` are carried over unchanged (hard links, no copying).
+    Returns the tasks' counters summed.
+    """
+    tmp = table.begin()
+    tasks = []
+    for bucket in range(buckets):
+        old = table.bucket_path(bucket)
+        old = str(old) if old is not None and old.exists() else None
+        out = tmp / part_name(bucket)
+        if only_buckets is not None and bucket not in only_buckets:
+            if old is not None:
+                os.link(old, out)
+            continue
+        tasks.append(BucketTask(bucket, old, str(out), dict(settings), extra_by_bucket.get(bucket)))
+    totals: dict[str, int] = {}
+    for counts in make_executor(settings).map(task, tasks):
+        for key, value in counts.items():
+            totals[key] = totals.get(key, 0) + value
+    table.publish(tmp, {**table.meta(), **meta})
+    return totals

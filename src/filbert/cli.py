@@ -1,0 +1,246 @@
+"""The `filbert` command: every crawl step, the crawl loop, search, serve and inspection."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from filbert.config import ConfigError, Settings, load_settings
+from filbert.search.searcher import QueryError
+from filbert.progress import RichReporter, console, counts_table
+from filbert.storage import CrawlDir, CrawlDirError
+from filbert.urls import InvalidUrl
+from filbert.urls.filter import UrlFilterError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="filbert: crawl websites like Nutch, index them, search and serve them.")
+
+Dir = Annotated[Path, typer.Option("--dir", "-d", help="The crawl directory.")]
+Define = Annotated[Optional[list[str]], typer.Option("-D", help="Override a setting: -D key=value.")]
+Threads = Annotated[Optional[int], typer.Option("--threads", help="Concurrent requests (fetcher.threads.fetch).")]
+TopN = Annotated[Optional[int], typer.Option("--topN", help="At most this many URLs per round.")]
+AsJson = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+
+USER_ERRORS = (ConfigError, CrawlDirError, InvalidUrl, UrlFilterError, FileNotFoundError, QueryError)
+
+
+def _open(directory: Path, defines: list[str] | None) -> tuple[CrawlDir, Settings]:
+    return CrawlDir(directory), load_settings(directory, defines or [])
+
+
+@app.command()
+def crawl(seeds: Annotated[list[str], typer.Argument(help="Seed URLs or files of URLs.")],
+          dir: Dir = Path("crawl"), depth: int = typer.Option(3, help="Generate/fetch/parse/update rounds."),
+          top_n: TopN = None, threads: Threads = None,
+          no_index: bool = typer.Option(False, "--no-index", help="Stop after invertlinks."),
+          define: Define = None) -> None:
+    """Run inject → (generate → fetch → parse → updatedb) × depth → invertlinks → index."""
+    from filbert.crawl import run_crawl
+
+    crawl_dir, settings = _open(dir, define)
+    with crawl_dir.lock():
+        summary = run_crawl(crawl_dir, seeds, settings, RichReporter(), depth, top_n, threads,
+                            index=not no_index)
+    ok = summary.fetched.get("fetch_success", 0)
+    table = counts_table("crawl summary", {
+        "rounds": summary.rounds, "URLs fetched": summary.urls, "pages fetched": ok,
+        "failed or redirected": summary.urls - ok,
+        **{f"  {k}": v for k, v in summary.fetched.most_common()},
+        **{f"  HTTP {k}": v for k, v in sorted(summary.http.items()) if k},
+        "fetch time": f"{summary.fetch_seconds:.1f} s", "total time": f"{summary.seconds:.1f} s",
+        "pages/s": f"{summary.pages_per_second:.1f}",
+        "documents indexed": "-" if summary.documents is None else summary.documents,
+    })
+    console.print(table)
+
+
+@app.command()
+def inject(seeds: Annotated[list[str], typer.Argument(help="Seed URLs or files of URLs.")],
+           dir: Dir = Path("crawl"), define: Define = None) -> None:
+    """Add seed URLs to the crawldb (known URLs are kept as they are)."""
+    from filbert.inject import inject as run
+
+    crawl_dir, settings = _open(dir, define)
+    with crawl_dir.lock():
+        stats = run(crawl_dir, seeds, settings)
+    for text, reason in stats.rejected:
+        console.print(f"[yellow]rejected[/] {text}: {reason}")
+    console.print(f"injected {stats.injected} new URLs ({stats.accepted} accepted of {stats.read} read)")
+
+
+@app.command()
+def generate(dir: Dir = Path("crawl"), top_n: TopN = None, define: Define = None) -> None:
+    """Select due URLs into a new segment's fetch list."""
+    from filbert.generate import generate as run
+
+    crawl_dir, settings = _open(dir, define)
+    with crawl_dir.lock():
+        stats = run(crawl_dir, settings, top_n)
+    if stats.segment is None:
+        console.print("nothing is due: no segment generated")
+        raise typer.Exit(1)
+    console.print(f"generated segment {stats.segment}: {stats.urls} URLs on {stats.hosts} hosts")
+    print(stats.segment)
+
+
+def _segment_or_latest(crawl_dir: CrawlDir, name: str | None, ready: str) -> str:
+    if name:
+        return name
+    candidates = [s for s in crawl_dir.segments() if getattr(s, ready)]
+    if not candidates:
+        raise CrawlDirError(f"no segment in {crawl_dir.segments_dir} to work on")
+    return candidates[-1].name
+
+
+@app.command()
+def fetch(segment: Annotated[Optional[str], typer.Argument(help="Segment name (default: latest).")] = None,
+          dir: Dir = Path("crawl"), threads: Threads = None, define: Define = None) -> None:
+    """Fetch a segment's fetch list."""
+    from filbert.fetch import fetch_segment
+
+    crawl_dir, settings = _open(dir, define)
+    reporter = RichReporter()
+    with crawl_dir.lock():
+        name = _segment_or_latest(crawl_dir, segment, "generated")
+        stats = fetch_segment(crawl_dir, name, settings, threads, reporter.fetched, reporter.fetch_started)
+    reporter.fetch_done(stats)
+
+
+@app.command()
+def parse(segment: Annotated[Optional[str], typer.Argument(help="Segment name (default: latest fetched).")] = None,
+          dir: Dir = Path("crawl"), define: Define = None) -> None:
+    """Parse a fetched segment: text, title, outlinks."""
+    from filbert.parse.segment import parse_segment
+
+    crawl_dir, settings = _open(dir, define)
+    with crawl_dir.lock():
+        counts = parse_segment(crawl_dir, _segment_or_latest(crawl_dir, segment, "fetched"), settings)
+    console.print(counts_table("parse", dict(counts)))
+
+
+@app.command()
+def updatedb(segments: Annotated[Optional[list[str]], typer.Argument(help="Segments (default: all pending).")] = None,
+             dir: Dir = Path("crawl"), define: Define = None) -> None:
+    """Fold fetched and parsed segments into the crawldb."""
+    from filbert.updatedb import updatedb as run
+
+    crawl_dir, settings = _open(dir, define)
+    with crawl_dir.lock():
+        counts = run(crawl_dir, settings, segments)
+    console.print(f"applied {counts['segments']} segment(s); crawldb has {counts.get('rows', '-')} URLs")
+
+
+@app.command()
+def invertlinks(dir: Dir = Path("crawl"), define: Define = None) -> None:
+    """Build the linkdb: inlinks and anchor text per URL."""
+    from filbert.links.linkdb import invertlinks as run
+
+    crawl_dir, settings = _open(dir, define)
+    with crawl_dir.lock():
+        counts = run(crawl_dir, settings)
+    console.print(f"inverted {counts['segments']} segment(s); linkdb has {counts.get('urls', '-')} URLs")
+
+
+@app.command()
+def index(dir: Dir = Path("crawl"), define: Define = None) -> None:
+    """Rebuild the search index from the crawl."""
+    from filbert.index import build_index
+
+    crawl_dir, settings = _open(dir, define)
+    with crawl_dir.lock():
+        counts = build_index(crawl_dir, settings)
+    console.print(f"indexed {counts['documents']} documents into {counts['shards']} shard(s)")
+
+
+@app.command()
+def search(query: str, dir: Dir = Path("crawl"), n: int = typer.Option(10, "-n", help="Hits to show."),
+           offset: int = 0, as_json: AsJson = False, define: Define = None) -> None:
+    """Search the index."""
+    from filbert.search import Searcher
+
+    crawl_dir, settings = _open(dir, define)
+    results = Searcher(crawl_dir, settings).search(query, n, offset)
+    if as_json:
+        data = results.to_dict()
+        data["hits"] = [{k: h[k] for k in ("url", "title", "score", "snippet")} for h in data["hits"]]
+        print(json.dumps(data, ensure_ascii=False, indent=1))
+        return
+    console.print(f"{results.total} results for [bold]{results.query}[/]", highlight=False)
+    for rank, hit in enumerate(results.hits, offset + 1):
+        console.print(f"\n{rank}. [bold]{hit.title}[/]  ({hit.score:.3f})\n   [blue]{hit.url}[/]\n   {hit.snippet}",
+                      highlight=False, markup=True)
+
+
+@app.command()
+def serve(dir: Dir = Path("crawl"), host: str = "127.0.0.1", port: int = 8080, define: Define = None) -> None:
+    """Serve the search page and JSON API."""
+    from filbert.web.app import run_server
+
+    crawl_dir, settings = _open(dir, define)
+    console.print(f"filbert is serving {crawl_dir.path} at [bold]http://{host}:{port}/[/]")
+    run_server(crawl_dir, settings, host, port)
+
+
+@app.command()
+def readdb(dir: Dir = Path("crawl"), stats: bool = typer.Option(False, "--stats"),
+           url: Optional[str] = typer.Option(None, "--url", help="Show one URL's entry."),
+           dump: bool = typer.Option(False, "--dump", help="Every entry as JSON lines."),
+           status: Optional[str] = typer.Option(None, "--status", help="With --dump: only this status."),
+           top: int = typer.Option(10, "--top", help="Hosts to list in --stats."),
+           as_json: AsJson = False) -> None:
+    """Inspect the crawldb."""
+    from filbert.readdb import crawldb_dump, crawldb_stats, crawldb_url
+
+    crawl_dir = CrawlDir(dir)
+    if url:
+        entry = crawldb_url(crawl_dir, url)
+        if entry is None:
+            console.print(f"{url} is not in the crawldb")
+            raise typer.Exit(1)
+        print(json.dumps(entry, ensure_ascii=False, indent=1))
+    elif dump:
+        for line in crawldb_dump(crawl_dir, status):
+            print(line)
+    else:
+        data = crawldb_stats(crawl_dir, top)
+        if as_json:
+            print(json.dumps(data, indent=1))
+            return
+        console.print(counts_table("crawldb", {"total URLs": data["total"], "retrying": data["retrying"],
+                                               **{f"status {k}": v for k, v in data["status"].items()},
+                                               **{f"HTTP {k}": v for k, v in data["http_status"].items()}}))
+        console.print(counts_table("top hosts (URLs / fetched)",
+                                   {h["host"]: f"{h['urls']} / {h['fetched']}" for h in data["hosts"]}))
+
+
+@app.command()
+def readseg(segment: Annotated[Optional[str], typer.Argument(help="Segment name.")] = None,
+            dir: Dir = Path("crawl"), list_: bool = typer.Option(False, "--list", help="List segments."),
+            dump: bool = typer.Option(False, "--dump", help="Every record as JSON lines."),
+            get: Optional[str] = typer.Option(None, "--get", help="One URL's records.")) -> None:
+    """Inspect segments."""
+    from filbert.readseg import dump_segment, list_segments
+
+    crawl_dir = CrawlDir(dir)
+    if list_ or not (dump or get):
+        for row in list_segments(crawl_dir):
+            print(json.dumps(row))
+        return
+    name = _segment_or_latest(crawl_dir, segment, "fetched")
+    for line in dump_segment(crawl_dir, name, get):
+        print(line)
+
+
+def main() -> None:
+    try:
+        app()
+    except USER_ERRORS as exc:
+        console.print(f"[bold red]error:[/] {exc}")
+        sys.exit(2)
+    except KeyboardInterrupt:
+        console.print("[yellow]interrupted[/]: re-run the step to continue")
+        sys.exit(130)

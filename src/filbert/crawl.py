@@ -1,0 +1,104 @@
+"""crawl: inject → (generate → fetch → parse → updatedb) × depth → invertlinks → index.
+
+Each round resumes where a killed run stopped: a generated but unfetched segment is
+fetched, a fetched one parsed, a parsed one folded into the crawldb, before anything new
+is generated.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from filbert.config import Settings
+from filbert.fetch import FetchResult, FetchStats, fetch_segment
+from filbert.generate import generate
+from filbert.index import build_index
+from filbert.inject import InjectStats, inject
+from filbert.links.linkdb import invertlinks
+from filbert.parse.segment import parse_segment
+from filbert.storage import CrawlDir
+from filbert.updatedb import pending_segments, updatedb
+
+
+class Reporter(Protocol):
+    """How the crawl tells its user what it does (the CLI renders it with rich)."""
+
+    def step(self, message: str) -> None: ...
+    def fetch_started(self, total: int) -> None: ...
+    def fetched(self, result: FetchResult) -> None: ...
+    def fetch_done(self, stats: FetchStats) -> None: ...
+
+
+@dataclass
+class CrawlSummary:
+    rounds: int = 0
+    injected: InjectStats | None = None
+    fetched: Counter = field(default_factory=Counter)     # by fetch status
+    http: Counter = field(default_factory=Counter)        # by HTTP status
+    urls: int = 0
+    seconds: float = 0.0
+    fetch_seconds: float = 0.0
+    documents: int | None = None
+
+    @property
+    def pages_per_second(self) -> float:
+        return self.urls / self.fetch_seconds if self.fetch_seconds else 0.0
+
+
+def _finish_segments(crawl: CrawlDir, settings: Settings, threads: int, reporter: Reporter,
+                     summary: CrawlSummary) -> None:
+    """Bring every unfinished segment through fetch, parse and updatedb."""
+    applied = set(crawl.crawldb.meta().get("segments", []))
+    for segment in crawl.segments():
+        if segment.name in applied:
+            continue
+        if not segment.fetched:
+            reporter.step(f"fetch {segment.name}")
+            stats = fetch_segment(crawl, segment.name, settings, threads, reporter.fetched,
+                                  reporter.fetch_started)
+            reporter.fetch_done(stats)
+            summary.fetched.update(stats.by_status)
+            summary.http.update(stats.by_http)
+            summary.urls += stats.urls
+            summary.fetch_seconds += stats.seconds
+        if not segment.parsed:
+            reporter.step(f"parse {segment.name}")
+            counts = parse_segment(crawl, segment.name, settings)
+            reporter.step(f"parsed {sum(v for k, v in counts.items() if k != 'outlinks')} pages, "
+                          f"{counts['outlinks']} outlinks")
+    if pending_segments(crawl):
+        reporter.step("updatedb")
+        updatedb(crawl, settings)
+
+
+def run_crawl(crawl: CrawlDir, seeds: list[str], settings: Settings, reporter: Reporter,
+              depth: int = 3, top_n: int | None = None, threads: int | None = None,
+              index: bool = True) -> CrawlSummary:
+    start = time.monotonic()
+    summary = CrawlSummary()
+    threads = threads or settings["fetcher.threads.fetch"]
+    if seeds:
+        summary.injected = inject(crawl, seeds, settings)
+        reporter.step(f"injected {summary.injected.injected} new of {summary.injected.accepted} "
+                      f"accepted seed URLs ({len(summary.injected.rejected)} rejected)")
+    crawl.require()
+    _finish_segments(crawl, settings, threads, reporter, summary)
+    for round_no in range(1, depth + 1):
+        stats = generate(crawl, settings, top_n)
+        if stats.segment is None:
+            reporter.step(f"round {round_no}: nothing due, stopping")
+            break
+        reporter.step(f"round {round_no}/{depth}: generated {stats.urls} URLs on {stats.hosts} hosts "
+                      f"in {stats.segment}")
+        _finish_segments(crawl, settings, threads, reporter, summary)
+        summary.rounds = round_no
+    reporter.step("invertlinks")
+    invertlinks(crawl, settings)
+    if index:
+        reporter.step("index")
+        summary.documents = build_index(crawl, settings)["documents"]
+    summary.seconds = time.monotonic() - start
+    return summary

@@ -1,0 +1,76 @@
+"""generate: pick the due URLs, best score first, into a new segment's fetch list."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from filbert import schemas
+from filbert.config import Settings
+from filbert.buckets import BucketTask, connect, parquet_relation
+from filbert.executor import make_executor
+from filbert.storage import CrawlDir, Segment, new_tmp_dir, part_name, remove_tmp_dirs, write_table
+from filbert.urls import bucket_of
+
+
+@dataclass
+class GenerateStats:
+    segment: str | None
+    urls: int
+    hosts: int
+
+
+def _candidates(task: BucketTask) -> pa.Table:
+    """This bucket's due URLs, best first, at most max.count per host and topN in all."""
+    now, top_n = task.extra
+    max_count = task.settings["generate.max.count"]
+    per_host = f"QUALIFY row_number() OVER (PARTITION BY host ORDER BY score DESC, url) <= {max_count}" \
+        if max_count > 0 else ""
+    limit = f"LIMIT {top_n}" if top_n else ""
+    sql = f"""
+        SELECT url, fp, host, score FROM {parquet_relation([task.old] if task.old else [], schemas.CRAWLDB)}
+        WHERE fetch_time <= ?
+        {per_host}
+        ORDER BY score DESC, url {limit}
+    """
+    table = connect().sql(sql, params=[now]).to_arrow_table()
+    return table.select(schemas.FETCHLIST.names).cast(schemas.FETCHLIST)
+
+
+def generate(crawl: CrawlDir, settings: Settings, top_n: int | None = None,
+             now: datetime | None = None) -> GenerateStats:
+    """Write segments/<timestamp>/crawl_generate, split by host bucket; None if nothing is due."""
+    crawl.require()
+    now = now or datetime.now(timezone.utc)
+    buckets = crawl.buckets(settings)
+    tasks = [
+        BucketTask(b, str(p), "", dict(settings), (now, top_n))
+        for b in range(buckets)
+        if (p := crawl.crawldb.bucket_path(b)) is not None and p.exists()
+    ]
+    parts = list(make_executor(settings).map(_candidates, tasks))
+    table = pa.concat_tables(parts) if parts else schemas.FETCHLIST.empty_table()
+    if top_n and table.num_rows > top_n:
+        order = pc.sort_indices(table, [("score", "descending"), ("url", "ascending")])
+        table = table.take(order[:top_n])
+    if table.num_rows == 0:
+        return GenerateStats(None, 0, 0)
+    name = crawl.new_segment_name()
+    crawl.segments_dir.mkdir(parents=True, exist_ok=True)
+    remove_tmp_dirs(crawl.segments_dir)
+    tmp = new_tmp_dir(crawl.segments_dir)
+    _write_fetchlist(table, tmp / Segment.GENERATE, buckets)
+    tmp.rename(crawl.segments_dir / name)
+    return GenerateStats(name, table.num_rows, len(pc.unique(table["host"])))
+
+
+def _write_fetchlist(table: pa.Table, out: Path, buckets: int) -> None:
+    out.mkdir()
+    hosts = table["host"].to_pylist()
+    bucket_ids = pa.array([bucket_of(h, buckets) for h in hosts])
+    for bucket in pc.unique(bucket_ids).to_pylist():
+        write_table(table.filter(pc.equal(bucket_ids, bucket)), out / part_name(bucket))

@@ -1,0 +1,132 @@
+"""index: build tantivy shards from the fetched pages' latest parse and their anchors.
+
+Bucket tasks (executor) gather each bucket's documents with DuckDB: crawldb status
+fetched/notmodified, the latest successful parse across segments, anchor text from the
+linkdb, and no noindex pages. This process then writes them into the shards; the new index
+generation is published atomically.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import tantivy
+
+from filbert import schemas
+from filbert.buckets import connect, parquet_relation
+from filbert.config import Settings
+from filbert.executor import make_executor
+from filbert.index.schema import index_schema, shard_name
+from filbert.storage import CrawlDir, Segment, part_name
+from filbert.urls import fingerprint
+
+SEGMENT_OF = r"regexp_extract(filename, '/segments/([^/]+)/', 1)"
+
+
+@dataclass(frozen=True)
+class DocsTask:
+    bucket: int
+    crawldb: str | None
+    linkdb: str | None
+    parse_data: list[str]
+    parse_text: list[str]
+    out: str
+    max_text: int
+
+
+def _docs_bucket(task: DocsTask) -> int:
+    db = parquet_relation([task.crawldb] if task.crawldb else [], schemas.CRAWLDB)
+    links = parquet_relation([task.linkdb] if task.linkdb else [], schemas.LINKDB)
+    data = _with_filename(task.parse_data)
+    text = _with_filename(task.parse_text)
+    sql = f"""
+    WITH pages AS (
+        SELECT fp, url, host, score FROM {db}
+        WHERE status IN ('{schemas.DB_FETCHED}', '{schemas.DB_NOTMODIFIED}')
+    ), latest AS (
+        SELECT fp, title, noindex, {SEGMENT_OF} AS segment FROM {data}
+        WHERE status = '{schemas.PARSE_SUCCESS}'
+        QUALIFY row_number() OVER (PARTITION BY fp ORDER BY segment DESC) = 1
+    ), body AS (
+        SELECT fp, text, {SEGMENT_OF} AS segment FROM {text}
+    ), anchors AS (
+        SELECT fp, array_to_string(list_distinct([i.anchor FOR i IN inlinks IF i.anchor <> '']), ' \n ')
+               AS anchor
+        FROM {links}
+    )
+    SELECT p.url, p.host, coalesce(l.title, '') AS title, coalesce(a.anchor, '') AS anchor,
+           left(coalesce(b.text, ''), {task.max_text}) AS body, l.segment, p.score
+    FROM pages p JOIN latest l USING (fp)
+    LEFT JOIN body b ON b.fp = p.fp AND b.segment = l.segment
+    LEFT JOIN anchors a ON a.fp = p.fp
+    WHERE NOT l.noindex
+    """
+    table = connect().sql(sql).to_arrow_table()
+    pq.write_table(table, task.out)
+    return table.num_rows
+
+
+def _with_filename(paths: list[str]) -> str:
+    existing = [p for p in paths if Path(p).exists()]
+    if not existing:
+        return "(SELECT NULL::BLOB AS fp, NULL AS title, NULL::BOOLEAN AS noindex, NULL AS status, " \
+               "NULL AS text, NULL AS filename WHERE false)"
+    return f"read_parquet({existing!r}, filename=true)"
+
+
+def build_index(crawl: CrawlDir, settings: Settings,
+                on_doc: Callable[[int], None] | None = None) -> dict[str, int]:
+    """Rebuild the index from the crawl; returns document counts."""
+    crawl.require()
+    buckets = crawl.buckets(settings)
+    segments = [seg for seg in crawl.segments() if seg.parsed]
+    tmp = crawl.index.begin()
+    tasks = [
+        DocsTask(
+            b, _existing(crawl.crawldb.bucket_path(b)), _existing(crawl.linkdb.bucket_path(b)),
+            [str(seg.part(Segment.PARSE_DATA, b)) for seg in segments],
+            [str(seg.part(Segment.PARSE_TEXT, b)) for seg in segments],
+            str(tmp / f"docs-{part_name(b)}"), settings["parser.text.max.length"],
+        )
+        for b in range(buckets)
+    ]
+    docs = sum(make_executor(settings).map(_docs_bucket, tasks))
+    shards = settings["index.shards"]
+    written = _write_shards([Path(t.out) for t in tasks], tmp, shards, on_doc)
+    for task in tasks:
+        Path(task.out).unlink()
+    crawl.index.publish(tmp, {"documents": written, "shards": shards,
+                              "segments": [s.name for s in segments]})
+    return {"documents": docs, "shards": shards}
+
+
+def _write_shards(doc_files: list[Path], out: Path, shards: int,
+                  on_doc: Callable[[int], None] | None) -> int:
+    schema = index_schema()
+    writers = []
+    for shard in range(shards):
+        (out / shard_name(shard)).mkdir()
+        writers.append(tantivy.Index(schema, str(out / shard_name(shard))).writer())
+    written = 0
+    for path in doc_files:
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=512):
+            for row in batch.to_pylist():
+                writers[hash_shard(row["url"], shards)].add_document(tantivy.Document(**row))
+                written += 1
+            if on_doc:
+                on_doc(batch.num_rows)
+    for writer in writers:
+        writer.commit()
+        writer.wait_merging_threads()
+    return written
+
+
+def hash_shard(url: str, shards: int) -> int:
+    return fingerprint(url)[0] % shards
+
+
+def _existing(path: Path | None) -> str | None:
+    return str(path) if path is not None and path.exists() else None

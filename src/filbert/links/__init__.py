@@ -1,0 +1,1 @@
+"""Link analysis: the linkdb (inlinks and anchor text); PageRank and HITS come later."""

@@ -1,0 +1,52 @@
+"""invertlinks: turn the segments' outlinks into the linkdb, target URL -> inlinks + anchors.
+
+crawl_parse is already split by the target's bucket, so each bucket task merges the
+current linkdb bucket with the new segments' links for that bucket; no shuffle is needed.
+"""
+
+from __future__ import annotations
+
+from filbert import schemas
+from filbert.buckets import BucketTask, connect, parquet_relation, rewrite, write_result
+from filbert.config import Settings
+from filbert.parse.segment import crawl_parse_parts
+from filbert.storage import CrawlDir
+
+HOST = r"regexp_extract({}, '^[a-z]+://([^/]+)', 1)"
+
+
+def _invert_bucket(task: BucketTask) -> dict[str, int]:
+    cfg = task.settings
+    old = parquet_relation([task.old] if task.old else [], schemas.LINKDB)
+    new = parquet_relation(task.extra, schemas.CRAWL_PARSE)
+    internal = f"AND {HOST.format('from_url')} <> host" if cfg["linkdb.ignore.internal.links"] else ""
+    sql = f"""
+    WITH links AS (
+        SELECT url, fp, i.from_url AS from_url, i.anchor AS anchor
+        FROM (SELECT url, fp, unnest(inlinks) AS i FROM {old})
+        UNION ALL
+        SELECT url, fp, from_url, anchor FROM {new}
+        WHERE kind = 'link' AND from_url <> url {internal}
+    ), unique_links AS (
+        SELECT any_value(url) AS url, fp, from_url, max(anchor) AS anchor
+        FROM links GROUP BY fp, from_url
+    )
+    SELECT any_value(url) AS url, fp,
+           list({{'from_url': from_url, 'anchor': anchor}} ORDER BY from_url)[1:{cfg["linkdb.max.inlinks"]}]
+               AS inlinks
+    FROM unique_links GROUP BY fp
+    """
+    return {"urls": write_result(connect(), sql, schemas.LINKDB, task.out)}
+
+
+def invertlinks(crawl: CrawlDir, settings: Settings) -> dict[str, int]:
+    """Add the links of every parsed segment not yet inverted to the linkdb."""
+    done = set(crawl.linkdb.meta().get("segments", []))
+    segments = [seg for seg in crawl.segments() if seg.parsed and seg.name not in done]
+    if not segments and crawl.linkdb.exists():
+        return {"segments": 0}
+    buckets = crawl.buckets(settings)
+    extra = {b: [str(p) for seg in segments for p in crawl_parse_parts(seg, b)] for b in range(buckets)}
+    meta = {"segments": sorted(done | {seg.name for seg in segments})}
+    totals = rewrite(crawl.linkdb, buckets, settings, _invert_bucket, extra, meta)
+    return {"segments": len(segments), **totals}

@@ -1,0 +1,129 @@
+"""The parse step: parse a segment's content into parse_text, parse_data and crawl_parse.
+
+Runs one task per bucket. Outlinks are normalized, filtered and capped here; crawl_parse
+rows are written split by the *target's* bucket so updatedb and invertlinks read one file
+set per bucket.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import xxhash
+
+from filbert import schemas
+from filbert.config import Settings
+from filbert.executor import make_executor
+from filbert.parse.html import ParseResult, parse_content
+from filbert.storage import CrawlDir, CrawlDirError, Segment, part_name, read_parts, write_table
+from filbert.urls import UrlFilter, bucket_of, fingerprint, host_of
+
+
+@dataclass(frozen=True)
+class ParseTask:
+    segment: str      # segment directory
+    bucket: int
+    out: str          # temporary directory for the outputs
+    settings: dict
+    buckets: int
+
+
+def crawl_parse_name(target_bucket: int, source_bucket: int) -> str:
+    return f"part-{target_bucket:05d}-{source_bucket:05d}.parquet"
+
+
+def crawl_parse_parts(segment: Segment, target_bucket: int) -> list[Path]:
+    return segment.parts(Segment.PARSE, f"part-{target_bucket:05d}-*.parquet")
+
+
+class _Outlinks:
+    """Keeps the outlinks a page may pass on, per Nutch's ParseOutputFormat."""
+
+    def __init__(self, settings: Settings | dict):
+        self.url_filter = UrlFilter.from_settings(settings)
+        self.ignore_external = settings["db.ignore.external.links"]
+        self.max_links = settings["db.max.outlinks.per.page"]
+        self.max_anchor = settings["db.max.anchor.length"]
+
+    def select(self, page_url: str, links: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        host = host_of(page_url)
+        kept = []
+        for url, anchor in links:
+            if self.max_links >= 0 and len(kept) >= self.max_links:
+                break
+            if self.ignore_external and host_of(url) != host:
+                continue
+            if self.url_filter.accepts(url):
+                kept.append((url, anchor[: self.max_anchor]))
+        return kept
+
+
+def _parse_bucket(task: ParseTask) -> Counter:
+    segment = Segment(Path(task.segment))
+    outlinks = _Outlinks(task.settings)
+    fetched = read_parts([segment.part(Segment.FETCH, task.bucket)], schemas.CRAWL_FETCH)
+    scores = dict(zip(fetched["fp"].to_pylist(), fetched["score"].to_pylist()))
+    content = read_parts([segment.part(Segment.CONTENT, task.bucket)], schemas.CONTENT)
+    texts, datas, links = [], [], defaultdict(list)
+    counts: Counter = Counter()
+    for row in content.to_pylist():
+        result = parse_content(row["url"], row["content"], row["content_type"])
+        kept = outlinks.select(row["url"], result.outlinks)
+        counts[result.status] += 1
+        texts.append({"url": row["url"], "fp": row["fp"], "text": result.text})
+        datas.append(_data_row(row, result, kept))
+        share = scores.get(row["fp"], 0.0) / max(1, len(kept))
+        for url, anchor in kept:
+            _add_link(links, task.buckets, url, row["url"], anchor, "link", share)
+    for row in fetched.filter(pc.is_valid(fetched["redirect_url"])).to_pylist():
+        _add_link(links, task.buckets, row["redirect_url"], row["url"], "", "redirect", row["score"])
+    out = Path(task.out)
+    write_table(pa.Table.from_pylist(texts, schemas.PARSE_TEXT), out / Segment.PARSE_TEXT / part_name(task.bucket))
+    write_table(pa.Table.from_pylist(datas, schemas.PARSE_DATA), out / Segment.PARSE_DATA / part_name(task.bucket))
+    for target, rows in links.items():
+        path = out / Segment.PARSE / crawl_parse_name(target, task.bucket)
+        write_table(pa.Table.from_pylist(rows, schemas.CRAWL_PARSE), path)
+    counts["outlinks"] += sum(len(r) for r in links.values())
+    return counts
+
+
+def _data_row(row: dict, result: ParseResult, kept: list[tuple[str, str]]) -> dict:
+    signature = xxhash.xxh3_128_digest(result.text.encode("utf-8")) \
+        if result.status == schemas.PARSE_SUCCESS else None
+    return {
+        "url": row["url"], "fp": row["fp"], "status": result.status, "message": result.message,
+        "content_type": row["content_type"], "title": result.title,
+        "outlinks": [{"url": u, "anchor": a} for u, a in kept],
+        "noindex": result.noindex, "nofollow": result.nofollow, "signature": signature,
+    }
+
+
+def _add_link(links: dict[int, list], buckets: int, url: str, from_url: str, anchor: str,
+              kind: str, score: float) -> None:
+    host = host_of(url)
+    links[bucket_of(host, buckets)].append({
+        "url": url, "fp": fingerprint(url), "host": host, "from_url": from_url,
+        "anchor": anchor, "kind": kind, "score": score,
+    })
+
+
+def parse_segment(crawl: CrawlDir, name: str, settings: Settings) -> Counter:
+    """Parse every bucket of a fetched segment; re-running replaces a partial parse."""
+    segment = crawl.segment(name)
+    if not segment.fetched:
+        raise CrawlDirError(f"segment {name} is not fetched yet: run `filbert fetch {name}` first")
+    tmp = segment.begin()
+    for sub in (Segment.PARSE_TEXT, Segment.PARSE_DATA, Segment.PARSE):
+        (tmp / sub).mkdir()
+    buckets = crawl.buckets(settings)
+    tasks = [ParseTask(str(segment.path), b, str(tmp), dict(settings), buckets)
+             for b in range(buckets) if segment.part(Segment.FETCH, b).exists()]
+    totals: Counter = Counter()
+    for counts in make_executor(settings).map(_parse_bucket, tasks):
+        totals.update(counts)
+    segment.publish(tmp, [Segment.PARSE_TEXT, Segment.PARSE_DATA, Segment.PARSE])
+    return totals

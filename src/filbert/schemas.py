@@ -1,0 +1,116 @@
+"""Every table's schema and the status names, in one place (like Nutch's CrawlDatum)."""
+
+import pyarrow as pa
+
+# CrawlDb statuses (Nutch: STATUS_DB_*).
+DB_UNFETCHED = "db_unfetched"
+DB_FETCHED = "db_fetched"
+DB_GONE = "db_gone"
+DB_REDIR_TEMP = "db_redir_temp"
+DB_REDIR_PERM = "db_redir_perm"
+DB_NOTMODIFIED = "db_notmodified"
+DB_STATUSES = (DB_UNFETCHED, DB_FETCHED, DB_GONE, DB_REDIR_TEMP, DB_REDIR_PERM, DB_NOTMODIFIED)
+
+# Fetch outcomes (Nutch: STATUS_FETCH_*).
+FETCH_SUCCESS = "fetch_success"
+FETCH_RETRY = "fetch_retry"
+FETCH_GONE = "fetch_gone"
+FETCH_REDIR_TEMP = "fetch_redir_temp"
+FETCH_REDIR_PERM = "fetch_redir_perm"
+FETCH_NOTMODIFIED = "fetch_notmodified"
+
+# Parse outcomes.
+PARSE_SUCCESS = "success"
+PARSE_FAILED = "failed"
+PARSE_UNSUPPORTED = "unsupported"
+
+TIME = pa.timestamp("ms", tz="UTC")
+
+CRAWLDB = pa.schema([
+    ("url", pa.string()),
+    ("fp", pa.binary()),
+    ("host", pa.string()),
+    ("status", pa.string()),
+    ("fetch_time", TIME),          # when the URL is next due
+    ("modified_time", TIME),       # when its content last changed
+    ("fetch_interval", pa.int32()),  # seconds between fetches
+    ("retries", pa.int16()),
+    ("score", pa.float32()),
+    ("signature", pa.binary()),
+    ("http_status", pa.int16()),
+])
+
+# segments/<ts>/crawl_generate: the fetch list.
+FETCHLIST = pa.schema([
+    ("url", pa.string()),
+    ("fp", pa.binary()),
+    ("host", pa.string()),
+    ("score", pa.float32()),
+])
+
+# segments/<ts>/crawl_fetch: one row per URL fetched.
+CRAWL_FETCH = pa.schema([
+    ("url", pa.string()),
+    ("fp", pa.binary()),
+    ("host", pa.string()),
+    ("status", pa.string()),
+    ("http_status", pa.int16()),
+    ("fetch_time", TIME),
+    ("redirect_url", pa.string()),
+    ("content_type", pa.string()),
+    ("message", pa.string()),
+    ("score", pa.float32()),
+])
+
+# segments/<ts>/content: raw bytes of what was fetched (zstd-compressed in Parquet).
+CONTENT = pa.schema([
+    ("url", pa.string()),
+    ("fp", pa.binary()),
+    ("content_type", pa.string()),
+    ("headers", pa.string()),      # JSON object of response headers
+    ("content", pa.binary()),
+    ("truncated", pa.bool_()),
+])
+
+OUTLINK = pa.struct([("url", pa.string()), ("anchor", pa.string())])
+
+# segments/<ts>/parse_data: what the parser found besides the text.
+PARSE_DATA = pa.schema([
+    ("url", pa.string()),
+    ("fp", pa.binary()),
+    ("status", pa.string()),
+    ("message", pa.string()),
+    ("content_type", pa.string()),
+    ("title", pa.string()),
+    ("outlinks", pa.list_(OUTLINK)),
+    ("noindex", pa.bool_()),
+    ("nofollow", pa.bool_()),
+    ("signature", pa.binary()),
+])
+
+# segments/<ts>/parse_text
+PARSE_TEXT = pa.schema([
+    ("url", pa.string()),
+    ("fp", pa.binary()),
+    ("text", pa.string()),
+])
+
+# segments/<ts>/crawl_parse: links and redirects found, split by the *target's* bucket.
+CRAWL_PARSE = pa.schema([
+    ("url", pa.string()),
+    ("fp", pa.binary()),
+    ("host", pa.string()),
+    ("from_url", pa.string()),
+    ("anchor", pa.string()),
+    ("kind", pa.string()),         # "link" or "redirect"
+    ("score", pa.float32()),       # score the source passes on (OPIC-like)
+])
+
+INLINK = pa.struct([("from_url", pa.string()), ("anchor", pa.string())])
+
+# linkdb: target URL -> inlinks with anchor text.
+LINKDB = pa.schema([
+    ("url", pa.string()),
+    ("fp", pa.binary()),
+    ("inlinks", pa.list_(INLINK)),
+])

@@ -1,0 +1,241 @@
+"""The crawl directory: paths, bucketed Parquet files and atomic publishing.
+
+Every step writes its output under a temporary, attempt-unique name and publishes it with
+one atomic rename (segment parts) or pointer flip (versioned tables such as the crawldb),
+like Nutch's CrawlDb.install. A step killed half-way leaves only a temporary directory
+behind, which the next run removes.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from filbert.config import SETTINGS_FILE, ConfigError, Settings
+
+CURRENT = "CURRENT"
+META = "_meta.json"
+TMP_PREFIX = ".tmp-"
+
+
+class CrawlDirError(RuntimeError):
+    """The crawl directory is missing, locked or inconsistent."""
+
+
+def part_name(bucket: int) -> str:
+    return f"part-{bucket:05d}.parquet"
+
+
+def write_table(table: pa.Table, path: Path) -> None:
+    """Write one Parquet file (zstd) inside a directory that is not yet published."""
+    pq.write_table(table, path, compression="zstd")
+
+
+def read_parts(paths: list[Path], schema: pa.Schema) -> pa.Table:
+    """Read Parquet files as one table; no files gives an empty table of the schema."""
+    tables = [pq.read_table(p, schema=schema) for p in paths if p.exists()]
+    return pa.concat_tables(tables) if tables else schema.empty_table()
+
+
+def new_tmp_dir(parent: Path) -> Path:
+    path = parent / f"{TMP_PREFIX}{uuid.uuid4().hex}"
+    path.mkdir(parents=True)
+    return path
+
+
+def remove_tmp_dirs(parent: Path) -> None:
+    if parent.exists():
+        for child in parent.iterdir():
+            if child.name.startswith(TMP_PREFIX):
+                shutil.rmtree(child, ignore_errors=True)
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class VersionedTable:
+    """A table with generations (`gen-*` directories) and a CURRENT pointer file."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def current(self) -> Path | None:
+        pointer = self.path / CURRENT
+        if not pointer.exists():
+            return None
+        return self.path / pointer.read_text().strip()
+
+    def exists(self) -> bool:
+        return self.current() is not None
+
+    def bucket_path(self, bucket: int) -> Path | None:
+        current = self.current()
+        return None if current is None else current / part_name(bucket)
+
+    def meta(self) -> dict:
+        current = self.current()
+        if current is None or not (current / META).exists():
+            return {}
+        return json.loads((current / META).read_text())
+
+    def files(self) -> list[Path]:
+        current = self.current()
+        return sorted(current.glob("part-*.parquet")) if current else []
+
+    def begin(self) -> Path:
+        """A fresh directory to write the next generation into."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        remove_tmp_dirs(self.path)
+        return new_tmp_dir(self.path)
+
+    def publish(self, tmp: Path, meta: dict) -> Path:
+        """Atomically make `tmp` the current generation, then drop older ones."""
+        (tmp / META).write_text(json.dumps(meta, indent=1, sort_keys=True))
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%d%H%M%S")
+        gen = self.path / f"gen-{stamp}-{uuid.uuid4().hex[:8]}"
+        tmp.rename(gen)
+        pointer_tmp = self.path / f"{TMP_PREFIX}{CURRENT}-{uuid.uuid4().hex}"
+        pointer_tmp.write_text(gen.name)
+        os.fsync(os.open(pointer_tmp, os.O_RDONLY))
+        os.replace(pointer_tmp, self.path / CURRENT)
+        fsync_dir(self.path)
+        for old in self.path.glob("gen-*"):
+            if old != gen:
+                shutil.rmtree(old, ignore_errors=True)
+        return gen
+
+
+class Segment:
+    """segments/<UTC timestamp>/ with Nutch's sub-directories, each published by rename."""
+
+    GENERATE = "crawl_generate"
+    FETCH = "crawl_fetch"
+    CONTENT = "content"
+    PARSE_TEXT = "parse_text"
+    PARSE_DATA = "parse_data"
+    PARSE = "crawl_parse"
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.name = path.name
+
+    def part(self, sub: str, bucket: int) -> Path:
+        return self.path / sub / part_name(bucket)
+
+    def parts(self, sub: str, pattern: str = "part-*.parquet") -> list[Path]:
+        return sorted((self.path / sub).glob(pattern))
+
+    def has(self, sub: str) -> bool:
+        return (self.path / sub).is_dir()
+
+    @property
+    def generated(self) -> bool:
+        return self.has(self.GENERATE)
+
+    @property
+    def fetched(self) -> bool:
+        return self.has(self.FETCH)
+
+    @property
+    def parsed(self) -> bool:
+        return self.has(self.PARSE)
+
+    def begin(self) -> Path:
+        remove_tmp_dirs(self.path)
+        return new_tmp_dir(self.path)
+
+    def publish(self, tmp: Path, subs: list[str]) -> None:
+        """Rename each finished sub-directory into place; the last one marks completion."""
+        for sub in subs:
+            target = self.path / sub
+            if target.exists():
+                shutil.rmtree(target)
+            (tmp / sub).rename(target)
+        fsync_dir(self.path)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+class CrawlDir:
+    """One crawl: crawldb, segments, linkdb, index, and the settings it was made with."""
+
+    def __init__(self, path: Path | str):
+        self.path = Path(path)
+        self.crawldb = VersionedTable(self.path / "crawldb")
+        self.linkdb = VersionedTable(self.path / "linkdb")
+        self.index = VersionedTable(self.path / "index")
+        self.segments_dir = self.path / "segments"
+
+    def require(self) -> None:
+        if not self.crawldb.exists():
+            raise CrawlDirError(f"{self.path} has no crawldb yet: run `filbert inject` first")
+
+    def init(self, settings: Settings) -> None:
+        """Create the directory; record settings that must not change later."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        fixed = self.path / ".buckets"
+        if fixed.exists():
+            buckets = int(fixed.read_text())
+            if buckets != settings["db.buckets"]:
+                raise ConfigError(
+                    f"{self.path} was created with db.buckets={buckets}; it cannot change"
+                )
+        else:
+            fixed.write_text(str(settings["db.buckets"]))
+
+    def buckets(self, settings: Settings) -> int:
+        fixed = self.path / ".buckets"
+        return int(fixed.read_text()) if fixed.exists() else settings["db.buckets"]
+
+    def segments(self) -> list[Segment]:
+        if not self.segments_dir.exists():
+            return []
+        return [
+            Segment(p) for p in sorted(self.segments_dir.iterdir())
+            if p.is_dir() and not p.name.startswith(TMP_PREFIX)
+        ]
+
+    def segment(self, name: str) -> Segment:
+        path = self.segments_dir / name
+        if not path.is_dir():
+            raise CrawlDirError(f"no segment {name} in {self.segments_dir}")
+        return Segment(path)
+
+    def new_segment_name(self) -> str:
+        """A UTC timestamp name, later than every existing segment."""
+        name = datetime.now(timezone.utc).strftime("%Y%m%d%H%M%S")
+        existing = {s.name for s in self.segments()}
+        while name in existing:
+            time.sleep(0.2)
+            name = datetime.now(timezone.utc).strftime("%Y%m%d%H%M%S")
+        return name
+
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        """One mutating step at a time per crawl directory (released if the process dies)."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        with open(self.path / ".lock", "w") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError as exc:
+                raise CrawlDirError(f"{self.path} is in use by another filbert step") from exc
+            yield
+
+    @property
+    def settings_file(self) -> Path:
+        return self.path / SETTINGS_FILE

@@ -1,0 +1,108 @@
+"""updatedb: fold fetched and parsed segments into the crawldb (Nutch's CrawlDbReducer).
+
+Fetched pages get their next fetch time, transient failures are retried up to
+db.fetch.retry.max and then marked gone, redirects and new outlinks enter as unfetched.
+Segments already folded in are recorded in the crawldb's metadata and skipped, so
+re-running updatedb never applies a segment twice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from filbert import schemas as s
+from filbert.config import Settings
+from filbert.buckets import BucketTask, connect, parquet_relation, rewrite, write_result
+from filbert.parse.segment import crawl_parse_parts
+from filbert.storage import CrawlDir, CrawlDirError, Segment
+
+
+@dataclass(frozen=True)
+class SegmentFiles:
+    fetch: list[str]
+    parse_data: list[str]
+    links: list[str]
+
+
+def _update_bucket(task: BucketTask) -> dict[str, int]:
+    files, now = task.extra
+    cfg = task.settings
+    db = parquet_relation([task.old] if task.old else [], s.CRAWLDB)
+    fetch = parquet_relation(files.fetch, s.CRAWL_FETCH)
+    data = parquet_relation(files.parse_data, s.PARSE_DATA)
+    links = parquet_relation(files.links, s.CRAWL_PARSE)
+    retry_max = cfg["db.fetch.retry.max"]
+    gone = (f"(f.status = '{s.FETCH_GONE}' OR f.status = '{s.FETCH_RETRY}'"
+            f" AND coalesce(d.retries, 0) + 1 > {retry_max})")
+    interval = f"coalesce(d.fetch_interval, {cfg['db.fetch.interval.default']})"
+    sql = f"""
+    WITH f AS (
+        SELECT * FROM {fetch} QUALIFY row_number() OVER (PARTITION BY fp ORDER BY fetch_time DESC) = 1
+    ), sig AS (
+        SELECT fp, any_value(signature) AS new_sig FROM {data} GROUP BY fp
+    ), l AS (
+        SELECT fp, min(url) AS url, min(host) AS host, sum(score)::FLOAT AS score FROM {links} GROUP BY fp
+    ), d AS (SELECT * FROM {db})
+    SELECT
+        coalesce(d.url, f.url, l.url) AS url, fp, coalesce(d.host, f.host, l.host) AS host,
+        CASE
+            WHEN f.status IS NULL THEN coalesce(d.status, '{s.DB_UNFETCHED}')
+            WHEN {gone} THEN '{s.DB_GONE}'
+            WHEN f.status = '{s.FETCH_SUCCESS}' THEN '{s.DB_FETCHED}'
+            WHEN f.status = '{s.FETCH_NOTMODIFIED}' THEN '{s.DB_NOTMODIFIED}'
+            WHEN f.status = '{s.FETCH_REDIR_TEMP}' THEN '{s.DB_REDIR_TEMP}'
+            WHEN f.status = '{s.FETCH_REDIR_PERM}' THEN '{s.DB_REDIR_PERM}'
+            ELSE coalesce(d.status, '{s.DB_UNFETCHED}')
+        END AS status,
+        CASE
+            WHEN f.status IS NULL THEN coalesce(d.fetch_time, ?)
+            WHEN {gone} THEN f.fetch_time + to_seconds({cfg["db.fetch.interval.max"]})
+            WHEN f.status = '{s.FETCH_RETRY}' THEN f.fetch_time + to_seconds({cfg["db.fetch.retry.interval"]})
+            ELSE f.fetch_time + to_seconds({interval})
+        END AS fetch_time,
+        CASE WHEN f.status = '{s.FETCH_SUCCESS}' AND new_sig IS DISTINCT FROM d.signature
+             THEN f.fetch_time ELSE d.modified_time END AS modified_time,
+        {interval} AS fetch_interval,
+        CASE WHEN f.status = '{s.FETCH_RETRY}' AND NOT {gone}
+             THEN coalesce(d.retries, 0) + 1 ELSE 0 END AS retries,
+        coalesce(d.score, l.score, 0) AS score,
+        CASE WHEN f.status = '{s.FETCH_SUCCESS}' THEN new_sig ELSE d.signature END AS signature,
+        coalesce(f.http_status, d.http_status, 0) AS http_status
+    FROM d FULL OUTER JOIN f USING (fp) FULL OUTER JOIN l USING (fp) LEFT JOIN sig USING (fp)
+    """
+    return {"rows": write_result(connect(), sql, s.CRAWLDB, task.out, [now])}
+
+
+def pending_segments(crawl: CrawlDir) -> list[Segment]:
+    """Parsed segments not yet folded into the crawldb."""
+    applied = set(crawl.crawldb.meta().get("segments", []))
+    return [seg for seg in crawl.segments() if seg.parsed and seg.name not in applied]
+
+
+def updatedb(crawl: CrawlDir, settings: Settings, names: list[str] | None = None,
+             now: datetime | None = None) -> dict[str, int]:
+    """Fold the named segments (default: every parsed one not yet applied) into the crawldb."""
+    crawl.require()
+    applied = set(crawl.crawldb.meta().get("segments", []))
+    if names:
+        segments = [crawl.segment(n) for n in names if n not in applied]
+        for seg in segments:
+            if not seg.parsed:
+                raise CrawlDirError(f"segment {seg.name} is not parsed yet: run `filbert parse {seg.name}`")
+    else:
+        segments = pending_segments(crawl)
+    if not segments:
+        return {"segments": 0}
+    now = now or datetime.now(timezone.utc)
+    extra = {
+        b: (SegmentFiles(
+            fetch=[str(seg.part(Segment.FETCH, b)) for seg in segments],
+            parse_data=[str(seg.part(Segment.PARSE_DATA, b)) for seg in segments],
+            links=[str(p) for seg in segments for p in crawl_parse_parts(seg, b)],
+        ), now)
+        for b in range(crawl.buckets(settings))
+    }
+    meta = {"segments": sorted(applied | {seg.name for seg in segments})}
+    totals = rewrite(crawl.crawldb, crawl.buckets(settings), settings, _update_bucket, extra, meta)
+    return {"segments": len(segments), **totals}
