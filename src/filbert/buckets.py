@@ -69,7 +69,7 @@ def write_result(con: duckdb.DuckDBPyConnection, sql: str, schema: pa.Schema, ou
                  params: list | None = None) -> int:
     """Run a query and write its rows, cast to the schema, as one Parquet file."""
     table = con.sql(sql, params=params).to_arrow_table()
-    table = table.select(schema.names).cast(schema)
+    table = table.select(schema.names).cast(schema, safe=False)
     write_table(table, Path(out))
     return table.num_rows
 

@@ -230,9 +230,13 @@ def readseg(segment: Annotated[Optional[str], typer.Argument(help="Segment name.
         for row in list_segments(crawl_dir):
             print(json.dumps(row))
         return
-    name = _segment_or_latest(crawl_dir, segment, "fetched")
-    for line in dump_segment(crawl_dir, name, get):
-        print(line)
+    if get and not segment:  # look the URL up in every segment
+        names = [seg.name for seg in crawl_dir.segments()]
+    else:
+        names = [_segment_or_latest(crawl_dir, segment, "generated")]
+    for name in names:
+        for line in dump_segment(crawl_dir, name, get):
+            print(line)
 
 
 def main() -> None:

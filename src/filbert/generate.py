@@ -38,7 +38,7 @@ def _candidates(task: BucketTask) -> pa.Table:
         ORDER BY score DESC, url {limit}
     """
     table = connect().sql(sql, params=[now]).to_arrow_table()
-    return table.select(schemas.FETCHLIST.names).cast(schemas.FETCHLIST)
+    return table.select(schemas.FETCHLIST.names).cast(schemas.FETCHLIST, safe=False)
 
 
 def generate(crawl: CrawlDir, settings: Settings, top_n: int | None = None,

@@ -20,15 +20,15 @@ def crawldb_stats(crawl: CrawlDir, top_hosts: int = 10) -> dict:
     """Counts by status and HTTP status, top hosts, score summary."""
     con = connect()
     db = _relation(crawl)
-    total, min_score, avg_score, max_score = con.sql(
+    total, min_score, avg_score, max_score = con.execute(
         f"SELECT count(*), min(score), avg(score), max(score) FROM {db}").fetchone()
-    status = dict(con.sql(f"SELECT status, count(*) FROM {db} GROUP BY 1 ORDER BY 2 DESC").fetchall())
-    http = {str(code): n for code, n in con.sql(
+    status = dict(con.execute(f"SELECT status, count(*) FROM {db} GROUP BY 1 ORDER BY 2 DESC").fetchall())
+    http = {str(code): n for code, n in con.execute(
         f"SELECT http_status, count(*) FROM {db} WHERE http_status > 0 GROUP BY 1 ORDER BY 1").fetchall()}
-    hosts = con.sql(f"""
+    hosts = con.execute(f"""
         SELECT host, count(*) AS urls, count(*) FILTER (WHERE status = '{schemas.DB_FETCHED}') AS fetched
         FROM {db} GROUP BY host ORDER BY urls DESC, host LIMIT {int(top_hosts)}""").fetchall()
-    retrying = con.sql(f"SELECT count(*) FROM {db} WHERE retries > 0").fetchone()[0]
+    retrying = con.execute(f"SELECT count(*) FROM {db} WHERE retries > 0").fetchone()[0]
     return {
         "total": total,
         "status": status,

@@ -24,7 +24,7 @@ def _count(segment: Segment, sub: str) -> int | None:
     if not segment.has(sub):
         return None
     files = segment.parts(sub)
-    return connect().sql(f"SELECT count(*) FROM {parquet_relation(files, PARTS[sub])}").fetchone()[0]
+    return connect().execute(f"SELECT count(*) FROM {parquet_relation(files, PARTS[sub])}").fetchone()[0]
 
 
 def list_segments(crawl: CrawlDir) -> list[dict]:

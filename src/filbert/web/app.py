@@ -1,0 +1,138 @@
+"""The FastAPI application serving the index: `/` (HTML), `/api/search` (JSON), `/healthz`.
+
+One Searcher per application, opened on the first request that finds an index and
+reopened whenever the index's CURRENT generation changes, so a re-index is picked up
+without a restart.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from urllib.parse import urlencode
+
+import jinja2
+import uvicorn
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+
+from filbert.config import Settings
+from filbert.search.searcher import MAX_RESULTS, QueryError, Searcher, SearchResults
+from filbert.storage import CrawlDir
+
+HERE = Path(__file__).parent
+PAGE_SIZE = 10
+MAX_OFFSET = 10_000  # deeper pages cost memory in the collector and nobody reads them
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; style-src 'self'; img-src 'self'; "
+                               "form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+
+
+class SearcherHolder:
+    """The application's single Searcher, kept on the index generation that is current."""
+
+    def __init__(self, crawl: CrawlDir, settings: Settings):
+        self.crawl = crawl
+        self.settings = settings
+        self._searcher: Searcher | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> Searcher:
+        """The searcher on the current index; FileNotFoundError if there is no index."""
+        searcher = self._searcher
+        if searcher is not None and searcher.generation == self.crawl.index.current():
+            return searcher
+        with self._lock:
+            if self._searcher is None:
+                self._searcher = Searcher(self.crawl, self.settings)
+            elif self._searcher.generation != self.crawl.index.current():
+                self._searcher.reopen()
+            return self._searcher
+
+
+def clamp(value: int, low: int, high: int) -> int:
+    return max(low, min(value, high))
+
+
+def is_web_url(url: str) -> bool:
+    """Only http(s) URLs become links (never javascript: or data:)."""
+    return url.startswith(("http://", "https://"))
+
+
+def make_templates() -> Jinja2Templates:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"),
+                             autoescape=True, undefined=jinja2.StrictUndefined,
+                             trim_blocks=True, lstrip_blocks=True)
+    env.tests["web_url"] = is_web_url
+    return Jinja2Templates(env=env)
+
+
+def page_link(query: str, offset: int) -> str:
+    return "?" + urlencode({"q": query, "offset": offset} if offset else {"q": query})
+
+
+def pager(results: SearchResults) -> dict[str, str | None]:
+    """Relative links to the previous and next result pages (None where there is none)."""
+    start, end = results.offset, results.offset + len(results.hits)
+    prev = page_link(results.query, max(start - PAGE_SIZE, 0)) if start > 0 else None
+    more = end < results.total and end < MAX_OFFSET
+    return {"prev": prev, "next": page_link(results.query, end) if more else None}
+
+
+def create_app(crawl: CrawlDir, settings: Settings) -> FastAPI:
+    app = FastAPI(title="filbert", docs_url=None, redoc_url=None)
+    holder = SearcherHolder(crawl, settings)
+    templates = make_templates()
+    app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
+
+    @app.middleware("http")
+    async def security_headers(request: Request, call_next) -> Response:
+        response = await call_next(request)
+        response.headers.update(SECURITY_HEADERS)
+        return response
+
+    @app.get("/api/search")
+    def api_search(q: str = "", n: int = PAGE_SIZE, offset: int = 0) -> JSONResponse:
+        try:
+            results = holder.get().search(q, clamp(n, 1, MAX_RESULTS), clamp(offset, 0, MAX_OFFSET))
+        except QueryError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        except FileNotFoundError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=503)
+        return JSONResponse(results.to_dict())
+
+    @app.get("/", response_class=HTMLResponse)
+    def search_page(request: Request, q: str = "", offset: int = 0) -> HTMLResponse:
+        context: dict = {"query": q, "results": None, "error": None, "seconds": 0.0, "pager": None}
+        status = 200
+        if q.strip():
+            start = time.perf_counter()
+            try:
+                results = holder.get().search(q, PAGE_SIZE, clamp(offset, 0, MAX_OFFSET))
+                context.update(results=results, pager=pager(results))
+            except QueryError as exc:
+                context["error"], status = str(exc), 400
+            except FileNotFoundError as exc:
+                context["error"], status = str(exc), 503
+            context["seconds"] = time.perf_counter() - start
+        return templates.TemplateResponse(request, "search.html", context, status_code=status)
+
+    @app.get("/healthz")
+    def healthz() -> JSONResponse:
+        if crawl.index.current() is None:
+            return JSONResponse({"status": "no index", "documents": 0}, status_code=503)
+        return JSONResponse({"status": "ok", "documents": crawl.index.meta().get("documents", 0)})
+
+    return app
+
+
+def run_server(crawl: CrawlDir, settings: Settings, host: str = "127.0.0.1",
+               port: int = 8000) -> None:
+    """Serve until interrupted; logs only warnings (the caller announces the address)."""
+    uvicorn.run(create_app(crawl, settings), host=host, port=port, log_level="warning")

@@ -1,0 +1,200 @@
+"""The web front end, served from a real index built by crawling a small local site."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from sites import SiteServer, graph_path, html, link_graph, rare_word
+
+from filbert.config import Settings, load_settings
+from filbert.fetch import fetch_segment
+from filbert.generate import generate
+from filbert.index import build_index
+from filbert.inject import inject
+from filbert.links.linkdb import invertlinks
+from filbert.parse.segment import parse_segment
+from filbert.storage import CrawlDir
+from filbert.updatedb import updatedb
+from filbert.web import create_app
+
+PAGES = 24
+COMMON = "river"  # a link_graph filler word found on most pages
+EVIL_PATH = "/evil.html"
+EVIL_WORD = "zqevilx"
+EVIL_TEXT = "<script>alert(1)</script>"
+EVIL_PAGE = html(f"{EVIL_TEXT} evil", f"<p>Beware {EVIL_WORD} &lt;script&gt;alert(1)&lt;/script&gt; here</p>"
+                 f"<p>{EVIL_WORD} &lt;img src=x onerror=alert(2)&gt;</p>")
+
+
+@dataclass
+class Site:
+    server: SiteServer
+    crawl: CrawlDir
+    settings: Settings
+    client: TestClient
+
+
+def crawl_round(crawl: CrawlDir, settings: Settings) -> None:
+    name = generate(crawl, settings).segment
+    fetch_segment(crawl, name, settings)
+    parse_segment(crawl, name, settings)
+    updatedb(crawl, settings)
+
+
+def index(crawl: CrawlDir, settings: Settings) -> None:
+    invertlinks(crawl, settings)
+    build_index(crawl, settings)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    pages = link_graph(PAGES, 3) | {EVIL_PATH: EVIL_PAGE}
+    pages["/"] += f'<a href="{EVIL_PATH}">evil</a>'
+    settings = load_settings(None, ["fetcher.server.delay=0", "executor.kind=sequential"])
+    crawl = CrawlDir(tmp_path_factory.mktemp("web") / "crawl")
+    with SiteServer(pages) as server:
+        inject(crawl, [server.url("/")], settings)
+        for _ in range(2):
+            crawl_round(crawl, settings)
+        index(crawl, settings)
+        with TestClient(create_app(crawl, settings)) as client:
+            yield Site(server, crawl, settings, client)
+
+
+def api(site: Site, **params: object) -> dict:
+    response = site.client.get("/api/search", params=params)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def test_api_shape_and_unique_word_is_top(site: Site) -> None:
+    body = api(site, q=rare_word(7))
+    assert set(body) == {"query", "total", "offset", "hits"}
+    assert (body["query"], body["total"], body["offset"]) == (rare_word(7), 1, 0)
+    hit = body["hits"][0]
+    assert set(hit) == {"url", "title", "score", "snippet", "snippet_html"}
+    assert hit["url"] == site.server.url(graph_path(7))
+    assert hit["title"].startswith("Page 0007")
+    assert hit["score"] > 0
+    assert f"<b>{rare_word(7)}</b>" in hit["snippet_html"]
+
+
+def test_api_paging(site: Site) -> None:
+    everything = api(site, q=COMMON, n=100)
+    assert everything["total"] > 10
+    first, second = api(site, q=COMMON, n=5), api(site, q=COMMON, n=5, offset=5)
+    assert second["offset"] == 5
+    urls = [h["url"] for h in first["hits"] + second["hits"]]
+    assert urls == [h["url"] for h in everything["hits"][:10]]
+    assert len(set(urls)) == 10
+
+
+def test_api_clamps_n_and_offset(site: Site) -> None:
+    assert len(api(site, q=COMMON, n=0)["hits"]) == 1
+    assert len(api(site, q=COMMON, n=1000)["hits"]) == api(site, q=COMMON)["total"]
+    assert api(site, q=COMMON, offset=-3)["offset"] == 0
+    assert api(site, q=COMMON, offset=10**12)["hits"] == []
+
+
+@pytest.mark.parametrize("query", ["", "   ", "x" * 600])
+def test_api_bad_query_is_400(site: Site, query: str) -> None:
+    response = site.client.get("/api/search", params={"q": query})
+    assert response.status_code == 400
+    assert response.json()["error"]
+
+
+def test_api_rejects_non_numeric_n(site: Site) -> None:
+    assert site.client.get("/api/search", params={"q": COMMON, "n": "abc"}).status_code == 422
+
+
+def test_api_escapes_page_text_in_snippet_html(site: Site) -> None:
+    hit = api(site, q=EVIL_WORD)["hits"][0]
+    assert EVIL_TEXT in hit["snippet"]
+    assert "<script>" not in hit["snippet_html"]
+    assert "&lt;script&gt;" in hit["snippet_html"]
+
+
+def test_page_without_query_is_just_the_box(site: Site) -> None:
+    response = site.client.get("/")
+    assert response.status_code == 200
+    assert 'name="q"' in response.text
+    assert 'class="hit"' not in response.text
+    assert "Content-Security-Policy" in response.headers
+
+
+def test_page_shows_results(site: Site) -> None:
+    response = site.client.get("/", params={"q": rare_word(3)})
+    assert response.status_code == 200
+    text = response.text
+    url = site.server.url(graph_path(3))
+    assert f'<a href="{url}">Page 0003' in text
+    assert f'value="{rare_word(3)}"' in text
+    assert f"<b>{rare_word(3)}</b>" in text
+    assert "1 result " in text and "seconds" in text
+
+
+def test_page_paging_links(site: Site) -> None:
+    first = site.client.get("/", params={"q": COMMON}).text
+    assert first.count('class="hit"') == 10
+    assert f'href="?q={COMMON}&amp;offset=10"' in first
+    assert 'rel="prev"' not in first
+    second = site.client.get("/", params={"q": COMMON, "offset": 10}).text
+    assert 'start="11"' in second
+    assert f'rel="prev" href="?q={COMMON}"' in second
+
+
+@pytest.mark.parametrize("query", ["<script>alert(1)</script>", '"><script>alert(1)</script>'])
+def test_page_escapes_query(site: Site, query: str) -> None:
+    response = site.client.get("/", params={"q": query})
+    assert response.status_code in (200, 400)
+    assert "<script>" not in response.text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in response.text
+
+
+def test_page_escapes_crawled_text(site: Site) -> None:
+    text = site.client.get("/", params={"q": EVIL_WORD}).text
+    assert f"<b>{EVIL_WORD}</b>" in text
+    assert "<script>" not in text and "<img" not in text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; evil</a>" in text  # the page title
+
+
+def test_page_shows_query_error_with_400(site: Site) -> None:
+    response = site.client.get("/", params={"q": "x" * 600})
+    assert response.status_code == 400
+    assert 'class="error"' in response.text and "longer than" in response.text
+
+
+def test_healthz(site: Site) -> None:
+    body = site.client.get("/healthz").json()
+    assert body == {"status": "ok", "documents": PAGES + 2}
+
+
+def test_static_css(site: Site) -> None:
+    response = site.client.get("/static/style.css")
+    assert response.status_code == 200 and "text/css" in response.headers["content-type"]
+
+
+def test_no_index_is_503(tmp_path: Path) -> None:
+    client = TestClient(create_app(CrawlDir(tmp_path / "crawl"), load_settings(None)))
+    response = client.get("/api/search", params={"q": COMMON})
+    assert response.status_code == 503 and "no index" in response.json()["error"]
+    assert client.get("/", params={"q": COMMON}).status_code == 503
+    assert client.get("/healthz").status_code == 503
+
+
+def test_reindex_is_picked_up_without_restart(site: Site) -> None:
+    """Runs last: it adds a page to the shared crawl and rebuilds the index."""
+    old = site.crawl.index.current()
+    site.server.add("/fresh.html", html("Fresh", "<p>zqfreshx arrives later</p>"))
+    inject(site.crawl, [site.server.url("/fresh.html")], site.settings)
+    crawl_round(site.crawl, site.settings)
+    index(site.crawl, site.settings)
+    assert site.crawl.index.current() != old
+    fresh = api(site, q="zqfreshx")
+    assert [h["url"] for h in fresh["hits"]] == [site.server.url("/fresh.html")]
+    assert api(site, q=rare_word(7))["hits"][0]["url"] == site.server.url(graph_path(7))
+    assert site.client.get("/healthz").json()["documents"] == PAGES + 3
