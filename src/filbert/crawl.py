@@ -19,6 +19,7 @@ from filbert.index import build_index
 from filbert.inject import InjectStats, inject
 from filbert.links.linkdb import invertlinks
 from filbert.parse.segment import parse_segment
+from filbert.robots import RobotsCache
 from filbert.storage import CrawlDir
 from filbert.updatedb import pending_segments, updatedb
 
@@ -49,7 +50,7 @@ class CrawlSummary:
 
 
 def _finish_segments(crawl: CrawlDir, settings: Settings, threads: int, reporter: Reporter,
-                     summary: CrawlSummary) -> None:
+                     summary: CrawlSummary, robots: RobotsCache) -> None:
     """Bring every unfinished segment through fetch, parse and updatedb."""
     applied = set(crawl.crawldb.meta().get("segments", []))
     for segment in crawl.segments():
@@ -58,7 +59,7 @@ def _finish_segments(crawl: CrawlDir, settings: Settings, threads: int, reporter
         if not segment.fetched:
             reporter.step(f"fetch {segment.name}")
             stats = fetch_segment(crawl, segment.name, settings, threads, reporter.fetched,
-                                  reporter.fetch_started)
+                                  reporter.fetch_started, robots)
             reporter.fetch_done(stats)
             summary.fetched.update(stats.by_status)
             summary.http.update(stats.by_http)
@@ -80,12 +81,13 @@ def run_crawl(crawl: CrawlDir, seeds: list[str], settings: Settings, reporter: R
     start = time.monotonic()
     summary = CrawlSummary()
     threads = threads or settings["fetcher.threads.fetch"]
+    robots = RobotsCache(settings["http.robots.cache.ttl"])  # shared by all rounds
     if seeds:
         summary.injected = inject(crawl, seeds, settings)
         reporter.step(f"injected {summary.injected.injected} new of {summary.injected.accepted} "
                       f"accepted seed URLs ({len(summary.injected.rejected)} rejected)")
     crawl.require()
-    _finish_segments(crawl, settings, threads, reporter, summary)
+    _finish_segments(crawl, settings, threads, reporter, summary, robots)
     for round_no in range(1, depth + 1):
         stats = generate(crawl, settings, top_n)
         if stats.segment is None:
@@ -93,7 +95,7 @@ def run_crawl(crawl: CrawlDir, seeds: list[str], settings: Settings, reporter: R
             break
         reporter.step(f"round {round_no}/{depth}: generated {stats.urls} URLs on {stats.hosts} hosts "
                       f"in {stats.segment}")
-        _finish_segments(crawl, settings, threads, reporter, summary)
+        _finish_segments(crawl, settings, threads, reporter, summary, robots)
         summary.rounds = round_no
     reporter.step("invertlinks")
     invertlinks(crawl, settings)

@@ -6,6 +6,7 @@ server means full disallow (the fetcher retries those URLs in a later round).
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from protego import Protego
@@ -45,3 +46,24 @@ def rules_from_response(status: int | None, body: bytes, error: str = "") -> Rob
     if 400 <= status < 500:
         return ALLOW_ALL
     return RobotRules(None, False, f"robots.txt answered HTTP {status}")
+
+
+class RobotsCache:
+    """Rules per origin that outlive one fetch run, for `http.robots.cache.ttl` seconds.
+
+    Failures (deny-all because the server did not answer) are not kept, so the next run asks again.
+    """
+
+    def __init__(self, ttl: float):
+        self.ttl = ttl
+        self.entries: dict[str, tuple[float, RobotRules]] = {}
+
+    def get(self, origin: str) -> RobotRules | None:
+        entry = self.entries.get(origin)
+        if entry is None or entry[0] < time.monotonic():
+            return None
+        return entry[1]
+
+    def put(self, origin: str, rules: RobotRules) -> None:
+        if rules.parser is not None or rules.allow_all:
+            self.entries[origin] = (time.monotonic() + self.ttl, rules)

@@ -19,7 +19,7 @@ import aiohttp
 
 from filbert import __version__, schemas
 from filbert.config import Settings
-from filbert.robots import RobotRules, rules_from_response
+from filbert.robots import RobotRules, RobotsCache, rules_from_response
 from filbert.urls import InvalidUrl, resolve_url
 
 PERMANENT_REDIRECTS = {301, 308}
@@ -58,8 +58,10 @@ def origin_of(url: str) -> str:
 
 
 class Fetcher:
-    def __init__(self, settings: Settings, threads: int, on_result: Callable[[FetchResult], None]):
+    def __init__(self, settings: Settings, threads: int, on_result: Callable[[FetchResult], None],
+                 robots_cache: RobotsCache):
         self.settings = settings
+        self.robots_cache = robots_cache
         self.threads = threads
         self.on_result = on_result
         self.agent = settings["http.agent.name"]
@@ -115,8 +117,15 @@ class Fetcher:
     async def _rules(self, origin: str) -> RobotRules:
         """robots.txt rules for an origin, fetched once (concurrent callers share the fetch)."""
         if origin not in self.robots:
-            self.robots[origin] = asyncio.ensure_future(self._fetch_robots(origin))
+            self.robots[origin] = asyncio.ensure_future(self._cached_robots(origin))
         return await self.robots[origin]
+
+    async def _cached_robots(self, origin: str) -> RobotRules:
+        rules = self.robots_cache.get(origin)
+        if rules is None:
+            rules = await self._fetch_robots(origin)
+            self.robots_cache.put(origin, rules)
+        return rules
 
     async def _fetch_robots(self, origin: str) -> RobotRules:
         limit = self.settings["http.robots.content.limit"]
@@ -178,8 +187,8 @@ class Fetcher:
 
 
 def run_fetcher(items: Iterable[FetchItem], settings: Settings, threads: int,
-                on_result: Callable[[FetchResult], None]) -> float:
+                on_result: Callable[[FetchResult], None], robots_cache: RobotsCache) -> float:
     """Fetch all items; returns the elapsed seconds."""
     start = time.monotonic()
-    asyncio.run(Fetcher(settings, threads, on_result).run(items))
+    asyncio.run(Fetcher(settings, threads, on_result, robots_cache).run(items))
     return time.monotonic() - start

@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 from filbert import schemas
 from filbert.config import Settings
 from filbert.fetch.fetcher import FetchItem, FetchResult, run_fetcher
+from filbert.robots import RobotsCache
 from filbert.storage import CrawlDir, Segment, part_name, read_parts
 from filbert.urls import bucket_of
 
@@ -68,7 +69,8 @@ class _BucketWriter:
 
 def fetch_segment(crawl: CrawlDir, name: str, settings: Settings, threads: int | None = None,
                   on_result: Callable[[FetchResult], None] | None = None,
-                  on_start: Callable[[int], None] | None = None) -> FetchStats:
+                  on_start: Callable[[int], None] | None = None,
+                  robots_cache: RobotsCache | None = None) -> FetchStats:
     """Fetch every URL of the segment's fetch list; re-running replaces a partial fetch."""
     segment = crawl.segment(name)
     items = _fetch_items(segment)
@@ -92,7 +94,8 @@ def fetch_segment(crawl: CrawlDir, name: str, settings: Settings, threads: int |
             on_result(result)
 
     threads = threads or settings["fetcher.threads.fetch"]
-    stats.seconds = run_fetcher(items, settings, threads, record)
+    robots_cache = robots_cache or RobotsCache(settings["http.robots.cache.ttl"])
+    stats.seconds = run_fetcher(items, settings, threads, record, robots_cache)
     fetch_out.close()
     content_out.close()
     segment.publish(tmp, [Segment.CONTENT, Segment.FETCH])

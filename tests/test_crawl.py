@@ -1,0 +1,263 @@
+"""The crawl loop against real local sites: statuses, robots, politeness, scheduling."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from sites import (
+    TRAP_PATHS, TRAP_TEXT, TRAP_WORDS, TRAP_HUGE_TAIL_WORD, Page, SiteServer, graph_path,
+    html, link, link_graph, rare_word, robots, title_word, trap_site,
+)
+
+from filbert.config import load_settings
+from filbert.crawl import run_crawl
+from filbert.fetch import fetch_segment
+from filbert.generate import generate
+from filbert.inject import inject
+from filbert.parse.segment import parse_segment
+from filbert.readdb import crawldb_stats, crawldb_url
+from filbert.search import Searcher
+from filbert.storage import CrawlDir, Segment
+from filbert.updatedb import updatedb
+
+FAST = ["fetcher.server.delay=0", "executor.kind=sequential"]
+
+
+class Quiet:
+    """A reporter that only remembers what it was told."""
+
+    def __init__(self) -> None:
+        self.steps: list[str] = []
+
+    def step(self, message: str) -> None:
+        self.steps.append(message)
+
+    def fetch_started(self, total: int) -> None: ...
+    def fetched(self, result) -> None: ...
+    def fetch_done(self, stats) -> None: ...
+
+
+def crawl_site(path: Path, seeds: list[str], *overrides: str, depth: int = 5, **kwargs):
+    settings = load_settings(None, [*FAST, *overrides])
+    crawl = CrawlDir(path)
+    summary = run_crawl(crawl, seeds, settings, Quiet(), depth=depth, **kwargs)
+    return crawl, settings, summary
+
+
+def status_of(crawl: CrawlDir, url: str) -> str | None:
+    entry = crawldb_url(crawl, url)
+    return entry and entry["status"]
+
+
+def top_url(crawl: CrawlDir, settings, query: str) -> str | None:
+    hits = Searcher(crawl, settings).search(query).hits
+    return hits[0].url if hits else None
+
+
+# --- the trap site, crawled once ------------------------------------------------
+
+@pytest.fixture(scope="module")
+def trap(tmp_path_factory):
+    with SiteServer(trap_site(slow_delay=0.3)) as server:
+        crawl, settings, summary = crawl_site(
+            tmp_path_factory.mktemp("trap") / "crawl", [server.url("/")], "db.fetch.retry.max=1")
+        yield server, crawl, settings, summary
+
+
+def test_robots_disallowed_page_is_never_requested(trap):
+    server, crawl, _, _ = trap
+    assert TRAP_PATHS["private"] not in server.paths()
+    assert server.paths().count("/robots.txt") >= 1
+    assert status_of(crawl, server.url(TRAP_PATHS["private"])) == "db_gone"
+
+
+def test_user_agent_names_the_robot(trap):
+    server, *_ = trap
+    agents = {r.user_agent for r in server.requests}
+    assert len(agents) == 1 and agents.pop().startswith("filbert/0.1.0 (+")
+
+
+@pytest.mark.parametrize("name, status", [
+    ("index", "db_fetched"),
+    ("missing", "db_gone"),
+    ("error_500", "db_gone"),          # retried once (db.fetch.retry.max=1), then gone
+    ("moved_301", "db_redir_perm"),
+    ("target_301", "db_fetched"),      # the redirect target entered the crawldb and was fetched
+    ("moved_302", "db_redir_temp"),
+    ("target_302", "db_fetched"),
+    ("loop_a", "db_redir_temp"),
+    ("loop_b", "db_redir_temp"),
+    ("slow", "db_fetched"),
+    ("pdf", "db_fetched"),
+    ("malformed_target", "db_fetched"),  # found through malformed HTML
+    ("huge", "db_fetched"),
+])
+def test_statuses(trap, name, status):
+    server, crawl, *_ = trap
+    assert status_of(crawl, server.url(TRAP_PATHS[name])) == status
+
+
+def test_retries_and_loops_are_bounded(trap):
+    server, *_ = trap
+    paths = server.paths()
+    assert paths.count(TRAP_PATHS["error_500"]) == 2
+    assert paths.count(TRAP_PATHS["loop_a"]) == 1 and paths.count(TRAP_PATHS["loop_b"]) == 1
+    assert TRAP_PATHS["nofollow_target"] not in paths      # meta robots nofollow
+
+
+def test_stats_account_for_every_url(trap):
+    server, crawl, *_ = trap
+    stats = crawldb_stats(crawl)
+    assert stats["total"] == sum(stats["status"].values())
+    expected = set(TRAP_PATHS) - {"robots", "nofollow_target"}
+    assert stats["total"] == len(expected)
+    assert stats["hosts"][0]["urls"] == len(expected)
+
+
+@pytest.mark.parametrize("name", ["index", "target_301", "cp1251", "gbk", "bad_utf8", "malformed", "slow"])
+def test_pages_are_searchable(trap, name):
+    server, crawl, settings, _ = trap
+    assert top_url(crawl, settings, TRAP_WORDS[name]) == server.url(TRAP_PATHS[name])
+
+
+@pytest.mark.parametrize("name", ["pdf", "noindex", "error_500", "private"])
+def test_pages_kept_out_of_the_index(trap, name):
+    _, crawl, settings, _ = trap
+    assert top_url(crawl, settings, TRAP_WORDS[name]) is None
+
+
+def test_encodings_come_out_as_unicode(trap):
+    server, crawl, settings, _ = trap
+    hit = Searcher(crawl, settings).search("булок").hits[0]
+    assert hit.url == server.url(TRAP_PATHS["cp1251"])
+    texts = {}
+    for segment in crawl.segments():
+        for part in segment.parts(Segment.PARSE_TEXT):
+            for row in pq.read_table(part).to_pylist():
+                texts[row["url"]] = row["text"]
+    for name in ("cp1251", "gbk", "bad_utf8"):
+        assert TRAP_TEXT[name] in texts[server.url(TRAP_PATHS[name])]
+
+
+def test_huge_page_is_truncated_at_the_content_limit(trap):
+    server, crawl, settings, _ = trap
+    assert top_url(crawl, settings, TRAP_WORDS["huge"]) == server.url(TRAP_PATHS["huge"])
+    assert top_url(crawl, settings, TRAP_HUGE_TAIL_WORD) is None
+    rows = [r for s in crawl.segments() for p in s.parts(Segment.CONTENT)
+            for r in pq.read_table(p, columns=["url", "truncated", "content"]).to_pylist()
+            if r["url"] == server.url(TRAP_PATHS["huge"])]
+    assert rows[0]["truncated"] and len(rows[0]["content"]) == settings["http.content.limit"]
+
+
+# --- link graphs ----------------------------------------------------------------
+
+def test_link_graph_end_to_end(site_server, tmp_crawl):
+    server = site_server(link_graph(40, 3, index_links=1))
+    crawl, settings, summary = crawl_site(tmp_crawl, [server.url("/")], depth=50)
+    stats = crawldb_stats(crawl)
+    assert stats["status"] == {"db_fetched": 41}
+    assert summary.fetched["fetch_success"] == 41
+    assert sorted(server.paths()) == sorted(["/robots.txt", "/"] + [graph_path(n) for n in range(40)])
+    for n in (0, 17, 39):
+        assert top_url(crawl, settings, rare_word(n)) == server.url(graph_path(n))
+        assert top_url(crawl, settings, title_word(n)) == server.url(graph_path(n))
+
+
+def test_anchor_text_finds_a_page(site_server, tmp_crawl):
+    server = site_server({
+        "/": html("Home", link("/target.html", "zqanchorwordx manual")),
+        "/target.html": html("Target", "<p>nothing special here</p>"),
+    })
+    crawl, settings, _ = crawl_site(tmp_crawl, [server.url("/")])
+    assert top_url(crawl, settings, "zqanchorwordx") == server.url("/target.html")
+
+
+def test_depth_limits_rounds(site_server, tmp_crawl):
+    server = site_server(link_graph(10, 1, index_links=1))
+    crawl, _, summary = crawl_site(tmp_crawl, [server.url("/")], depth=3)
+    assert summary.rounds == 3
+    assert crawldb_stats(crawl)["status"]["db_fetched"] == 3
+
+
+def test_topn_and_max_count_per_host(site_server, tmp_crawl):
+    a, b = site_server(link_graph(10, 1)), site_server(link_graph(10, 1))
+    crawl = CrawlDir(tmp_crawl)
+    settings = load_settings(None, [*FAST, "generate.max.count=2"])
+    inject(crawl, [s.url(graph_path(n)) for s in (a, b) for n in range(5)], settings)
+    assert generate(crawl, settings).urls == 4                      # 2 per host
+    assert generate(crawl, settings, top_n=3).urls == 3
+
+
+def test_external_links_can_be_ignored(site_server, tmp_crawl):
+    other = site_server({"/": html("Other", "elsewhere")})
+    server = site_server({"/": html("Home", link(other.url("/"), "away") + link("/in.html", "in")),
+                          "/in.html": html("In", "inside")})
+    crawl, *_ = crawl_site(tmp_crawl, [server.url("/")], "db.ignore.external.links=true")
+    assert status_of(crawl, server.url("/in.html")) == "db_fetched"
+    assert status_of(crawl, other.url("/")) is None
+    assert other.paths() == []
+
+
+def test_politeness_delay_between_requests_to_one_host(site_server, tmp_crawl):
+    pages = {f"/{i}.html": html(f"P{i}", "x") for i in range(5)}
+    one, two = site_server(pages), site_server(pages)
+    seeds = [s.url(p) for s in (one, two) for p in pages]
+    crawl_site(tmp_crawl, seeds, "fetcher.server.delay=0.3", depth=1)
+    for server in (one, two):
+        times = [r.time for r in server.requests if r.path != "/robots.txt"]
+        assert len(times) == 5
+        gaps = [b - a for a, b in zip(times, times[1:])]
+        assert min(gaps) >= 0.29
+    # the two hosts were fetched side by side, not one after the other
+    first = [min(r.time for r in s.requests if r.path != "/robots.txt") for s in (one, two)]
+    assert abs(first[0] - first[1]) < 0.25
+
+
+def test_crawl_delay_from_robots_txt(site_server, tmp_crawl):
+    pages = {f"/{i}.html": html(f"P{i}", "x") for i in range(3)}
+    server = site_server({**pages, "/robots.txt": robots("User-agent: *\nCrawl-delay: 0.4\n")})
+    crawl_site(tmp_crawl, [server.url(p) for p in pages], depth=1)
+    times = [r.time for r in server.requests if r.path != "/robots.txt"]
+    assert min(b - a for a, b in zip(times, times[1:])) >= 0.39
+
+
+def test_robots_server_error_means_retry_later(site_server, tmp_crawl):
+    server = site_server({"/": html("Home", "x"), "/robots.txt": Page("down", status=503)})
+    crawl, *_ = crawl_site(tmp_crawl, [server.url("/")], depth=1)
+    assert server.paths() == ["/robots.txt"]
+    entry = crawldb_url(crawl, server.url("/"))
+    assert entry["status"] == "db_unfetched" and entry["retries"] == 1
+
+
+def test_inject_merges_without_clobbering(site_server, tmp_crawl):
+    server = site_server({"/": html("Home", "x")})
+    crawl, settings, _ = crawl_site(tmp_crawl, [server.url("/")], depth=1)
+    stats = inject(crawl, [server.url("/"), server.url("/#frag"), server.url("/new"), "no url"], settings)
+    assert (stats.read, stats.accepted, stats.injected) == (4, 2, 1)
+    assert stats.rejected[0][0] == "no url"
+    assert status_of(crawl, server.url("/")) == "db_fetched"
+    assert status_of(crawl, server.url("/new")) == "db_unfetched"
+
+
+def test_refetch_is_due_after_the_interval(site_server, tmp_crawl):
+    server = site_server({"/": html("Home", "x")})
+    crawl, settings, _ = crawl_site(tmp_crawl, [server.url("/")], depth=1)
+    assert generate(crawl, settings).segment is None
+    later = datetime.now(timezone.utc) + timedelta(days=31)
+    assert generate(crawl, settings, now=later).urls == 1
+
+
+def test_updatedb_applies_a_segment_once(site_server, tmp_crawl):
+    server = site_server({"/": html("Home", "x"), "/err": Page("boom", status=500)})
+    crawl = CrawlDir(tmp_crawl)
+    settings = load_settings(None, FAST)
+    inject(crawl, [server.url("/err")], settings)
+    name = generate(crawl, settings).segment
+    fetch_segment(crawl, name, settings)
+    parse_segment(crawl, name, settings)
+    assert updatedb(crawl, settings)["segments"] == 1
+    assert updatedb(crawl, settings, [name])["segments"] == 0
+    assert crawldb_url(crawl, server.url("/err"))["retries"] == 1
