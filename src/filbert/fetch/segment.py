@@ -13,9 +13,10 @@ import pyarrow.parquet as pq
 
 from filbert import schemas
 from filbert.config import Settings
+from filbert.executor import make_executor
 from filbert.fetch.fetcher import FetchItem, FetchResult, run_fetcher
 from filbert.robots import RobotsCache
-from filbert.storage import CrawlDir, Segment, part_name, read_parts
+from filbert.storage import CrawlDir, CrawlDirError, Segment, part_name, read_parts
 from filbert.urls import bucket_of
 
 FLUSH_ROWS = 256
@@ -34,6 +35,14 @@ class FetchStats:
     def fetched(self) -> int:
         return self.by_status[schemas.FETCH_SUCCESS]
 
+    def add(self, other: FetchStats) -> None:
+        """Combine a partition's figures (partitions run side by side: take the longest time)."""
+        self.urls += other.urls
+        self.seconds = max(self.seconds, other.seconds)
+        self.by_status.update(other.by_status)
+        self.by_http.update(other.by_http)
+        self.bytes += other.bytes
+
     @property
     def pages_per_second(self) -> float:
         return self.urls / self.seconds if self.seconds else 0.0
@@ -43,7 +52,6 @@ class _BucketWriter:
     """Streams one table's rows into per-bucket Parquet files, in bounded memory."""
 
     def __init__(self, directory: Path, schema: pa.Schema):
-        directory.mkdir()
         self.directory, self.schema = directory, schema
         self.rows: dict[int, list[dict]] = {}
         self.writers: dict[int, pq.ParquetWriter] = {}
@@ -67,23 +75,30 @@ class _BucketWriter:
             writer.close()
 
 
-def fetch_segment(crawl: CrawlDir, name: str, settings: Settings, threads: int | None = None,
-                  on_result: Callable[[FetchResult], None] | None = None,
-                  on_start: Callable[[int], None] | None = None,
-                  robots_cache: RobotsCache | None = None) -> FetchStats:
-    """Fetch every URL of the segment's fetch list; re-running replaces a partial fetch."""
-    segment = crawl.segment(name)
-    items = _fetch_items(segment)
-    if on_start:
-        on_start(len(items))
-    buckets = crawl.buckets(settings)
-    tmp = segment.begin()
-    fetch_out = _BucketWriter(tmp / Segment.FETCH, schemas.CRAWL_FETCH)
-    content_out = _BucketWriter(tmp / Segment.CONTENT, schemas.CONTENT)
-    stats = FetchStats(name, len(items))
+@dataclass(frozen=True)
+class FetchTask:
+    """One fetch partition: a set of buckets (so every host stays in one partition)."""
+
+    segment: str
+    buckets: tuple[int, ...]
+    bucket_count: int
+    out: str
+    settings: dict
+    threads: int
+
+
+def fetch_partition(task: FetchTask, on_result: Callable[[FetchResult], None] | None = None,
+                    robots_cache: RobotsCache | None = None) -> FetchStats:
+    """Fetch one partition's URLs into the temporary crawl_fetch and content directories."""
+    segment = Segment(Path(task.segment))
+    settings = Settings(task.settings)
+    items = _fetch_items(segment, task.buckets)
+    fetch_out = _BucketWriter(Path(task.out) / Segment.FETCH, schemas.CRAWL_FETCH)
+    content_out = _BucketWriter(Path(task.out) / Segment.CONTENT, schemas.CONTENT)
+    stats = FetchStats(segment.name, len(items))
 
     def record(result: FetchResult) -> None:
-        bucket = bucket_of(result.item.host, buckets)
+        bucket = bucket_of(result.item.host, task.bucket_count)
         fetch_out.add(bucket, _fetch_row(result))
         if result.content is not None:
             content_out.add(bucket, _content_row(result))
@@ -93,17 +108,57 @@ def fetch_segment(crawl: CrawlDir, name: str, settings: Settings, threads: int |
         if on_result:
             on_result(result)
 
-    threads = threads or settings["fetcher.threads.fetch"]
     robots_cache = robots_cache or RobotsCache(settings["http.robots.cache.ttl"])
-    stats.seconds = run_fetcher(items, settings, threads, record, robots_cache)
+    stats.seconds = run_fetcher(items, settings, task.threads, record, robots_cache)
     fetch_out.close()
     content_out.close()
+    return stats
+
+
+def fetch_segment(crawl: CrawlDir, name: str, settings: Settings, threads: int | None = None,
+                  on_result: Callable[[FetchResult], None] | None = None,
+                  on_start: Callable[[int], None] | None = None,
+                  robots_cache: RobotsCache | None = None) -> FetchStats:
+    """Fetch every URL of the segment's fetch list; re-running replaces a partial fetch.
+
+    With fetcher.partitions > 1 the partitions run through the executor (one event loop
+    per process) and report per partition instead of per page.
+    """
+    segment = crawl.segment(name)
+    if not segment.generated:
+        raise CrawlDirError(f"segment {name} has no fetch list")
+    if on_start:
+        on_start(_count_items(segment))
+    tmp = segment.begin()
+    (tmp / Segment.FETCH).mkdir()
+    (tmp / Segment.CONTENT).mkdir()
+    tasks = _partition(segment, tmp, settings, crawl.buckets(settings),
+                       threads or settings["fetcher.threads.fetch"])
+    if len(tasks) == 1:
+        stats = fetch_partition(tasks[0], on_result, robots_cache)
+    else:
+        stats = FetchStats(name)
+        for part in make_executor(settings).map(fetch_partition, tasks):
+            stats.add(part)
     segment.publish(tmp, [Segment.CONTENT, Segment.FETCH])
     return stats
 
 
-def _fetch_items(segment: Segment) -> list[FetchItem]:
-    table = read_parts(segment.parts(Segment.GENERATE), schemas.FETCHLIST)
+def _partition(segment: Segment, tmp: Path, settings: Settings, bucket_count: int,
+               threads: int) -> list[FetchTask]:
+    buckets = [b for b in range(bucket_count) if segment.part(Segment.GENERATE, b).exists()]
+    n = max(1, min(settings["fetcher.partitions"], len(buckets)))
+    return [FetchTask(str(segment.path), tuple(buckets[i::n]), bucket_count, str(tmp),
+                      dict(settings), max(1, threads // n))
+            for i in range(n)]
+
+
+def _count_items(segment: Segment) -> int:
+    return sum(pq.ParquetFile(p).metadata.num_rows for p in segment.parts(Segment.GENERATE))
+
+
+def _fetch_items(segment: Segment, buckets: tuple[int, ...]) -> list[FetchItem]:
+    table = read_parts([segment.part(Segment.GENERATE, b) for b in buckets], schemas.FETCHLIST)
     return [FetchItem(**row) for row in table.to_pylist()]
 
 
