@@ -7,6 +7,7 @@ Results from several shards are merged by score.
 from __future__ import annotations
 
 import html
+import re
 from dataclasses import asdict, dataclass, field
 
 import tantivy
@@ -16,6 +17,7 @@ from filbert.index.schema import SEARCH_FIELDS, open_shards
 from filbert.storage import CrawlDir
 
 MAX_RESULTS = 100
+NON_WORD = re.compile(r"[^\w\s]+")
 
 
 class QueryError(ValueError):
@@ -65,7 +67,7 @@ class Searcher:
         n = max(0, min(n, MAX_RESULTS))
         offset = max(0, offset)
         results = self._run(text, n, offset, conjunction=True)
-        if results.total == 0 and len(text.split()) > 1:
+        if results.total == 0:
             results = self._run(text, n, offset, conjunction=False)
         return results
 
@@ -91,11 +93,16 @@ class Searcher:
         return SearchResults(text, total, offset, hits)
 
     def _parse(self, index: tantivy.Index, text: str, conjunction: bool) -> tantivy.Query:
+        """tantivy's query syntax; text that is not valid syntax is searched as plain words."""
         try:
             return index.parse_query(text, list(SEARCH_FIELDS), field_boosts=self.boosts,
                                      conjunction_by_default=conjunction)
-        except ValueError as exc:
-            raise QueryError(f"cannot understand query {text!r}: {exc}") from exc
+        except ValueError:
+            words = NON_WORD.sub(" ", text).strip()
+            if not words:
+                raise QueryError(f"query {text!r} has no words to search for") from None
+            return index.parse_query(words, list(SEARCH_FIELDS), field_boosts=self.boosts,
+                                     conjunction_by_default=conjunction)
 
     def _hit(self, score: float, index: tantivy.Index, searcher: tantivy.Searcher,
              query: tantivy.Query, addr: tantivy.DocAddress) -> Hit:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -92,7 +93,8 @@ def create_app(crawl: CrawlDir, settings: Settings) -> FastAPI:
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
 
     @app.middleware("http")
-    async def security_headers(request: Request, call_next) -> Response:
+    async def security_headers(request: Request,
+                               call_next: Callable[[Request], Awaitable[Response]]) -> Response:
         response = await call_next(request)
         response.headers.update(SECURITY_HEADERS)
         return response
