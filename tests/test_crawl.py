@@ -8,8 +8,20 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from sites import (
-    TRAP_PATHS, TRAP_TEXT, TRAP_WORDS, TRAP_HUGE_TAIL_WORD, Page, SiteServer, graph_path,
-    html, link, link_graph, rare_word, robots, title_word, trap_site,
+    TRAP_HUGE_TAIL_WORD,
+    TRAP_PATHS,
+    TRAP_TEXT,
+    TRAP_WORDS,
+    Page,
+    SiteServer,
+    graph_path,
+    html,
+    link,
+    link_graph,
+    rare_word,
+    robots,
+    title_word,
+    trap_site,
 )
 
 from filbert.config import load_settings

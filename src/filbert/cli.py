@@ -10,8 +10,8 @@ from typing import Annotated, Optional
 import typer
 
 from filbert.config import ConfigError, Settings, load_settings
-from filbert.search.searcher import QueryError
 from filbert.progress import RichReporter, console, counts_table
+from filbert.search.searcher import QueryError
 from filbert.storage import CrawlDir, CrawlDirError
 from filbert.urls import InvalidUrl
 from filbert.urls.filter import UrlFilterError

@@ -10,8 +10,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from filbert import schemas
-from filbert.config import Settings
 from filbert.buckets import BucketTask, connect, parquet_relation
+from filbert.config import Settings
 from filbert.executor import make_executor
 from filbert.storage import CrawlDir, Segment, new_tmp_dir, part_name, remove_tmp_dirs, write_table
 from filbert.urls import bucket_of

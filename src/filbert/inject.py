@@ -9,8 +9,8 @@ from pathlib import Path
 import pyarrow as pa
 
 from filbert import schemas
-from filbert.config import Settings
 from filbert.buckets import BucketTask, connect, parquet_relation, rewrite, write_result
+from filbert.config import Settings
 from filbert.storage import CrawlDir
 from filbert.urls import InvalidUrl, UrlFilter, bucket_of, fingerprint, host_of, normalize_url
 
@@ -42,13 +42,9 @@ def _inject_bucket(task: BucketTask) -> dict[str, int]:
     con = connect()
     con.register("new", task.extra)
     old = parquet_relation([task.old] if task.old else [], schemas.CRAWLDB)
-    sql = f"""
-        SELECT * FROM {old}
-        UNION ALL
-        SELECT * FROM new WHERE fp NOT IN (SELECT fp FROM {old})
-    """
-    total = write_result(con, sql, schemas.CRAWLDB, task.out)
-    return {"rows": total}
+    con.execute(f"CREATE TEMP TABLE unseen AS SELECT * FROM new WHERE fp NOT IN (SELECT fp FROM {old})")
+    write_result(con, f"SELECT * FROM {old} UNION ALL SELECT * FROM unseen", schemas.CRAWLDB, task.out)
+    return {"injected": con.execute("SELECT count(*) FROM unseen").fetchone()[0]}
 
 
 def inject(crawl: CrawlDir, seeds: list[str], settings: Settings) -> InjectStats:
@@ -75,9 +71,8 @@ def inject(crawl: CrawlDir, seeds: list[str], settings: Settings) -> InjectStats
         by_bucket.setdefault(bucket_of(host, buckets), []).append((url, fp, host))
     now = datetime.now(timezone.utc)
     tables = {b: _new_rows(items, now, settings) for b, items in by_bucket.items()}
-    before = _count(crawl)
-    rewrite(crawl.crawldb, buckets, settings, _inject_bucket, tables, {}, only_buckets=set(tables))
-    stats.injected = _count(crawl) - before
+    totals = rewrite(crawl.crawldb, buckets, settings, _inject_bucket, tables, {}, only_buckets=set(tables))
+    stats.injected = totals.get("injected", 0)
     return stats
 
 
@@ -96,9 +91,3 @@ def _new_rows(items: list[tuple[str, bytes, str]], now: datetime, settings: Sett
         "signature": pa.nulls(n, pa.binary()),
         "http_status": [0] * n,
     }, schema=schemas.CRAWLDB)
-
-
-def _count(crawl: CrawlDir) -> int:
-    if not crawl.crawldb.exists():
-        return 0
-    return connect().execute(f"SELECT count(*) FROM {parquet_relation(crawl.crawldb.files(), schemas.CRAWLDB)}").fetchone()[0]

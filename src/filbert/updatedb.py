@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from filbert import schemas as s
-from filbert.config import Settings
 from filbert.buckets import BucketTask, connect, parquet_relation, rewrite, write_result
+from filbert.config import Settings
 from filbert.parse.segment import crawl_parse_parts
 from filbert.storage import CrawlDir, CrawlDirError, Segment
 
