@@ -1,8 +1,9 @@
 """The `filbert` command line, driven for real against a generated site on 127.0.0.1.
 
-A couple of end-to-end runs go through the installed console script in a subprocess (the
-real `main()`, with its error handling); the rest use typer's CliRunner on `filbert.cli.app`,
-which runs in this process and is much faster.
+A few runs go through the installed console script in a subprocess (one full `crawl`, a
+search, some errors); user errors are otherwise checked by calling `filbert.cli.main()` (the
+script's entry point, with its error handling) in this process, and everything else uses
+typer's CliRunner on `filbert.cli.app`, which is much faster than a new interpreter.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from rich.errors import MarkupError
 from sites import Page, SiteServer, graph_path, graph_title, html, link_graph, rare_word, title_word
 from typer.testing import CliRunner
 
@@ -47,10 +47,10 @@ def make_site() -> dict[str, Page | str]:
 
 
 def run_cli(*args: object, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """The installed `filbert` console script; a fixed-width, non-terminal stderr."""
+    """The installed `filbert` console script, with no terminal attached (as in a pipeline)."""
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
     return subprocess.run([str(FILBERT), *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd, env=env, timeout=120)
+                          stdin=subprocess.DEVNULL, cwd=cwd, env=env, timeout=120)
 
 
 runner = CliRunner()
@@ -267,8 +267,8 @@ def test_search_title_word_and_limit(crawled: Crawled) -> None:
 
 def test_search_text_output(crawled: Crawled) -> None:
     result = invoke("search", rare_word(9), "--dir", crawled.dir)
-    assert crawled.url(graph_path(9)) in result.stderr + result.stdout
-    assert "1 results" in result.stderr + result.stdout
+    assert crawled.url(graph_path(9)) in result.stdout
+    assert "1 results" in result.stdout
 
 
 # -- seeds file, --no-index, steps one by one --------------------------------------------
@@ -384,6 +384,7 @@ def run_main(args: list[object], cwd: Path, monkeypatch: pytest.MonkeyPatch,
              capsys: pytest.CaptureFixture[str]) -> subprocess.CompletedProcess[str]:
     """`filbert.cli.main()` in this process (its error handling included), like the script."""
     monkeypatch.chdir(cwd)
+    monkeypatch.setenv("COLUMNS", "80")   # what rich uses without a terminal, as in run_cli
     monkeypatch.setattr(sys, "argv", ["filbert", *map(str, args)])
     capsys.readouterr()
     with pytest.raises(SystemExit) as exited:
@@ -450,8 +451,6 @@ def test_query_too_long(crawled: Crawled, tmp_path: Path, monkeypatch: pytest.Mo
     assert_clean_error(result, "query longer than 512 characters")
 
 
-@pytest.mark.xfail(strict=True, reason="bug: cli.main prints errors with rich, which wraps them at "
-                                       "80 columns when stderr is not a terminal")
 def test_long_error_message_stays_on_one_line(tmp_path: Path) -> None:
     deep = tmp_path / ("a" * 40) / ("b" * 40) / "crawl"
     deep.mkdir(parents=True)
@@ -461,19 +460,20 @@ def test_long_error_message_stays_on_one_line(tmp_path: Path) -> None:
     assert len(result.stderr.strip().splitlines()) == 1
 
 
-@pytest.mark.xfail(strict=True, reason="bug: cli.main renders the exception text as rich markup; "
-                                       "'[/...]' in it raises MarkupError with a traceback")
 def test_error_text_is_not_markup(tmp_path: Path) -> None:
     result = run_cli("search", "river", "--dir", "crawl", "-D", "[/x]=1", cwd=tmp_path)
     assert_clean_error(result, "unknown setting '[/x]'")
 
 
-@pytest.mark.xfail(strict=True, raises=MarkupError,
-                   reason="bug: `search` prints crawled titles and snippets as rich markup")
 def test_search_prints_page_text_verbatim(site_server, tmp_path: Path) -> None:
     title = "Arrays [/index] and [bold]zqmarkupx[/bold]"
     server = site_server({"/": html(title, "<p>zqmarkupx</p>")})
     directory = tmp_path / "crawl"
     invoke("crawl", server.url("/"), "--dir", directory, "--depth", 1, *FAST)
     result = invoke("search", "zqmarkupx", "--dir", directory)
-    assert title in result.stderr + result.stdout
+    assert title in result.stdout
+
+
+def test_search_prints_query_verbatim(crawled: Crawled) -> None:
+    result = invoke("search", "[/b] river", "--dir", crawled.dir)
+    assert "results for [/b] river" in result.stdout

@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from rich.markup import escape
 
 from filbert.config import ConfigError, Settings, load_settings
-from filbert.progress import RichReporter, console, counts_table
+from filbert.progress import RichReporter, console, counts_table, stdout
 from filbert.search.searcher import QueryError
 from filbert.storage import CrawlDir, CrawlDirError
 from filbert.urls import InvalidUrl
@@ -33,7 +34,8 @@ def _open(directory: Path, defines: list[str] | None) -> tuple[CrawlDir, Setting
 
 
 @app.command()
-def crawl(seeds: Annotated[list[str], typer.Argument(help="Seed URLs or files of URLs.")],
+def crawl(seeds: Annotated[Optional[list[str]], typer.Argument(
+              help="Seed URLs or files of URLs (optional when continuing a crawl).")] = None,
           dir: Dir = Path("crawl"), depth: int = typer.Option(3, help="Generate/fetch/parse/update rounds."),
           top_n: TopN = None, threads: Threads = None,
           no_index: bool = typer.Option(False, "--no-index", help="Stop after invertlinks."),
@@ -43,7 +45,7 @@ def crawl(seeds: Annotated[list[str], typer.Argument(help="Seed URLs or files of
 
     crawl_dir, settings = _open(dir, define)
     with crawl_dir.lock():
-        summary = run_crawl(crawl_dir, seeds, settings, RichReporter(), depth, top_n, threads,
+        summary = run_crawl(crawl_dir, seeds or [], settings, RichReporter(), depth, top_n, threads,
                             index=not no_index)
     ok = summary.fetched.get("fetch_success", 0)
     table = counts_table("crawl summary", {
@@ -68,7 +70,7 @@ def inject(seeds: Annotated[list[str], typer.Argument(help="Seed URLs or files o
     with crawl_dir.lock():
         stats = run(crawl_dir, seeds, settings)
     for text, reason in stats.rejected:
-        console.print(f"[yellow]rejected[/] {text}: {reason}")
+        console.print(f"[yellow]rejected[/] {escape(text)}: {escape(reason)}")
     console.print(f"injected {stats.injected} new URLs ({stats.accepted} accepted of {stats.read} read)")
 
 
@@ -169,10 +171,10 @@ def search(query: str, dir: Dir = Path("crawl"), n: int = typer.Option(10, "-n",
         data["hits"] = [{k: h[k] for k in ("url", "title", "score", "snippet")} for h in data["hits"]]
         print(json.dumps(data, ensure_ascii=False, indent=1))
         return
-    console.print(f"{results.total} results for [bold]{results.query}[/]", highlight=False)
+    stdout.print(f"{results.total} results for [bold]{escape(results.query)}[/]", highlight=False)
     for rank, hit in enumerate(results.hits, offset + 1):
-        console.print(f"\n{rank}. [bold]{hit.title}[/]  ({hit.score:.3f})\n   [blue]{hit.url}[/]\n   {hit.snippet}",
-                      highlight=False, markup=True)
+        stdout.print(f"\n{rank}. [bold]{escape(hit.title)}[/]  ({hit.score:.3f})\n"
+                     f"   [blue]{escape(hit.url)}[/]\n   {escape(hit.snippet)}", highlight=False)
 
 
 @app.command()
@@ -199,7 +201,7 @@ def readdb(dir: Dir = Path("crawl"), stats: bool = typer.Option(False, "--stats"
     if url:
         entry = crawldb_url(crawl_dir, url)
         if entry is None:
-            console.print(f"{url} is not in the crawldb")
+            console.print(f"{url} is not in the crawldb", markup=False)
             raise typer.Exit(1)
         print(json.dumps(entry, ensure_ascii=False, indent=1))
     elif dump:
@@ -243,7 +245,7 @@ def main() -> None:
     try:
         app()
     except USER_ERRORS as exc:
-        console.print(f"[bold red]error:[/] {exc}")
+        console.print(f"error: {exc}", style="bold red", markup=False, highlight=False, soft_wrap=True)
         sys.exit(2)
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]: re-run the step to continue")

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from filbert.fetch import FetchResult, FetchStats
 
-console = Console(stderr=True)
+console = Console(stderr=True)   # progress and messages
+stdout = Console()               # results
 
 
 class RichReporter:
@@ -21,7 +23,7 @@ class RichReporter:
         self.failed = 0
 
     def step(self, message: str) -> None:
-        console.print(f"[bold cyan]»[/] {message}")
+        console.print(f"[bold cyan]»[/] {escape(message)}")
 
     def fetch_started(self, total: int) -> None:
         self.ok = self.failed = 0

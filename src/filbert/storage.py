@@ -55,10 +55,14 @@ def new_tmp_dir(parent: Path) -> Path:
 
 
 def remove_tmp_dirs(parent: Path) -> None:
+    """Remove what killed attempts left behind (temporary directories and pointer files)."""
     if parent.exists():
         for child in parent.iterdir():
             if child.name.startswith(TMP_PREFIX):
-                shutil.rmtree(child, ignore_errors=True)
+                if child.is_dir():
+                    shutil.rmtree(child, ignore_errors=True)
+                else:
+                    child.unlink(missing_ok=True)
 
 
 def fsync_dir(path: Path) -> None:
@@ -102,6 +106,7 @@ class VersionedTable:
         """A fresh directory to write the next generation into."""
         self.path.mkdir(parents=True, exist_ok=True)
         remove_tmp_dirs(self.path)
+        self._drop_old_generations()
         return new_tmp_dir(self.path)
 
     def publish(self, tmp: Path, meta: dict) -> Path:
@@ -111,14 +116,20 @@ class VersionedTable:
         gen = self.path / f"gen-{stamp}-{uuid.uuid4().hex[:8]}"
         tmp.rename(gen)
         pointer_tmp = self.path / f"{TMP_PREFIX}{CURRENT}-{uuid.uuid4().hex}"
-        pointer_tmp.write_text(gen.name)
-        os.fsync(os.open(pointer_tmp, os.O_RDONLY))
+        with open(pointer_tmp, "w") as handle:
+            handle.write(gen.name)
+            handle.flush()
+            os.fsync(handle.fileno())
         os.replace(pointer_tmp, self.path / CURRENT)
         fsync_dir(self.path)
-        for old in self.path.glob("gen-*"):
-            if old != gen:
-                shutil.rmtree(old, ignore_errors=True)
+        self._drop_old_generations()
         return gen
+
+    def _drop_old_generations(self) -> None:
+        current = self.current()
+        for gen in self.path.glob("gen-*"):
+            if gen != current:
+                shutil.rmtree(gen, ignore_errors=True)
 
 
 class Segment:
@@ -161,7 +172,12 @@ class Segment:
         return new_tmp_dir(self.path)
 
     def publish(self, tmp: Path, subs: list[str]) -> None:
-        """Rename each finished sub-directory into place; the last one marks completion."""
+        """Rename each finished sub-directory into place; the last one marks completion.
+
+        When replacing earlier output, the marker goes first, so a kill half-way leaves the
+        step visibly unfinished rather than a mix of old and new parts.
+        """
+        shutil.rmtree(self.path / subs[-1], ignore_errors=True)
         for sub in subs:
             target = self.path / sub
             if target.exists():
