@@ -19,7 +19,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from sites import Page, SiteServer, graph_path, graph_title, html, link_graph, rare_word, title_word
+from sites import (
+    Page,
+    SiteServer,
+    graph_path,
+    graph_title,
+    html,
+    link_graph,
+    rare_word,
+    title_word,
+)
 from typer.testing import CliRunner
 
 from filbert.cli import app, main

@@ -35,7 +35,7 @@ import pyarrow.parquet as pq
 import pytest
 from sites import Page, SiteServer, graph_path, link_graph, rare_word, title_word
 
-from filbert.config import Settings, load_settings
+from filbert.config import load_settings
 from filbert.fetch import fetch_segment
 from filbert.generate import generate
 from filbert.index import build_index

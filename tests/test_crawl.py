@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from pipeline import FAST, crawl_site
 from sites import (
     TRAP_HUGE_TAIL_WORD,
     TRAP_PATHS,
@@ -25,7 +25,6 @@ from sites import (
 )
 
 from filbert.config import load_settings
-from filbert.crawl import run_crawl
 from filbert.fetch import fetch_segment
 from filbert.generate import generate
 from filbert.inject import inject
@@ -34,29 +33,6 @@ from filbert.readdb import crawldb_stats, crawldb_url
 from filbert.search import Searcher
 from filbert.storage import CrawlDir, Segment
 from filbert.updatedb import updatedb
-
-FAST = ["fetcher.server.delay=0", "executor.kind=sequential"]
-
-
-class Quiet:
-    """A reporter that only remembers what it was told."""
-
-    def __init__(self) -> None:
-        self.steps: list[str] = []
-
-    def step(self, message: str) -> None:
-        self.steps.append(message)
-
-    def fetch_started(self, total: int) -> None: ...
-    def fetched(self, result) -> None: ...
-    def fetch_done(self, stats) -> None: ...
-
-
-def crawl_site(path: Path, seeds: list[str], *overrides: str, depth: int = 5, **kwargs):
-    settings = load_settings(None, [*FAST, *overrides])
-    crawl = CrawlDir(path)
-    summary = run_crawl(crawl, seeds, settings, Quiet(), depth=depth, **kwargs)
-    return crawl, settings, summary
 
 
 def status_of(crawl: CrawlDir, url: str) -> str | None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from test_crawl import crawl_site
+from pipeline import crawl_site
 
 from filbert.readdb import crawldb_stats
 from filbert.search import Searcher

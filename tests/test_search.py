@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from pipeline import crawl_site
 from sites import SiteServer, html, link
-from test_crawl import crawl_site
 
 from filbert.search import QueryError, Searcher
 

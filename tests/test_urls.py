@@ -1,7 +1,15 @@
 import pytest
 
 from filbert.config import Settings
-from filbert.urls import InvalidUrl, UrlFilter, bucket_of, fingerprint, host_of, normalize_url, resolve_url
+from filbert.urls import (
+    InvalidUrl,
+    UrlFilter,
+    bucket_of,
+    fingerprint,
+    host_of,
+    normalize_url,
+    resolve_url,
+)
 from filbert.urls.filter import UrlFilterError
 
 
