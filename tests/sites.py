@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import random
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Sequence
@@ -51,6 +52,7 @@ class Request:
     time: float  # time.monotonic() when the request arrived
     user_agent: str
     host: str  # Host header
+    headers: dict[str, str] = field(default_factory=dict)  # all request headers
 
 
 NOT_FOUND = Page(
@@ -68,7 +70,9 @@ def as_page(page: Page | str) -> Page:
 class SiteServer:
     """HTTP server on an ephemeral 127.0.0.1 port serving ``pages`` by path (with query)."""
 
-    def __init__(self, pages: dict[str, Page | str] | None = None) -> None:
+    def __init__(self, pages: dict[str, Page | str] | None = None,
+                 ssl_context: ssl.SSLContext | None = None) -> None:
+        self._ssl = ssl_context
         self._pages = {path: as_page(page) for path, page in (pages or {}).items()}
         self._lock = threading.Lock()
         self.requests: list[Request] = []
@@ -122,10 +126,10 @@ class SiteServer:
 
     @property
     def base_url(self) -> str:
-        """``http://127.0.0.1:PORT`` (no trailing slash)."""
+        """``http://127.0.0.1:PORT`` (``https`` with TLS; no trailing slash)."""
         if self._port is None:
             raise RuntimeError("SiteServer not started")
-        return f"http://127.0.0.1:{self._port}"
+        return f"{'https' if self._ssl else 'http'}://127.0.0.1:{self._port}"
 
     def url(self, path: str) -> str:
         """Absolute URL of ``path`` on this server."""
@@ -152,12 +156,15 @@ class SiteServer:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.bind(("127.0.0.1", 0))
         self._port = sock.getsockname()[1]
-        await web.SockSite(self._runner, sock).start()
+        await web.SockSite(self._runner, sock, ssl_context=self._ssl).start()
 
     async def _handle(self, request: web.Request) -> web.Response:
         page = self._record(request)
         if page.delay:
             await asyncio.sleep(page.delay)
+        etag = page.headers.get("ETag")
+        if etag and request.headers.get("If-None-Match") == etag:
+            return web.Response(status=304, headers={"ETag": etag})
         return _response(page)
 
     def _record(self, request: web.Request) -> Page:
@@ -167,6 +174,7 @@ class SiteServer:
             time=time.monotonic(),
             user_agent=request.headers.get("User-Agent", ""),
             host=request.headers.get("Host", ""),
+            headers=dict(request.headers),
         )
         with self._lock:
             self.requests.append(entry)

@@ -32,7 +32,7 @@ def _candidates(task: BucketTask) -> pa.Table:
         if max_count > 0 else ""
     limit = f"LIMIT {top_n}" if top_n else ""
     sql = f"""
-        SELECT url, fp, host, score FROM {parquet_relation([task.old] if task.old else [], schemas.CRAWLDB)}
+        SELECT url, fp, host, score, etag, last_modified FROM {parquet_relation([task.old] if task.old else [], schemas.CRAWLDB)}
         WHERE fetch_time <= ?
         {per_host}
         ORDER BY score DESC, url {limit}

@@ -90,4 +90,6 @@ def _new_rows(items: list[tuple[str, bytes, str]], now: datetime, settings: Sett
         "score": [settings["db.score.injected"]] * n,
         "signature": pa.nulls(n, pa.binary()),
         "http_status": [0] * n,
+        "etag": pa.nulls(n, pa.string()),
+        "last_modified": pa.nulls(n, pa.string()),
     }, schema=schemas.CRAWLDB)

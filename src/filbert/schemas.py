@@ -38,6 +38,8 @@ CRAWLDB = pa.schema([
     ("score", pa.float32()),
     ("signature", pa.binary()),
     ("http_status", pa.int16()),
+    ("etag", pa.string()),             # validators for conditional GET
+    ("last_modified", pa.string()),
 ])
 
 # segments/<ts>/crawl_generate: the fetch list.
@@ -46,6 +48,8 @@ FETCHLIST = pa.schema([
     ("fp", pa.binary()),
     ("host", pa.string()),
     ("score", pa.float32()),
+    ("etag", pa.string()),
+    ("last_modified", pa.string()),
 ])
 
 # segments/<ts>/crawl_fetch: one row per URL fetched.
@@ -60,6 +64,8 @@ CRAWL_FETCH = pa.schema([
     ("content_type", pa.string()),
     ("message", pa.string()),
     ("score", pa.float32()),
+    ("etag", pa.string()),
+    ("last_modified", pa.string()),
 ])
 
 # segments/<ts>/content: raw bytes of what was fetched (zstd-compressed in Parquet).

@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 
 from filbert import schemas as s
 from filbert.buckets import BucketTask, connect, parquet_relation, rewrite, write_result
-from filbert.config import Settings
+from filbert.config import ConfigError, Settings
 from filbert.parse.segment import crawl_parse_parts
 from filbert.storage import CrawlDir, CrawlDirError, Segment
 
@@ -25,6 +25,37 @@ class SegmentFiles:
     links: list[str]
 
 
+def _interval_sql(cfg: dict) -> str:
+    """The next fetch interval in seconds (Nutch's Default- or AdaptiveFetchSchedule).
+
+    `change` is 'changed' or 'unchanged' when both the old and new content signatures are
+    known, NULL otherwise; the adaptive schedule shrinks the interval when the page changed
+    and grows it when it did not, within min and max.
+    """
+    old = f"coalesce(d.fetch_interval, {cfg['db.fetch.interval.default']})"
+    kind = cfg["db.fetch.schedule.class"]
+    if kind == "default":
+        return old
+    if kind != "adaptive":
+        raise ConfigError(f"db.fetch.schedule.class must be 'default' or 'adaptive', got {kind!r}")
+    p = "db.fetch.schedule.adaptive."
+    return f"""least({cfg[p + 'max_interval']}, greatest({cfg[p + 'min_interval']}, CAST(CASE change
+        WHEN 'changed' THEN {old} * (1 - {cfg[p + 'dec_rate']})
+        WHEN 'unchanged' THEN {old} * (1 + {cfg[p + 'inc_rate']})
+        ELSE {old} END AS BIGINT)))"""
+
+
+def _sync_sql(cfg: dict) -> str:
+    """Seconds to move the reference time back so re-fetches follow the page's own rhythm
+    (Nutch's sync_delta): when a changed page had been unchanged longer than its interval."""
+    p = "db.fetch.schedule.adaptive."
+    if cfg["db.fetch.schedule.class"] != "adaptive" or not cfg[p + "sync_delta"]:
+        return "0"
+    return f"""CASE WHEN change = 'changed' AND epoch(f.fetch_time - d.modified_time) > interval
+        THEN CAST(epoch(f.fetch_time - d.modified_time) * {cfg[p + 'sync_delta_rate']} AS BIGINT)
+        ELSE 0 END"""
+
+
 def _update_bucket(task: BucketTask) -> dict[str, int]:
     files, now = task.extra
     cfg = task.settings
@@ -32,10 +63,8 @@ def _update_bucket(task: BucketTask) -> dict[str, int]:
     fetch = parquet_relation(files.fetch, s.CRAWL_FETCH)
     data = parquet_relation(files.parse_data, s.PARSE_DATA)
     links = parquet_relation(files.links, s.CRAWL_PARSE)
-    retry_max = cfg["db.fetch.retry.max"]
     gone = (f"(f.status = '{s.FETCH_GONE}' OR f.status = '{s.FETCH_RETRY}'"
-            f" AND coalesce(d.retries, 0) + 1 > {retry_max})")
-    interval = f"coalesce(d.fetch_interval, {cfg['db.fetch.interval.default']})"
+            f" AND coalesce(d.retries, 0) + 1 > {cfg['db.fetch.retry.max']})")
     sql = f"""
     WITH f AS (
         SELECT * FROM {fetch} QUALIFY row_number() OVER (PARTITION BY fp ORDER BY fetch_time DESC) = 1
@@ -45,6 +74,11 @@ def _update_bucket(task: BucketTask) -> dict[str, int]:
         SELECT fp, min(url) AS url, min(host) AS host, sum(score)::FLOAT AS score FROM {links} GROUP BY fp
     ), d AS (SELECT * FROM {db})
     SELECT
+        CASE  -- 'changed'/'unchanged' when both signatures are known (used by the schedule)
+            WHEN f.status = '{s.FETCH_NOTMODIFIED}' THEN 'unchanged'
+            WHEN f.status <> '{s.FETCH_SUCCESS}' OR new_sig IS NULL OR d.signature IS NULL THEN NULL
+            WHEN new_sig = d.signature THEN 'unchanged' ELSE 'changed' END AS change,
+        {_interval_sql(cfg)} AS interval,
         coalesce(d.url, f.url, l.url) AS url, fp, coalesce(d.host, f.host, l.host) AS host,
         CASE
             WHEN f.status IS NULL THEN coalesce(d.status, '{s.DB_UNFETCHED}')
@@ -59,16 +93,20 @@ def _update_bucket(task: BucketTask) -> dict[str, int]:
             WHEN f.status IS NULL THEN coalesce(d.fetch_time, ?)
             WHEN {gone} THEN f.fetch_time + to_seconds({cfg["db.fetch.interval.max"]})
             WHEN f.status = '{s.FETCH_RETRY}' THEN f.fetch_time + to_seconds({cfg["db.fetch.retry.interval"]})
-            ELSE f.fetch_time + to_seconds({interval})
+            ELSE f.fetch_time + to_seconds(interval - {_sync_sql(cfg)})
         END AS fetch_time,
-        CASE WHEN f.status = '{s.FETCH_SUCCESS}' AND new_sig IS DISTINCT FROM d.signature
+        CASE WHEN f.status = '{s.FETCH_SUCCESS}' AND change IS DISTINCT FROM 'unchanged'
              THEN f.fetch_time ELSE d.modified_time END AS modified_time,
-        {interval} AS fetch_interval,
+        CASE WHEN f.status IN ('{s.FETCH_SUCCESS}', '{s.FETCH_NOTMODIFIED}') THEN interval
+             ELSE coalesce(d.fetch_interval, {cfg['db.fetch.interval.default']}) END AS fetch_interval,
         CASE WHEN f.status = '{s.FETCH_RETRY}' AND NOT {gone}
              THEN coalesce(d.retries, 0) + 1 ELSE 0 END AS retries,
         coalesce(d.score, l.score, 0) AS score,
         CASE WHEN f.status = '{s.FETCH_SUCCESS}' THEN new_sig ELSE d.signature END AS signature,
-        coalesce(f.http_status, d.http_status, 0) AS http_status
+        coalesce(f.http_status, d.http_status, 0) AS http_status,
+        CASE WHEN f.status IN ('{s.FETCH_SUCCESS}', '{s.FETCH_NOTMODIFIED}') THEN f.etag ELSE d.etag END AS etag,
+        CASE WHEN f.status IN ('{s.FETCH_SUCCESS}', '{s.FETCH_NOTMODIFIED}')
+             THEN f.last_modified ELSE d.last_modified END AS last_modified
     FROM d FULL OUTER JOIN f USING (fp) FULL OUTER JOIN l USING (fp) LEFT JOIN sig USING (fp)
     """
     return {"rows": write_result(connect(), sql, s.CRAWLDB, task.out, [now])}

@@ -1,30 +1,43 @@
-"""The fetcher: aiohttp, one polite queue per host, robots.txt obeyed.
+"""The fetcher: aiohttp, polite queues (by host, domain or IP), robots.txt obeyed.
 
-Each host gets its own coroutine(s) (fetcher.threads.per.queue) that wait
-fetcher.server.delay seconds (or the robots.txt Crawl-delay, capped) between the end of one
-request and the start of the next; a global semaphore bounds all requests (--threads).
-HTTP answers map to Nutch's fetch statuses.
+Each queue is served by fetcher.threads.per.queue workers that wait fetcher.server.delay
+seconds (or the robots.txt Crawl-delay, capped) between the end of one request and the
+start of the next; a global semaphore bounds all requests (--threads). 429/503 answers
+back the queue off exponentially, honouring Retry-After; a queue with too many
+exceptions is dropped. HTTP answers map to Nutch's fetch statuses; redirects are
+followed in the same round up to http.redirect.max, else recorded for the next round.
 """
 
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
 
 import aiohttp
 
 from filbert import __version__, schemas
-from filbert.config import Settings
+from filbert.config import ConfigError, Settings
+from filbert.fetch.ipfilter import BlockedAddress, FilteringResolver, IpFilter
 from filbert.robots import RobotRules, RobotsCache, rules_from_response
-from filbert.urls import InvalidUrl, resolve_url
+from filbert.urls import InvalidUrl, UrlFilter, fingerprint, host_of, resolve_url
 
 PERMANENT_REDIRECTS = {301, 308}
 TEMPORARY_REDIRECTS = {302, 303, 307}
 RETRY_STATUSES = {408, 425, 429}
+BACKOFF_STATUSES = {429, 503}
+QUEUE_MODES = ("byHost", "byDomain", "byIP")
+
+try:  # aiohttp decodes brotli when a brotli module is importable
+    import brotli  # noqa: F401
+    ACCEPT_ENCODING = "gzip, deflate, br"
+except ImportError:  # pragma: no cover
+    ACCEPT_ENCODING = "gzip, deflate"
 
 
 @dataclass(frozen=True)
@@ -33,6 +46,9 @@ class FetchItem:
     fp: bytes
     host: str
     score: float
+    etag: str | None = None            # validators from the last fetch, for conditional GET
+    last_modified: str | None = None
+    redirects: int = 0                 # redirects followed to reach this URL in this round
 
 
 @dataclass
@@ -47,6 +63,20 @@ class FetchResult:
     headers: dict[str, str] | None = None
     content: bytes | None = None
     truncated: bool = False
+    etag: str | None = None
+    last_modified: str | None = None
+
+
+@dataclass
+class FetchQueue:
+    """URLs that share one politeness budget (a host, domain or IP address)."""
+
+    key: str
+    items: deque[FetchItem] = field(default_factory=deque)
+    next_time: float = 0.0       # time.monotonic() before which no request may start
+    workers: int = 0
+    exceptions: int = 0
+    backoff: float = 0.0
 
 
 def user_agent(settings: Settings) -> str:
@@ -57,6 +87,19 @@ def origin_of(url: str) -> str:
     return url[: url.find("/", url.find("//") + 2)]
 
 
+def retry_after_seconds(value: str | None) -> float:
+    """Seconds from a Retry-After header (delta-seconds or an HTTP date); 0 if absent or bad."""
+    if not value:
+        return 0.0
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        return max(0.0, (parsedate_to_datetime(value) - datetime.now(timezone.utc)).total_seconds())
+    except (TypeError, ValueError):
+        return 0.0
+
+
 class Fetcher:
     def __init__(self, settings: Settings, threads: int, on_result: Callable[[FetchResult], None],
                  robots_cache: RobotsCache):
@@ -65,54 +108,147 @@ class Fetcher:
         self.threads = threads
         self.on_result = on_result
         self.agent = settings["http.agent.name"]
+        self.mode = settings["fetcher.queue.mode"]
+        if self.mode not in QUEUE_MODES:
+            raise ConfigError(f"fetcher.queue.mode must be one of {QUEUE_MODES}, got {self.mode!r}")
+        self.per_queue = settings["fetcher.threads.per.queue"]
+        self.max_redirects = settings["http.redirect.max"]
+        self.max_exceptions = settings["fetcher.max.exceptions.per.queue"]
+        limit = settings["fetcher.timelimit.mins"]
+        self.deadline = time.monotonic() + limit * 60 if limit >= 0 else float("inf")
+        self.ip_filter = IpFilter.from_settings(settings)
+        self.url_filter = UrlFilter.from_settings(settings)
         self.headers = {
             "User-Agent": user_agent(settings),
             "Accept": "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.5",
-            "Accept-Encoding": "gzip, deflate",
+            "Accept-Encoding": ACCEPT_ENCODING,
         }
         self.timeout = aiohttp.ClientTimeout(
             total=settings["http.timeout"], sock_connect=settings["http.connect.timeout"]
         )
         self.robots: dict[str, asyncio.Future[RobotRules]] = {}
+        self.queues: dict[str, FetchQueue] = {}
+        self.addresses: dict[str, str] = {}
+        self.seen: set[bytes] = set()
+        self.workers: set[asyncio.Task] = set()
 
     async def run(self, items: Iterable[FetchItem]) -> None:
-        queues: dict[str, deque[FetchItem]] = {}
-        for item in items:
-            queues.setdefault(item.host, deque()).append(item)
         self.slots = asyncio.Semaphore(self.threads)
-        connector = aiohttp.TCPConnector(limit=self.threads, ttl_dns_cache=300)
+        connector = aiohttp.TCPConnector(
+            limit=self.threads, ttl_dns_cache=self.settings["fetcher.dns.cache.ttl"],
+            ssl=None if self.settings["http.tls.certificates.check"] else False,
+            resolver=FilteringResolver(self.ip_filter) if self.ip_filter.active else None,
+        )
         async with aiohttp.ClientSession(
             connector=connector, headers=self.headers, timeout=self.timeout,
             auto_decompress=True, cookie_jar=aiohttp.DummyCookieJar(),
         ) as self.session:
-            await asyncio.gather(*(self._crawl_host(q) for q in queues.values()))
+            items = list(items)
+            if self.mode == "byIP":
+                await self._resolve_hosts({item.host for item in items})
+            for item in items:
+                self._enqueue(item)
+            while self.workers:
+                await asyncio.gather(*list(self.workers))
 
-    async def _crawl_host(self, queue: deque[FetchItem]) -> None:
-        per_queue = self.settings["fetcher.threads.per.queue"]
-        await asyncio.gather(*(self._host_worker(queue, per_queue > 1) for _ in range(per_queue)))
+    # --- queues -------------------------------------------------------------------
 
-    def _delay(self, rules: RobotRules, shared: bool) -> float:
-        if shared:
+    def _queue_key(self, host: str) -> str:
+        name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+        if self.mode == "byIP":
+            return self.addresses.get(name, name)
+        if self.mode == "byDomain":
+            return ".".join(name.split(".")[-2:])
+        return host
+
+    async def _resolve_hosts(self, hosts: set[str]) -> None:
+        loop = asyncio.get_running_loop()
+
+        async def resolve(name: str) -> None:
+            try:
+                info = await loop.getaddrinfo(name, None, type=socket.SOCK_STREAM)
+                self.addresses[name] = info[0][4][0]
+            except OSError:
+                pass  # the fetch itself will report the DNS failure
+
+        await asyncio.gather(*(resolve(h.rsplit(":", 1)[0]) for h in hosts))
+
+    def _enqueue(self, item: FetchItem) -> None:
+        key = self._queue_key(item.host)
+        queue = self.queues.setdefault(key, FetchQueue(key))
+        queue.items.append(item)
+        while queue.workers < self.per_queue:
+            queue.workers += 1
+            task = asyncio.ensure_future(self._worker(queue))
+            self.workers.add(task)
+            task.add_done_callback(self.workers.discard)
+
+    def _delay(self, rules: RobotRules) -> float:
+        if self.per_queue > 1:
             return self.settings["fetcher.server.min.delay"]
         crawl_delay = rules.crawl_delay(self.agent)
         if crawl_delay is None:
             return self.settings["fetcher.server.delay"]
         return min(crawl_delay, self.settings["fetcher.max.crawl.delay"])
 
-    async def _host_worker(self, queue: deque[FetchItem], shared: bool) -> None:
-        while queue:
-            item = queue.popleft()
-            rules = await self._rules(origin_of(item.url))
-            if not rules.allowed(item.url, self.agent):
-                # no parser means the server failed to answer for robots.txt: try again later
-                status = schemas.FETCH_RETRY if rules.parser is None else schemas.FETCH_GONE
-                self.on_result(FetchResult(item, status, message=rules.reason or "denied by robots.txt"))
-                continue
-            async with self.slots:
-                result = await self._fetch(item)
-            self.on_result(result)
-            if queue:
-                await asyncio.sleep(self._delay(rules, shared))
+    async def _worker(self, queue: FetchQueue) -> None:
+        try:
+            while queue.items and time.monotonic() < self.deadline:
+                item = queue.items.popleft()
+                if item.fp in self.seen:
+                    continue
+                self.seen.add(item.fp)
+                rules = await self._rules(origin_of(item.url))
+                if not rules.allowed(item.url, self.agent):
+                    # no parser means the server failed to answer for robots.txt: try again later
+                    status = schemas.FETCH_RETRY if rules.parser is None else schemas.FETCH_GONE
+                    self._emit(FetchResult(item, status, message=rules.reason or "denied by robots.txt"))
+                    continue
+                wait = queue.next_time - time.monotonic()
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                async with self.slots:
+                    result = await self._fetch(item)
+                self._pace(queue, result, rules)
+                self._emit(result)
+        finally:
+            queue.workers -= 1
+
+    def _pace(self, queue: FetchQueue, result: FetchResult, rules: RobotRules) -> None:
+        """Set when the queue may be asked again; back off or drop it when the server struggles."""
+        delay = self._delay(rules)
+        if result.http_status in BACKOFF_STATUSES:
+            initial, cap = self.settings["fetcher.backoff.initial"], self.settings["fetcher.backoff.max"]
+            queue.backoff = min(cap, max(initial, queue.backoff * 2))
+            delay = max(delay, queue.backoff, retry_after_seconds((result.headers or {}).get("Retry-After")))
+            if delay > cap:
+                self._drop(queue, f"server asked to wait {delay:.0f} s")
+        elif result.status == schemas.FETCH_RETRY:
+            queue.exceptions += 1
+            if 0 <= self.max_exceptions <= queue.exceptions:
+                self._drop(queue, f"queue dropped after {queue.exceptions} exceptions")
+        else:
+            queue.backoff = 0.0
+        queue.next_time = time.monotonic() + delay
+
+    def _drop(self, queue: FetchQueue, reason: str) -> None:
+        while queue.items:
+            item = queue.items.popleft()
+            if item.fp not in self.seen:
+                self.seen.add(item.fp)
+                self._emit(FetchResult(item, schemas.FETCH_RETRY, message=reason))
+
+    def _emit(self, result: FetchResult) -> None:
+        self.on_result(result)
+        target = result.redirect_url
+        if target and result.item.redirects < self.max_redirects and self.url_filter.accepts(target):
+            fp = fingerprint(target)
+            if fp not in self.seen:
+                item = result.item
+                self._enqueue(replace(item, url=target, fp=fp, host=host_of(target), etag=None,
+                                      last_modified=None, redirects=item.redirects + 1))
+
+    # --- robots.txt ------------------------------------------------------------------
 
     async def _rules(self, origin: str) -> RobotRules:
         """robots.txt rules for an origin, fetched once (concurrent callers share the fetch)."""
@@ -129,19 +265,42 @@ class Fetcher:
 
     async def _fetch_robots(self, origin: str) -> RobotRules:
         limit = self.settings["http.robots.content.limit"]
+        if not self.ip_filter.allows(host_of(origin + "/").rsplit(":", 1)[0]):
+            return rules_from_response(200, b"User-agent: *\nDisallow: /\n")
         try:
             async with self.slots, self.session.get(f"{origin}/robots.txt", max_redirects=5) as resp:
                 body = await resp.content.read(limit) if resp.status < 300 else b""
                 return rules_from_response(resp.status, body)
+        except aiohttp.ClientConnectorError as exc:
+            if isinstance(exc.os_error, BlockedAddress):
+                return rules_from_response(200, b"User-agent: *\nDisallow: /\n")
+            return rules_from_response(None, b"", str(exc))
         except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as exc:
             return rules_from_response(None, b"", str(exc) or type(exc).__name__)
 
+    # --- one request --------------------------------------------------------------------
+
+    def _request_headers(self, item: FetchItem) -> dict[str, str]:
+        headers = {}
+        if item.etag:
+            headers["If-None-Match"] = item.etag
+        if item.last_modified:
+            headers["If-Modified-Since"] = item.last_modified
+        return headers
+
     async def _fetch(self, item: FetchItem) -> FetchResult:
+        if not self.ip_filter.allows(item.host.rsplit(":", 1)[0]):
+            return FetchResult(item, schemas.FETCH_GONE, message="address excluded by the IP filter")
         try:
-            async with self.session.get(item.url, allow_redirects=False) as resp:
+            async with self.session.get(item.url, allow_redirects=False,
+                                        headers=self._request_headers(item)) as resp:
                 return await self._result(item, resp)
         except asyncio.TimeoutError:
             return FetchResult(item, schemas.FETCH_RETRY, message="timeout")
+        except aiohttp.ClientConnectorError as exc:
+            if isinstance(exc.os_error, BlockedAddress):
+                return FetchResult(item, schemas.FETCH_GONE, message=str(exc.os_error))
+            return FetchResult(item, schemas.FETCH_RETRY, message=f"{type(exc).__name__}: {exc}")
         except aiohttp.ClientError as exc:
             return FetchResult(item, schemas.FETCH_RETRY, message=f"{type(exc).__name__}: {exc}")
         except ValueError as exc:  # aiohttp/yarl refused the URL itself
@@ -149,14 +308,16 @@ class Fetcher:
 
     async def _result(self, item: FetchItem, resp: aiohttp.ClientResponse) -> FetchResult:
         code = resp.status
-        result = FetchResult(item, schemas.FETCH_GONE, code,
-                             content_type=resp.headers.get("Content-Type"))
+        result = FetchResult(item, schemas.FETCH_GONE, code, headers=dict(resp.headers),
+                             content_type=resp.headers.get("Content-Type"),
+                             etag=resp.headers.get("ETag"), last_modified=resp.headers.get("Last-Modified"))
         if 200 <= code < 300:
             result.status = schemas.FETCH_SUCCESS
-            result.headers = dict(resp.headers)
             result.content, result.truncated = await self._read_body(resp)
         elif code == 304:
             result.status = schemas.FETCH_NOTMODIFIED
+            result.etag = result.etag or item.etag
+            result.last_modified = result.last_modified or item.last_modified
         elif code in PERMANENT_REDIRECTS or code in TEMPORARY_REDIRECTS:
             self._redirect(result, resp.headers.get("Location", ""))
         elif code in RETRY_STATUSES or code >= 500:

@@ -169,6 +169,7 @@ def _fetch_row(result: FetchResult) -> dict:
         "http_status": result.http_status, "fetch_time": result.fetch_time,
         "redirect_url": result.redirect_url, "content_type": result.content_type,
         "message": result.message, "score": item.score,
+        "etag": result.etag, "last_modified": result.last_modified,
     }
 
 

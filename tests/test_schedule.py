@@ -1,0 +1,73 @@
+"""Re-crawl schedules: fixed and adaptive intervals, change detection by signature."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from sites import html
+
+from filbert.config import load_settings
+from filbert.fetch import fetch_segment
+from filbert.generate import generate
+from filbert.inject import inject
+from filbert.parse.segment import parse_segment
+from filbert.readdb import crawldb_url
+from filbert.storage import CrawlDir
+from filbert.updatedb import updatedb
+
+DAY = 86400
+
+
+def fetch_round(crawl: CrawlDir, settings, now: datetime) -> None:
+    segment = generate(crawl, settings, now=now).segment
+    assert segment is not None, "nothing was due"
+    fetch_segment(crawl, segment, settings)
+    parse_segment(crawl, segment, settings)
+    updatedb(crawl, settings)
+
+
+def intervals(site_server, tmp_crawl, schedule: str, versions: list[str]) -> list[dict]:
+    """Fetch "/" once per version of its text, each time when it is due; the entries after each."""
+    server = site_server({"/": html("Home", versions[0])})
+    crawl = CrawlDir(tmp_crawl)
+    settings = load_settings(None, ["fetcher.server.delay=0", "executor.kind=sequential",
+                                    f"db.fetch.schedule.class={schedule}",
+                                    f"db.fetch.interval.default={10 * DAY}"])
+    inject(crawl, [server.url("/")], settings)
+    now = datetime.now(timezone.utc)
+    entries = []
+    for text in versions:
+        server.add("/", html("Home", text))
+        fetch_round(crawl, settings, now)
+        entries.append(crawldb_url(crawl, server.url("/")))
+        now = datetime.fromisoformat(entries[-1]["fetch_time"]) + timedelta(seconds=1)
+    return entries
+
+
+def test_fixed_schedule_keeps_the_interval(site_server, tmp_crawl):
+    entries = intervals(site_server, tmp_crawl, "default", ["one", "two", "two"])
+    assert [e["fetch_interval"] for e in entries] == [10 * DAY] * 3
+
+
+def test_adaptive_schedule_follows_changes(site_server, tmp_crawl):
+    entries = intervals(site_server, tmp_crawl, "adaptive", ["one", "one", "two", "two"])
+    got = [e["fetch_interval"] for e in entries]
+    # first fetch: no old signature, unchanged interval; then unchanged ×1.4, changed ×0.8, unchanged ×1.4
+    assert got == [10 * DAY, 14 * DAY, int(14 * DAY * 0.8), int(int(14 * DAY * 0.8) * 1.4)]
+    assert entries[0]["modified_time"] == entries[1]["modified_time"] != entries[2]["modified_time"]
+    assert entries[2]["signature"] != entries[1]["signature"] == entries[0]["signature"]
+
+
+def test_adaptive_interval_is_bounded(site_server, tmp_crawl):
+    server = site_server({"/": html("Home", "same")})
+    crawl = CrawlDir(tmp_crawl)
+    settings = load_settings(None, ["fetcher.server.delay=0", "executor.kind=sequential",
+                                    "db.fetch.schedule.class=adaptive",
+                                    f"db.fetch.schedule.adaptive.max_interval={12 * DAY}",
+                                    f"db.fetch.interval.default={10 * DAY}"])
+    inject(crawl, [server.url("/")], settings)
+    now = datetime.now(timezone.utc)
+    for _ in range(3):
+        fetch_round(crawl, settings, now)
+        now += timedelta(days=40)
+    assert crawldb_url(crawl, server.url("/"))["fetch_interval"] == 12 * DAY
