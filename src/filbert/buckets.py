@@ -37,13 +37,20 @@ def connect() -> duckdb.DuckDBPyConnection:
     return con
 
 
-def parquet_relation(paths: list[str | Path], schema: pa.Schema) -> str:
-    """SQL for reading some Parquet files, or an empty table of the schema when none exist."""
+def parquet_relation(paths: list[str | Path], schema: pa.Schema, segment: bool = False) -> str:
+    """SQL for reading some Parquet files, or an empty table of the schema when none exist.
+
+    With `segment`, a `segment` column names the segment each row was read from.
+    """
     existing = [str(p) for p in paths if Path(p).exists()]
     if existing:
-        return f"read_parquet({existing!r}, union_by_name=true)"
-    cols = ", ".join(f"NULL::{_sql_type(f.type)} AS {f.name}" for f in schema)
-    return f"(SELECT {cols} WHERE false)"
+        relation = f"read_parquet({existing!r}, union_by_name=true, filename={segment})"
+        if segment:
+            relation = (f"(SELECT * EXCLUDE (filename), regexp_extract(filename, '/segments/([^/]+)/', 1)"
+                        f" AS segment FROM {relation})")
+        return relation
+    cols = [f"NULL::{_sql_type(f.type)} AS {f.name}" for f in schema]
+    return f"(SELECT {', '.join(cols + (['NULL AS segment'] if segment else []))} WHERE false)"
 
 
 def _sql_type(t: pa.DataType) -> str:

@@ -1,4 +1,4 @@
-"""crawl: inject → (generate → fetch → parse → updatedb) × depth → invertlinks → index.
+"""crawl: inject → (generate → fetch → parse → updatedb) × depth → invertlinks → dedup → index.
 
 Each round resumes where a killed run stopped: a generated but unfetched segment is
 fetched, a fetched one parsed, a parsed one folded into the crawldb, before anything new
@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from filbert.config import Settings
+from filbert.dedup import dedup
 from filbert.fetch import FetchResult, FetchStats, fetch_segment
 from filbert.generate import generate
 from filbert.index import build_index
@@ -99,6 +100,7 @@ def run_crawl(crawl: CrawlDir, seeds: list[str], settings: Settings, reporter: R
         summary.rounds = round_no
     reporter.step("invertlinks")
     invertlinks(crawl, settings)
+    reporter.step(f"dedup: {dedup(crawl, settings)['duplicates']} duplicate pages")
     if index:
         reporter.step("index")
         summary.documents = build_index(crawl, settings)["documents"]

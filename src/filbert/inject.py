@@ -92,4 +92,6 @@ def _new_rows(items: list[tuple[str, bytes, str]], now: datetime, settings: Sett
         "http_status": [0] * n,
         "etag": pa.nulls(n, pa.string()),
         "last_modified": pa.nulls(n, pa.string()),
+        "simhash": pa.nulls(n, pa.int64()),
+        "canonical": pa.nulls(n, pa.string()),
     }, schema=schemas.CRAWLDB)

@@ -9,7 +9,7 @@ DB_GONE = "db_gone"
 DB_REDIR_TEMP = "db_redir_temp"
 DB_REDIR_PERM = "db_redir_perm"
 DB_NOTMODIFIED = "db_notmodified"
-DB_STATUSES = (DB_UNFETCHED, DB_FETCHED, DB_GONE, DB_REDIR_TEMP, DB_REDIR_PERM, DB_NOTMODIFIED)
+DB_DUPLICATE = "db_duplicate"
 
 # Fetch outcomes (Nutch: STATUS_FETCH_*).
 FETCH_SUCCESS = "fetch_success"
@@ -40,6 +40,8 @@ CRAWLDB = pa.schema([
     ("http_status", pa.int16()),
     ("etag", pa.string()),             # validators for conditional GET
     ("last_modified", pa.string()),
+    ("simhash", pa.int64()),           # near-duplicate fingerprint of the text
+    ("canonical", pa.string()),        # the page's rel=canonical URL, if any
 ])
 
 # segments/<ts>/crawl_generate: the fetch list.
@@ -92,6 +94,8 @@ PARSE_DATA = pa.schema([
     ("noindex", pa.bool_()),
     ("nofollow", pa.bool_()),
     ("signature", pa.binary()),
+    ("simhash", pa.int64()),
+    ("canonical", pa.string()),
 ])
 
 # segments/<ts>/parse_text

@@ -60,16 +60,17 @@ def _update_bucket(task: BucketTask) -> dict[str, int]:
     files, now = task.extra
     cfg = task.settings
     db = parquet_relation([task.old] if task.old else [], s.CRAWLDB)
-    fetch = parquet_relation(files.fetch, s.CRAWL_FETCH)
-    data = parquet_relation(files.parse_data, s.PARSE_DATA)
+    fetch = parquet_relation(files.fetch, s.CRAWL_FETCH, segment=True)
+    data = parquet_relation(files.parse_data, s.PARSE_DATA, segment=True)
     links = parquet_relation(files.links, s.CRAWL_PARSE)
     gone = (f"(f.status = '{s.FETCH_GONE}' OR f.status = '{s.FETCH_RETRY}'"
             f" AND coalesce(d.retries, 0) + 1 > {cfg['db.fetch.retry.max']})")
     sql = f"""
     WITH f AS (
         SELECT * FROM {fetch} QUALIFY row_number() OVER (PARTITION BY fp ORDER BY fetch_time DESC) = 1
-    ), sig AS (
-        SELECT fp, any_value(signature) AS new_sig FROM {data} GROUP BY fp
+    ), parsed AS (  -- what the parser found in the same segment as the latest fetch
+        SELECT fp AS pfp, segment AS pseg, signature AS new_sig, simhash AS new_simhash,
+               canonical AS new_canonical FROM {data}
     ), l AS (
         SELECT fp, min(url) AS url, min(host) AS host, sum(score)::FLOAT AS score FROM {links} GROUP BY fp
     ), d AS (SELECT * FROM {db})
@@ -106,8 +107,11 @@ def _update_bucket(task: BucketTask) -> dict[str, int]:
         coalesce(f.http_status, d.http_status, 0) AS http_status,
         CASE WHEN f.status IN ('{s.FETCH_SUCCESS}', '{s.FETCH_NOTMODIFIED}') THEN f.etag ELSE d.etag END AS etag,
         CASE WHEN f.status IN ('{s.FETCH_SUCCESS}', '{s.FETCH_NOTMODIFIED}')
-             THEN f.last_modified ELSE d.last_modified END AS last_modified
-    FROM d FULL OUTER JOIN f USING (fp) FULL OUTER JOIN l USING (fp) LEFT JOIN sig USING (fp)
+             THEN f.last_modified ELSE d.last_modified END AS last_modified,
+        CASE WHEN f.status = '{s.FETCH_SUCCESS}' THEN new_simhash ELSE d.simhash END AS simhash,
+        CASE WHEN f.status = '{s.FETCH_SUCCESS}' THEN new_canonical ELSE d.canonical END AS canonical
+    FROM d FULL OUTER JOIN f USING (fp) FULL OUTER JOIN l USING (fp)
+    LEFT JOIN parsed ON pfp = f.fp AND pseg = f.segment
     """
     return {"rows": write_result(connect(), sql, s.CRAWLDB, task.out, [now])}
 

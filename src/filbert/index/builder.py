@@ -23,9 +23,6 @@ from filbert.index.schema import index_schema, shard_name
 from filbert.storage import CrawlDir, Segment, part_name
 from filbert.urls import fingerprint
 
-SEGMENT_OF = r"regexp_extract(filename, '/segments/([^/]+)/', 1)"
-
-
 @dataclass(frozen=True)
 class DocsTask:
     bucket: int
@@ -40,18 +37,18 @@ class DocsTask:
 def _docs_bucket(task: DocsTask) -> int:
     db = parquet_relation([task.crawldb] if task.crawldb else [], schemas.CRAWLDB)
     links = parquet_relation([task.linkdb] if task.linkdb else [], schemas.LINKDB)
-    data = _with_filename(task.parse_data)
-    text = _with_filename(task.parse_text)
+    data = parquet_relation(task.parse_data, schemas.PARSE_DATA, segment=True)
+    text = parquet_relation(task.parse_text, schemas.PARSE_TEXT, segment=True)
     sql = f"""
     WITH pages AS (
         SELECT fp, url, host, score FROM {db}
         WHERE status IN ('{schemas.DB_FETCHED}', '{schemas.DB_NOTMODIFIED}')
     ), latest AS (
-        SELECT fp, title, noindex, {SEGMENT_OF} AS segment FROM {data}
+        SELECT fp, title, noindex, segment FROM {data}
         WHERE status = '{schemas.PARSE_SUCCESS}'
         QUALIFY row_number() OVER (PARTITION BY fp ORDER BY segment DESC) = 1
     ), body AS (
-        SELECT fp, text, {SEGMENT_OF} AS segment FROM {text}
+        SELECT fp, text, segment FROM {text}
     ), anchors AS (
         SELECT fp, array_to_string(list_distinct([i.anchor FOR i IN inlinks IF i.anchor <> '']), ' \n ')
                AS anchor
@@ -67,14 +64,6 @@ def _docs_bucket(task: DocsTask) -> int:
     table = connect().sql(sql).to_arrow_table()
     pq.write_table(table, task.out)
     return table.num_rows
-
-
-def _with_filename(paths: list[str]) -> str:
-    existing = [p for p in paths if Path(p).exists()]
-    if not existing:
-        return "(SELECT NULL::BLOB AS fp, NULL AS title, NULL::BOOLEAN AS noindex, NULL AS status, " \
-               "NULL AS text, NULL AS filename WHERE false)"
-    return f"read_parquet({existing!r}, filename=true)"
 
 
 def build_index(crawl: CrawlDir, settings: Settings,

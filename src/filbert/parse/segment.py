@@ -17,6 +17,7 @@ import xxhash
 
 from filbert import schemas
 from filbert.config import Settings
+from filbert.dedup import simhash
 from filbert.executor import make_executor
 from filbert.parse.html import ParseResult, parse_content
 from filbert.storage import CrawlDir, CrawlDirError, Segment, part_name, read_parts, write_table
@@ -92,13 +93,15 @@ def _parse_bucket(task: ParseTask) -> Counter:
 
 
 def _data_row(row: dict, result: ParseResult, kept: list[tuple[str, str]]) -> dict:
-    signature = xxhash.xxh3_128_digest(result.text.encode("utf-8")) \
-        if result.status == schemas.PARSE_SUCCESS else None
+    parsed = result.status == schemas.PARSE_SUCCESS
     return {
         "url": row["url"], "fp": row["fp"], "status": result.status, "message": result.message,
         "content_type": row["content_type"], "title": result.title,
         "outlinks": [{"url": u, "anchor": a} for u, a in kept],
-        "noindex": result.noindex, "nofollow": result.nofollow, "signature": signature,
+        "noindex": result.noindex, "nofollow": result.nofollow,
+        "signature": xxhash.xxh3_128_digest(result.text.encode("utf-8")) if parsed else None,
+        "simhash": simhash(result.text) if parsed else None,
+        "canonical": None,
     }
 
 

@@ -1,0 +1,135 @@
+"""dedup: mark exact and near-duplicate pages in the crawldb (Nutch's DeduplicationJob).
+
+Exact duplicates share a text signature; near-duplicates have simhashes (64-bit, over
+word 3-shingles) within `dedup.simhash.distance` bits. A page whose rel=canonical points
+at another fetched page is a duplicate of it. In each group one page is kept, chosen by
+`dedup.compare.order`; the others become db_duplicate and stay out of the index.
+Groups are global, or limited to one host or domain (`dedup.group.mode`).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pyarrow as pa
+import xxhash
+
+from filbert import schemas
+from filbert.buckets import BucketTask, connect, parquet_relation, rewrite, write_result
+from filbert.config import ConfigError, Settings
+from filbert.storage import CrawlDir
+from filbert.urls import bucket_of
+
+WORD = re.compile(r"\w+")
+SHINGLE = 3
+BANDS = 4                      # simhash split into 4 bands of 16 bits for candidate pairs
+ORDER_TERMS = {
+    "score": "score DESC",
+    "fetchTime": "fetch_time DESC",
+    "httpsOverHttp": "(url LIKE 'https:%') DESC",
+    "urlLength": "length(url)",
+}
+CANDIDATES = (schemas.DB_FETCHED, schemas.DB_NOTMODIFIED, schemas.DB_DUPLICATE)
+
+
+def simhash(text: str) -> int:
+    """Charikar's simhash over word 3-shingles, as a signed 64-bit integer (0 for no words)."""
+    words = WORD.findall(text.lower())
+    if not words:
+        return 0
+    word_hash = {w: xxhash.xxh3_64_intdigest(w.encode()) for w in set(words)}
+    hashes = np.fromiter((word_hash[w] for w in words), dtype=np.uint64, count=len(words))
+    if len(hashes) >= SHINGLE:  # combine neighbours; uint64 arithmetic wraps around
+        hashes = (hashes[:-2] * np.uint64(1000003) + hashes[1:-1]) * np.uint64(1000003) + hashes[2:]
+    bits = np.unpackbits(hashes.view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
+    votes = bits.sum(axis=0, dtype=np.int64) * 2 > len(hashes)
+    return int(np.packbits(votes, bitorder="little").view(np.int64)[0])
+
+
+def _order(settings: Settings) -> str:
+    terms = [t.strip() for t in settings["dedup.compare.order"].split(",") if t.strip()]
+    unknown = [t for t in terms if t not in ORDER_TERMS]
+    if unknown:
+        raise ConfigError(f"dedup.compare.order: unknown {unknown}; use {sorted(ORDER_TERMS)}")
+    return ", ".join([ORDER_TERMS[t] for t in terms] + ["url"])
+
+
+def _group(settings: Settings) -> str:
+    mode = settings["dedup.group.mode"]
+    if mode == "none":
+        return "0"
+    if mode == "host":
+        return "host"
+    if mode == "domain":
+        return r"regexp_extract(host, '([^.:]+\.[^.:]+)(:\d+)?$', 1)"
+    raise ConfigError(f"dedup.group.mode must be none, host or domain, got {mode!r}")
+
+
+def find_duplicates(crawl: CrawlDir, settings: Settings) -> dict[bytes, tuple[str, str]]:
+    """fp -> (its host, the URL it duplicates), over the whole crawldb."""
+    con = connect()
+    con.execute("SET threads TO 2")
+    db = parquet_relation(crawl.crawldb.files(), schemas.CRAWLDB)
+    statuses = ", ".join(f"'{s}'" for s in CANDIDATES)
+    con.execute(f"""CREATE TEMP TABLE pages AS
+        SELECT fp, url, host, score, fetch_time, signature, simhash, canonical, {_group(settings)} AS grp,
+               row_number() OVER (ORDER BY {_order(settings)}) AS rank
+        FROM {db} WHERE status IN ({statuses})""")
+    rows = con.execute("""
+        SELECT p.fp, p.host, c.url FROM pages p JOIN pages c ON c.url = p.canonical
+        WHERE p.canonical IS NOT NULL AND p.canonical <> p.url""").fetchall()
+    rows += con.execute("""
+        SELECT fp, host, first_value(url) OVER w FROM pages WHERE signature IS NOT NULL
+        WINDOW w AS (PARTITION BY grp, signature ORDER BY rank)
+        QUALIFY row_number() OVER w > 1""").fetchall()
+    dupes = {fp: (host, url) for fp, host, url in reversed(rows)}  # canonical wins
+    distance = settings["dedup.simhash.distance"]
+    if distance > 0:
+        dupes.update(_near_duplicates(con, distance, dupes))
+    return dupes
+
+
+def _near_duplicates(con, distance: int, known: dict) -> dict[bytes, tuple[str, str]]:
+    """Pages within `distance` bits of a better-ranked page; bands find the candidates."""
+    bands = " UNION ALL ".join(
+        f"SELECT fp, host, url, grp, rank, simhash, (simhash >> {16 * b}) & 65535 AS band, {b} AS b FROM pages"
+        for b in range(BANDS))
+    pairs = con.execute(f"""
+        WITH band AS ({bands})
+        SELECT DISTINCT x.fp, x.host, y.url, y.rank FROM band x JOIN band y
+          ON x.b = y.b AND x.band = y.band AND x.grp = y.grp AND y.rank < x.rank
+        WHERE x.simhash <> 0 AND bit_count(xor(x.simhash, y.simhash)) <= {distance}
+        ORDER BY y.rank""").fetchall()
+    found: dict[bytes, tuple[str, str]] = {}
+    for fp, host, url, _ in pairs:  # best-ranked original first
+        if fp not in known and fp not in found:
+            found[fp] = (host, url)
+    return found
+
+
+def _mark_bucket(task: BucketTask) -> dict[str, int]:
+    con = connect()
+    con.register("dupes", task.extra)
+    db = parquet_relation([task.old] if task.old else [], schemas.CRAWLDB)
+    sql = f"""
+        SELECT * REPLACE (CASE
+            WHEN d.fp IS NOT NULL THEN '{schemas.DB_DUPLICATE}'
+            WHEN status = '{schemas.DB_DUPLICATE}' THEN '{schemas.DB_FETCHED}'
+            ELSE status END AS status)
+        FROM {db} LEFT JOIN (SELECT fp FROM dupes) d USING (fp)"""
+    rows = write_result(con, sql, schemas.CRAWLDB, task.out)
+    return {"duplicates": len(task.extra), "rows": rows}
+
+
+def dedup(crawl: CrawlDir, settings: Settings) -> dict[str, int]:
+    """Mark duplicates in the crawldb; earlier marks are re-evaluated."""
+    crawl.require()
+    dupes = find_duplicates(crawl, settings)
+    buckets = crawl.buckets(settings)
+    by_bucket: dict[int, list[bytes]] = {b: [] for b in range(buckets)}
+    for fp, (host, _) in dupes.items():
+        by_bucket[bucket_of(host, buckets)].append(fp)
+    extra = {b: pa.table({"fp": pa.array(fps, pa.binary())}) for b, fps in by_bucket.items()}
+    totals = rewrite(crawl.crawldb, buckets, settings, _mark_bucket, extra, {})
+    return {"duplicates": len(dupes), "rows": totals.get("rows", 0)}

@@ -1,0 +1,74 @@
+"""Duplicate detection: exact, near (simhash), canonical, and who is kept."""
+
+from __future__ import annotations
+
+import pytest
+from pipeline import crawl_site
+from sites import html, link
+
+from filbert.dedup import simhash
+from filbert.readdb import crawldb_url
+from filbert.search import Searcher
+
+ARTICLE = " ".join(f"sentence {i} about the zqdupx river delta and its {i * 7} birds." for i in range(60))
+
+
+def status(crawl, url):
+    return crawldb_url(crawl, url)["status"]
+
+
+def test_simhash_is_close_for_small_edits_and_far_otherwise():
+    base = simhash(ARTICLE)
+    assert bin(base ^ simhash(ARTICLE + " One more closing remark.")).count("1") <= 3
+    assert bin(base ^ simhash(ARTICLE.replace("river", "mountain"))).count("1") > 10
+    assert simhash("") == 0 and simhash(ARTICLE) == base
+
+
+@pytest.fixture
+def dup_site(site_server):
+    pages = {
+        "/": html("Home", " ".join(link(p, p) for p in ("/a.html", "/b.html", "/near.html",
+                                                            "/other.html", "/print.html"))),
+        "/a.html": html("Article", f"<p>{ARTICLE}</p>"),
+        "/b.html": html("Article", f"<p>{ARTICLE}</p>"),                       # exact copy
+        "/near.html": html("Article", f"<p>{ARTICLE} Posted on Monday.</p>"),  # near copy
+        "/other.html": html("Other", "<p>nothing alike at all, zqdupx appears once</p>"),
+        "/print.html": html("Printable", "<p>short print version of zqdupx</p>",
+                            head='<link rel="canonical" href="/other.html">'),
+    }
+    return site_server(pages)
+
+
+def test_duplicates_are_marked_and_kept_out_of_the_index(dup_site, tmp_crawl):
+    crawl, settings, _ = crawl_site(tmp_crawl, [dup_site.url("/")], "dedup.compare.order=score,urlLength",
+                                    depth=2)
+    statuses = {p: status(crawl, dup_site.url(p)) for p in ("/a.html", "/b.html", "/near.html", "/other.html")}
+    assert statuses["/a.html"] == "db_fetched"            # same score; shortest URL, then a < b
+    assert statuses["/b.html"] == "db_duplicate"
+    assert statuses["/near.html"] == "db_duplicate"
+    assert statuses["/other.html"] == "db_fetched"
+    urls = {hit.url for hit in Searcher(crawl, settings).search("zqdupx", n=20).hits}
+    assert dup_site.url("/a.html") in urls
+    assert dup_site.url("/b.html") not in urls and dup_site.url("/near.html") not in urls
+
+
+def test_canonical_wins(dup_site, tmp_crawl):
+    crawl, *_ = crawl_site(tmp_crawl, [dup_site.url("/")], depth=2)
+    assert status(crawl, dup_site.url("/print.html")) == "db_duplicate"
+    assert status(crawl, dup_site.url("/other.html")) == "db_fetched"
+
+
+def test_near_duplicates_can_be_switched_off(dup_site, tmp_crawl):
+    crawl, *_ = crawl_site(tmp_crawl, [dup_site.url("/")], "dedup.simhash.distance=0", depth=2)
+    assert status(crawl, dup_site.url("/near.html")) == "db_fetched"
+    assert status(crawl, dup_site.url("/b.html")) == "db_duplicate"
+
+
+def test_grouping_by_host_keeps_one_copy_per_host(site_server, tmp_crawl):
+    one = site_server({"/a.html": html("Article", f"<p>{ARTICLE}</p>")})
+    two = site_server({"/a.html": html("Article", f"<p>{ARTICLE}</p>")})
+    seeds = [one.url("/a.html"), two.url("/a.html")]
+    crawl, *_ = crawl_site(tmp_crawl, seeds, "dedup.group.mode=host", depth=1)
+    assert [status(crawl, u) for u in seeds] == ["db_fetched", "db_fetched"]
+    crawl, *_ = crawl_site(tmp_crawl, [], "dedup.group.mode=none", depth=1)
+    assert sorted(status(crawl, u) for u in seeds) == ["db_duplicate", "db_fetched"]
