@@ -253,7 +253,7 @@ def test_updatedb_applies_a_segment_once(site_server, tmp_crawl):
 
 def test_fetch_partitions_in_worker_processes(site_server, tmp_crawl):
     servers = [site_server(link_graph(5, 2)) for _ in range(4)]
-    crawl, _, summary = crawl_site(tmp_crawl, [s.url("/") for s in servers],
+    crawl, _, summary = crawl_site(tmp_crawl, [s.url("/") for s in servers], "dedup.group.mode=host",
                                    "fetcher.partitions=2", "executor.kind=local", "executor.workers=2")
     assert summary.fetched["fetch_success"] == 4 * 6
     assert crawldb_stats(crawl)["status"] == {"db_fetched": 24}

@@ -83,7 +83,7 @@ def test_queue_dropped_after_too_many_exceptions(site_server, tmp_crawl):
 
 
 def test_time_limit_leaves_the_rest_for_the_next_round(site_server, tmp_crawl):
-    pages = {f"/{i}.html": html(f"P{i}", "x") for i in range(6)}
+    pages = {f"/{i}.html": html(f"P{i}", f"page number {i}") for i in range(6)}
     server = site_server(pages)
     crawl, *_ = crawl_site(tmp_crawl, [server.url(p) for p in pages], "fetcher.server.delay=0.4",
                            "fetcher.timelimit.mins=0.01", depth=1)

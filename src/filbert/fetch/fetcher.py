@@ -102,8 +102,9 @@ def retry_after_seconds(value: str | None) -> float:
 
 class Fetcher:
     def __init__(self, settings: Settings, threads: int, on_result: Callable[[FetchResult], None],
-                 robots_cache: RobotsCache):
+                 robots_cache: RobotsCache, owns_host: Callable[[str], bool] = lambda host: True):
         self.settings = settings
+        self.owns_host = owns_host   # redirects to other hosts are left to their own partition
         self.robots_cache = robots_cache
         self.threads = threads
         self.on_result = on_result
@@ -132,24 +133,31 @@ class Fetcher:
         self.seen: set[bytes] = set()
         self.workers: set[asyncio.Task] = set()
 
-    async def run(self, items: Iterable[FetchItem]) -> None:
+    async def __aenter__(self) -> Fetcher:
         self.slots = asyncio.Semaphore(self.threads)
         connector = aiohttp.TCPConnector(
             limit=self.threads, ttl_dns_cache=self.settings["fetcher.dns.cache.ttl"],
             ssl=None if self.settings["http.tls.certificates.check"] else False,
             resolver=FilteringResolver(self.ip_filter) if self.ip_filter.active else None,
         )
-        async with aiohttp.ClientSession(
+        self.session = aiohttp.ClientSession(
             connector=connector, headers=self.headers, timeout=self.timeout,
             auto_decompress=True, cookie_jar=aiohttp.DummyCookieJar(),
-        ) as self.session:
-            items = list(items)
-            if self.mode == "byIP":
-                await self._resolve_hosts({item.host for item in items})
-            for item in items:
-                self._enqueue(item)
-            while self.workers:
-                await asyncio.gather(*list(self.workers))
+        )
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.session.close()
+
+    async def fetch_all(self, items: Iterable[FetchItem]) -> None:
+        """Fetch every item (and redirect targets), reporting each result to on_result."""
+        items = list(items)
+        if self.mode == "byIP":
+            await self._resolve_hosts({item.host for item in items})
+        for item in items:
+            self._enqueue(item)
+        while self.workers:
+            await asyncio.gather(*list(self.workers))
 
     # --- queues -------------------------------------------------------------------
 
@@ -198,7 +206,7 @@ class Fetcher:
                 if item.fp in self.seen:
                     continue
                 self.seen.add(item.fp)
-                rules = await self._rules(origin_of(item.url))
+                rules = await self.rules(origin_of(item.url))
                 if not rules.allowed(item.url, self.agent):
                     # no parser means the server failed to answer for robots.txt: try again later
                     status = schemas.FETCH_RETRY if rules.parser is None else schemas.FETCH_GONE
@@ -241,16 +249,17 @@ class Fetcher:
     def _emit(self, result: FetchResult) -> None:
         self.on_result(result)
         target = result.redirect_url
-        if target and result.item.redirects < self.max_redirects and self.url_filter.accepts(target):
-            fp = fingerprint(target)
-            if fp not in self.seen:
-                item = result.item
-                self._enqueue(replace(item, url=target, fp=fp, host=host_of(target), etag=None,
-                                      last_modified=None, redirects=item.redirects + 1))
+        if not target or result.item.redirects >= self.max_redirects:
+            return
+        fp, host = fingerprint(target), host_of(target)
+        if fp not in self.seen and self.owns_host(host) and self.url_filter.accepts(target):
+            item = result.item
+            self._enqueue(replace(item, url=target, fp=fp, host=host, etag=None, last_modified=None,
+                                  redirects=item.redirects + 1))
 
     # --- robots.txt ------------------------------------------------------------------
 
-    async def _rules(self, origin: str) -> RobotRules:
+    async def rules(self, origin: str) -> RobotRules:
         """robots.txt rules for an origin, fetched once (concurrent callers share the fetch)."""
         if origin not in self.robots:
             self.robots[origin] = asyncio.ensure_future(self._cached_robots(origin))
@@ -269,7 +278,7 @@ class Fetcher:
             return rules_from_response(200, b"User-agent: *\nDisallow: /\n")
         try:
             async with self.slots, self.session.get(f"{origin}/robots.txt", max_redirects=5) as resp:
-                body = await resp.content.read(limit) if resp.status < 300 else b""
+                body = (await self._read_body(resp, limit))[0] if resp.status < 300 else b""
                 return rules_from_response(resp.status, body)
         except aiohttp.ClientConnectorError as exc:
             if isinstance(exc.os_error, BlockedAddress):
@@ -313,7 +322,7 @@ class Fetcher:
                              etag=resp.headers.get("ETag"), last_modified=resp.headers.get("Last-Modified"))
         if 200 <= code < 300:
             result.status = schemas.FETCH_SUCCESS
-            result.content, result.truncated = await self._read_body(resp)
+            result.content, result.truncated = await self._read_body(resp, self.settings["http.content.limit"])
         elif code == 304:
             result.status = schemas.FETCH_NOTMODIFIED
             result.etag = result.etag or item.etag
@@ -336,8 +345,8 @@ class Fetcher:
         permanent = result.http_status in PERMANENT_REDIRECTS
         result.status = schemas.FETCH_REDIR_PERM if permanent else schemas.FETCH_REDIR_TEMP
 
-    async def _read_body(self, resp: aiohttp.ClientResponse) -> tuple[bytes, bool]:
-        limit = self.settings["http.content.limit"]
+    async def _read_body(self, resp: aiohttp.ClientResponse, limit: int) -> tuple[bytes, bool]:
+        """The body, cut at `limit` bytes (-1: no limit); True if it was cut."""
         chunks, size = [], 0
         async for chunk in resp.content.iter_chunked(1 << 16):
             chunks.append(chunk)
@@ -348,8 +357,13 @@ class Fetcher:
 
 
 def run_fetcher(items: Iterable[FetchItem], settings: Settings, threads: int,
-                on_result: Callable[[FetchResult], None], robots_cache: RobotsCache) -> float:
+                on_result: Callable[[FetchResult], None], robots_cache: RobotsCache,
+                owns_host: Callable[[str], bool] = lambda host: True) -> float:
     """Fetch all items; returns the elapsed seconds."""
+    async def run() -> None:
+        async with Fetcher(settings, threads, on_result, robots_cache, owns_host) as fetcher:
+            await fetcher.fetch_all(items)
+
     start = time.monotonic()
-    asyncio.run(Fetcher(settings, threads, on_result, robots_cache).run(items))
+    asyncio.run(run())
     return time.monotonic() - start

@@ -109,7 +109,9 @@ def fetch_partition(task: FetchTask, on_result: Callable[[FetchResult], None] | 
             on_result(result)
 
     robots_cache = robots_cache or RobotsCache(settings["http.robots.cache.ttl"])
-    stats.seconds = run_fetcher(items, settings, task.threads, record, robots_cache)
+    buckets = set(task.buckets)
+    stats.seconds = run_fetcher(items, settings, task.threads, record, robots_cache,
+                                lambda host: bucket_of(host, task.bucket_count) in buckets)
     fetch_out.close()
     content_out.close()
     return stats
