@@ -39,14 +39,15 @@ def crawl(seeds: Annotated[Optional[list[str]], typer.Argument(
           dir: Dir = Path("crawl"), depth: int = typer.Option(3, help="Generate/fetch/parse/update rounds."),
           top_n: TopN = None, threads: Threads = None,
           no_index: bool = typer.Option(False, "--no-index", help="Stop after invertlinks."),
+          sitemaps: bool = typer.Option(False, "--sitemaps", help="First read the hosts' sitemaps."),
           define: Define = None) -> None:
-    """Run inject → (generate → fetch → parse → updatedb) × depth → invertlinks → index."""
+    """Run inject → (generate → fetch → parse → updatedb) × depth → invertlinks → dedup → index."""
     from filbert.crawl import run_crawl
 
     crawl_dir, settings = _open(dir, define)
     with crawl_dir.lock():
         summary = run_crawl(crawl_dir, seeds or [], settings, RichReporter(), depth, top_n, threads,
-                            index=not no_index)
+                            index=not no_index, sitemaps=sitemaps)
     ok = summary.fetched.get("fetch_success", 0)
     table = counts_table("crawl summary", {
         "rounds": summary.rounds, "URLs fetched": summary.urls, "pages fetched": ok,
@@ -148,6 +149,33 @@ def invertlinks(dir: Dir = Path("crawl"), define: Define = None) -> None:
 
 
 @app.command()
+def sitemap(sitemaps: Annotated[Optional[list[str]], typer.Argument(help="Sitemap URLs to read.")] = None,
+            dir: Dir = Path("crawl"),
+            robots: bool = typer.Option(True, help="Also read the sitemaps the crawl's hosts list in robots.txt."),
+            define: Define = None) -> None:
+    """Merge sitemap URLs into the crawldb (new ones unfetched; a newer lastmod makes a page due)."""
+    from filbert.sitemaps import sitemap as run
+
+    crawl_dir, settings = _open(dir, define)
+    with crawl_dir.lock():
+        stats = run(crawl_dir, settings, sitemaps or [], robots)
+    for url, why in stats.failed:
+        console.print(f"[yellow]failed[/] {escape(url)}: {escape(why)}")
+    console.print(f"read {stats.sitemaps} sitemaps listing {stats.urls} URLs; {stats.injected} new")
+
+
+@app.command()
+def dedup(dir: Dir = Path("crawl"), define: Define = None) -> None:
+    """Mark exact and near-duplicate pages in the crawldb (kept out of the index)."""
+    from filbert.dedup import dedup as run
+
+    crawl_dir, settings = _open(dir, define)
+    with crawl_dir.lock():
+        counts = run(crawl_dir, settings)
+    console.print(f"marked {counts['duplicates']} duplicate pages")
+
+
+@app.command()
 def index(dir: Dir = Path("crawl"), define: Define = None) -> None:
     """Rebuild the search index from the crawl."""
     from filbert.index import build_index
@@ -217,6 +245,12 @@ def readdb(dir: Dir = Path("crawl"), stats: bool = typer.Option(False, "--stats"
                                                **{f"HTTP {k}": v for k, v in data["http_status"].items()}}))
         console.print(counts_table("top hosts (URLs / fetched)",
                                    {h["host"]: f"{h['urls']} / {h['fetched']}" for h in data["hosts"]}))
+        console.print(counts_table("top domains", {d["domain"]: f"{d['urls']} URLs, {d['fetched']} fetched, "
+                                                                f"{d['hosts']} hosts" for d in data["domains"]}))
+        errors = data["errors"]
+        console.print(counts_table("fetch errors", {**{f"HTTP {k}": v for k, v in errors["http"].items()},
+                                                    "retrying": errors["retrying"],
+                                                    **{f"  {k} retries": v for k, v in errors["retries"].items()}}))
 
 
 @app.command()
@@ -239,6 +273,36 @@ def readseg(segment: Annotated[Optional[str], typer.Argument(help="Segment name.
     for name in names:
         for line in dump_segment(crawl_dir, name, get):
             print(line)
+
+
+@app.command()
+def warc(segment: Annotated[Optional[str], typer.Argument(help="Segment name (default: latest fetched).")] = None,
+         dir: Dir = Path("crawl"),
+         out: Optional[Path] = typer.Option(None, "--out", "-o", help="File to write (default: CRAWL/warc/SEGMENT.warc.gz)."),
+         define: Define = None) -> None:
+    """Export a segment's fetched content as a WARC 1.1 file (gzip per record)."""
+    from filbert.warc import export_warc
+
+    crawl_dir, settings = _open(dir, define)
+    stats = export_warc(crawl_dir, _segment_or_latest(crawl_dir, segment, "fetched"), settings, out)
+    console.print(f"wrote {stats.responses} responses ({stats.truncated} truncated, {stats.bytes} bytes) "
+                  f"to {stats.path}", markup=False, highlight=False)
+    print(stats.path)
+
+
+@app.command()
+def parsechecker(url: Annotated[str, typer.Argument(help="The URL to fetch and parse.")],
+                 dir: Annotated[Optional[Path], typer.Option("--dir", "-d", help="Read settings from CRAWL/filbert.toml.")] = None,
+                 text_chars: int = typer.Option(500, "--text-chars", help="Characters of text to show (-1: all)."),
+                 as_json: AsJson = False, define: Define = None) -> None:
+    """Fetch and parse one URL as the crawler would, and show the result (nothing is stored)."""
+    from filbert.config import load_settings
+    from filbert.parsechecker import check_url, format_report, succeeded
+
+    report = check_url(url, load_settings(dir, define or []), text_chars)
+    print(json.dumps(report, ensure_ascii=False, indent=1) if as_json else format_report(report))
+    if not succeeded(report):
+        raise typer.Exit(1)
 
 
 def main() -> None:

@@ -21,6 +21,7 @@ from filbert.inject import InjectStats, inject
 from filbert.links.linkdb import invertlinks
 from filbert.parse.segment import parse_segment
 from filbert.robots import RobotsCache
+from filbert.sitemaps import sitemap
 from filbert.storage import CrawlDir
 from filbert.updatedb import pending_segments, updatedb
 
@@ -78,7 +79,7 @@ def _finish_segments(crawl: CrawlDir, settings: Settings, threads: int, reporter
 
 def run_crawl(crawl: CrawlDir, seeds: list[str], settings: Settings, reporter: Reporter,
               depth: int = 3, top_n: int | None = None, threads: int | None = None,
-              index: bool = True) -> CrawlSummary:
+              index: bool = True, sitemaps: bool = False) -> CrawlSummary:
     start = time.monotonic()
     summary = CrawlSummary()
     threads = threads or settings["fetcher.threads.fetch"]
@@ -88,6 +89,9 @@ def run_crawl(crawl: CrawlDir, seeds: list[str], settings: Settings, reporter: R
         reporter.step(f"injected {summary.injected.injected} new of {summary.injected.accepted} "
                       f"accepted seed URLs ({len(summary.injected.rejected)} rejected)")
     crawl.require()
+    if sitemaps:
+        found = sitemap(crawl, settings)
+        reporter.step(f"sitemaps: {found.sitemaps} read, {found.injected} new URLs")
     _finish_segments(crawl, settings, threads, reporter, summary, robots)
     for round_no in range(1, depth + 1):
         stats = generate(crawl, settings, top_n)

@@ -38,21 +38,53 @@ def read_seeds(seeds: list[str]) -> list[str]:
     return urls
 
 
-def _inject_bucket(task: BucketTask) -> dict[str, int]:
+@dataclass(frozen=True)
+class NewUrl:
+    """A URL to merge into the crawldb: its normalized form, initial score and, from a
+    sitemap, when it last changed."""
+
+    url: str
+    score: float
+    lastmod: datetime | None = None
+
+
+def _merge_bucket(task: BucketTask) -> dict[str, int]:
+    now, new = task.extra
     con = connect()
-    con.register("new", task.extra)
+    con.register("new", new)
     old = parquet_relation([task.old] if task.old else [], schemas.CRAWLDB)
-    con.execute(f"CREATE TEMP TABLE unseen AS SELECT * FROM new WHERE fp NOT IN (SELECT fp FROM {old})")
-    write_result(con, f"SELECT * FROM {old} UNION ALL SELECT * FROM unseen", schemas.CRAWLDB, task.out)
+    con.execute(f"""CREATE TEMP TABLE unseen AS SELECT * EXCLUDE (lastmod) FROM new
+                    WHERE fp NOT IN (SELECT fp FROM {old})""")
+    # a known page whose sitemap lastmod is newer than its last change is due now
+    sql = f"""
+        SELECT o.* REPLACE (CASE
+            WHEN n.lastmod > coalesce(o.modified_time, TIMESTAMPTZ '1970-01-01')
+                 AND o.status IN ('{schemas.DB_FETCHED}', '{schemas.DB_NOTMODIFIED}')
+            THEN least(o.fetch_time, ?) ELSE o.fetch_time END AS fetch_time)
+        FROM {old} o LEFT JOIN (SELECT fp AS nfp, lastmod FROM new) n ON n.nfp = o.fp
+        UNION ALL BY NAME SELECT * FROM unseen"""
+    write_result(con, sql, schemas.CRAWLDB, task.out, [now])
     return {"injected": con.execute("SELECT count(*) FROM unseen").fetchone()[0]}
+
+
+def merge_urls(crawl: CrawlDir, settings: Settings, urls: list[NewUrl]) -> int:
+    """Add URLs the crawldb does not know yet as unfetched; returns how many were new."""
+    crawl.init(settings)
+    buckets = crawl.buckets(settings)
+    by_bucket: dict[int, list[NewUrl]] = {}
+    for entry in {fingerprint(u.url): u for u in reversed(urls)}.values():  # first one wins
+        by_bucket.setdefault(bucket_of(host_of(entry.url), buckets), []).append(entry)
+    now = datetime.now(timezone.utc)
+    tables = {b: (now, _new_rows(entries, now, settings)) for b, entries in by_bucket.items()}
+    totals = rewrite(crawl.crawldb, buckets, settings, _merge_bucket, tables, {}, only_buckets=set(tables))
+    return totals.get("injected", 0)
 
 
 def inject(crawl: CrawlDir, seeds: list[str], settings: Settings) -> InjectStats:
     """Merge seeds into the crawldb without touching URLs it already knows."""
-    crawl.init(settings)
     url_filter = UrlFilter.from_settings(settings)
     stats = InjectStats()
-    rows: dict[bytes, tuple[str, str]] = {}
+    accepted: dict[str, NewUrl] = {}
     for text in read_seeds(seeds):
         stats.read += 1
         try:
@@ -63,35 +95,30 @@ def inject(crawl: CrawlDir, seeds: list[str], settings: Settings) -> InjectStats
         if not url_filter.accepts(url):
             stats.rejected.append((text, "rejected by URL filter"))
             continue
-        rows.setdefault(fingerprint(url), (url, host_of(url)))
-    stats.accepted = len(rows)
-    buckets = crawl.buckets(settings)
-    by_bucket: dict[int, list] = {}
-    for fp, (url, host) in rows.items():
-        by_bucket.setdefault(bucket_of(host, buckets), []).append((url, fp, host))
-    now = datetime.now(timezone.utc)
-    tables = {b: _new_rows(items, now, settings) for b, items in by_bucket.items()}
-    totals = rewrite(crawl.crawldb, buckets, settings, _inject_bucket, tables, {}, only_buckets=set(tables))
-    stats.injected = totals.get("injected", 0)
+        accepted.setdefault(url, NewUrl(url, settings["db.score.injected"]))
+    stats.accepted = len(accepted)
+    stats.injected = merge_urls(crawl, settings, list(accepted.values()))
     return stats
 
 
-def _new_rows(items: list[tuple[str, bytes, str]], now: datetime, settings: Settings) -> pa.Table:
-    n = len(items)
+def _new_rows(entries: list[NewUrl], now: datetime, settings: Settings) -> pa.Table:
+    n = len(entries)
+    urls = [e.url for e in entries]
     return pa.table({
-        "url": [u for u, _, _ in items],
-        "fp": [f for _, f, _ in items],
-        "host": [h for _, _, h in items],
+        "url": urls,
+        "fp": [fingerprint(u) for u in urls],
+        "host": [host_of(u) for u in urls],
         "status": [schemas.DB_UNFETCHED] * n,
         "fetch_time": [now] * n,
         "modified_time": pa.nulls(n, schemas.TIME),
         "fetch_interval": [settings["db.fetch.interval.default"]] * n,
         "retries": [0] * n,
-        "score": [settings["db.score.injected"]] * n,
+        "score": [e.score for e in entries],
         "signature": pa.nulls(n, pa.binary()),
         "http_status": [0] * n,
         "etag": pa.nulls(n, pa.string()),
         "last_modified": pa.nulls(n, pa.string()),
         "simhash": pa.nulls(n, pa.int64()),
         "canonical": pa.nulls(n, pa.string()),
-    }, schema=schemas.CRAWLDB)
+        "lastmod": pa.array([e.lastmod for e in entries], schemas.TIME),
+    }, schema=schemas.CRAWLDB.append(pa.field("lastmod", schemas.TIME)))

@@ -1,0 +1,181 @@
+"""parsechecker: fetch and parse one URL and show what the crawler would see (Nutch's ParserChecker).
+
+The URL goes through the real fetcher (robots.txt obeyed, our User-Agent, the content
+limit, redirects followed as in a fetch round up to http.redirect.max) and the real parser;
+nothing is written anywhere.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from filbert import schemas
+from filbert.config import Settings
+from filbert.fetch.fetcher import FetchItem, FetchResult, origin_of, run_fetcher
+from filbert.parse import decode_html, decode_text, parse_content
+from filbert.robots import RobotRules, RobotsCache
+from filbert.urls import UrlFilter, fingerprint, host_of, normalize_url
+
+_TEXT_TYPES = frozenset({"text/plain"})
+
+
+class _RecordingRobotsCache(RobotsCache):
+    """A robots cache that also remembers every rule set the fetcher obtained (failures too)."""
+
+    def __init__(self, ttl: float):
+        super().__init__(ttl)
+        self.seen: dict[str, RobotRules] = {}
+
+    def put(self, origin: str, rules: RobotRules) -> None:
+        self.seen[origin] = rules
+        super().put(origin, rules)
+
+
+def _fetch(url: str, settings: Settings) -> tuple[list[FetchResult], dict[str, RobotRules]]:
+    """Fetch one URL through the fetcher; every result it reports (redirect hops first)."""
+    results: list[FetchResult] = []
+    item = FetchItem(url=url, fp=fingerprint(url), host=host_of(url), score=1.0)
+    robots = _RecordingRobotsCache(settings["http.robots.cache.ttl"])
+    run_fetcher([item], settings, 1, results.append, robots)
+    return results, robots.seen
+
+
+def _robots_report(rules: RobotRules | None, url: str, agent: str) -> dict[str, Any]:
+    if rules is None:
+        return {"checked": False, "allowed": None, "reason": "", "crawl_delay": None}
+    return {"checked": True, "allowed": rules.allowed(url, agent), "reason": rules.reason,
+            "crawl_delay": rules.crawl_delay(agent)}
+
+
+def _fetch_report(result: FetchResult) -> dict[str, Any]:
+    return {
+        "url": result.item.url,
+        "status": result.status,
+        "http_status": result.http_status,
+        "message": result.message,
+        "redirect_url": result.redirect_url,
+        "content_type": result.content_type,
+        "content_length": None if result.content is None else len(result.content),
+        "truncated": result.truncated,
+        "fetch_time": result.fetch_time.isoformat(),
+        "headers": result.headers or {},
+    }
+
+
+def _encoding(content: bytes, content_type: str | None) -> str:
+    mime = (content_type or "").split(";", 1)[0].strip().lower()
+    decode = decode_text if mime in _TEXT_TYPES else decode_html
+    return decode(content, content_type)[1]
+
+
+def check_url(url: str, settings: Settings, text_chars: int = 500) -> dict[str, Any]:
+    """Fetch and parse `url`; a JSON-ready report. text_chars < 0 keeps the whole text."""
+    url = normalize_url(url)
+    url_filter = UrlFilter.from_settings(settings)
+    agent = settings["http.agent.name"]
+    results, robots = _fetch(url, settings)
+    hops = [_fetch_report(r) for r in results]
+    for hop, result in zip(hops, results):
+        hop["robots"] = _robots_report(robots.get(origin_of(result.item.url)), result.item.url, agent)
+    final = results[-1] if results else None
+    report: dict[str, Any] = {
+        "url": url,
+        "url_filter": url_filter.accepts(url),
+        "robots": _robots_report(robots.get(origin_of(url)), url, agent),
+        "redirects": hops[:-1],
+        "fetch": hops[-1] if hops else None,
+        "parse": None,
+    }
+    if final is None or final.content is None:
+        return report
+    parsed = parse_content(final.item.url, final.content, final.content_type)
+    text = parsed.text if text_chars < 0 else parsed.text[:text_chars]
+    report["parse"] = {
+        "status": parsed.status,
+        "message": parsed.message,
+        "encoding": _encoding(final.content, final.content_type)
+        if parsed.status == schemas.PARSE_SUCCESS else None,
+        "title": parsed.title,
+        "noindex": parsed.noindex,
+        "nofollow": parsed.nofollow,
+        "outlinks": [{"url": link, "anchor": anchor, "filtered": not url_filter.accepts(link)}
+                     for link, anchor in parsed.outlinks],
+        "text_length": len(parsed.text),
+        "text": text,
+    }
+    return report
+
+
+def succeeded(report: dict[str, Any]) -> bool:
+    """Whether the page was fetched and parsed."""
+    parse = report["parse"]
+    return parse is not None and parse["status"] == schemas.PARSE_SUCCESS
+
+
+def _yes(flag: bool) -> str:
+    return "yes" if flag else "no"
+
+
+def _robots_line(robots: dict[str, Any]) -> str:
+    if not robots["checked"]:
+        return "not checked"
+    line = "allowed" if robots["allowed"] else "DISALLOWED: the page was not requested"
+    if robots["reason"]:
+        line += f" ({robots['reason']})"
+    if robots["crawl_delay"] is not None:
+        line += f", crawl-delay {robots['crawl_delay']:g} s"
+    return line
+
+
+def _fetch_lines(fetch: dict[str, Any]) -> list[str]:
+    lines = [f"fetch status:  {fetch['status']}" + (f" ({fetch['message']})" if fetch["message"] else "")]
+    if fetch["http_status"]:
+        lines.append(f"HTTP status:   {fetch['http_status']}")
+    if fetch["redirect_url"]:
+        lines.append(f"redirect to:   {fetch['redirect_url']}")
+    if fetch["content_type"]:
+        lines.append(f"content type:  {fetch['content_type']}")
+    if fetch["content_length"] is not None:
+        lines.append(f"content:       {fetch['content_length']} bytes"
+                     + (" (truncated at http.content.limit)" if fetch["truncated"] else ""))
+    return lines
+
+
+def format_report(report: dict[str, Any]) -> str:
+    """The report as text for a terminal."""
+    lines = [f"url:           {report['url']}",
+             f"url filter:    {'accepted' if report['url_filter'] else 'REJECTED (a crawl would not fetch it)'}",
+             f"robots.txt:    {_robots_line(report['robots'])}"]
+    for hop in report["redirects"]:
+        lines.append(f"redirect:      {hop['http_status']} {hop['url']} -> {hop['redirect_url']}")
+    fetch = report["fetch"]
+    if fetch is None:
+        lines.append("fetch status:  (nothing fetched)")
+        return "\n".join(lines)
+    if report["redirects"]:
+        lines.append(f"final url:     {fetch['url']}")
+        if fetch["robots"] != report["robots"]:
+            lines.append(f"robots.txt:    {_robots_line(fetch['robots'])}")
+    lines += _fetch_lines(fetch)
+    parse = report["parse"]
+    if parse is None:
+        return "\n".join(lines)
+    lines.append(f"parse status:  {parse['status']}" + (f" ({parse['message']})" if parse["message"] else ""))
+    if parse["status"] != schemas.PARSE_SUCCESS:
+        return "\n".join(lines)
+    lines += [f"encoding:      {parse['encoding']}",
+              f"title:         {parse['title']}",
+              f"noindex:       {_yes(parse['noindex'])}",
+              f"nofollow:      {_yes(parse['nofollow'])}",
+              f"outlinks:      {len(parse['outlinks'])}"
+              + (f" ({sum(o['filtered'] for o in parse['outlinks'])} rejected by the URL filter)"
+                 if any(o["filtered"] for o in parse["outlinks"]) else "")]
+    for link in parse["outlinks"]:
+        mark = "  [filtered]" if link["filtered"] else ""
+        lines.append(f"  {link['url']}{mark}" + (f"  \"{link['anchor']}\"" if link["anchor"] else ""))
+    shown = len(parse["text"])
+    lines.append(f"text:          {parse['text_length']} characters"
+                 + (f", first {shown} shown" if shown < parse["text_length"] else ""))
+    if parse["text"]:
+        lines.append(parse["text"])
+    return "\n".join(lines)
