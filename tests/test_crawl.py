@@ -258,3 +258,15 @@ def test_fetch_partitions_in_worker_processes(site_server, tmp_crawl):
     assert summary.fetched["fetch_success"] == 4 * 6
     assert crawldb_stats(crawl)["status"] == {"db_fetched": 24}
     assert all(s.paths().count("/robots.txt") >= 1 for s in servers)
+
+
+def test_session_ids_and_tracking_parameters_are_stripped(site_server, tmp_crawl):
+    server = site_server({
+        "/": html("Home", link("/a.html?utm_source=news&id=1", "a") + link("/a.html;jsessionid=XYZ?id=1", "a")),
+        "/a.html?id=1": html("A", "the page"),
+    })
+    crawl, *_ = crawl_site(tmp_crawl, [server.url("/?utm_medium=mail")], depth=2)
+    stats = crawldb_stats(crawl)
+    assert stats["status"] == {"db_fetched": 2}
+    assert status_of(crawl, server.url("/a.html?id=1")) == "db_fetched"
+    assert sorted(server.paths()) == ["/", "/a.html?id=1", "/robots.txt"]

@@ -12,7 +12,15 @@ from filbert import schemas
 from filbert.buckets import BucketTask, connect, parquet_relation, rewrite, write_result
 from filbert.config import Settings
 from filbert.storage import CrawlDir
-from filbert.urls import InvalidUrl, UrlFilter, bucket_of, fingerprint, host_of, normalize_url
+from filbert.urls import (
+    InvalidUrl,
+    UrlFilter,
+    UrlNormalizer,
+    bucket_of,
+    fingerprint,
+    host_of,
+    normalize_url,
+)
 
 
 @dataclass
@@ -83,17 +91,18 @@ def merge_urls(crawl: CrawlDir, settings: Settings, urls: list[NewUrl]) -> int:
 def inject(crawl: CrawlDir, seeds: list[str], settings: Settings) -> InjectStats:
     """Merge seeds into the crawldb without touching URLs it already knows."""
     url_filter = UrlFilter.from_settings(settings)
+    normalizer = UrlNormalizer.from_settings(settings)
     stats = InjectStats()
     accepted: dict[str, NewUrl] = {}
     for text in read_seeds(seeds):
         stats.read += 1
         try:
-            url = normalize_url(text)
+            url = normalizer.normalize(normalize_url(text))
         except InvalidUrl as exc:
             stats.rejected.append((text, str(exc)))
             continue
-        if not url_filter.accepts(url):
-            stats.rejected.append((text, "rejected by URL filter"))
+        if reason := url_filter.why_rejected(url):
+            stats.rejected.append((text, reason))
             continue
         accepted.setdefault(url, NewUrl(url, settings["db.score.injected"]))
     stats.accepted = len(accepted)

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from filbert import schemas
 from filbert.buckets import connect, parquet_relation
 from filbert.storage import CrawlDir
-from filbert.urls import fingerprint, normalize_url
+from filbert.urls import domain_of, fingerprint, normalize_url
 
 
 def _relation(crawl: CrawlDir) -> str:
@@ -17,7 +17,7 @@ def _relation(crawl: CrawlDir) -> str:
 
 
 def crawldb_stats(crawl: CrawlDir, top_hosts: int = 10) -> dict:
-    """Counts by status and HTTP status, top hosts, score summary."""
+    """Counts by status and HTTP status, top hosts and domains, fetch errors, score summary."""
     con = connect()
     db = _relation(crawl)
     total, min_score, avg_score, max_score = con.execute(
@@ -36,6 +36,41 @@ def crawldb_stats(crawl: CrawlDir, top_hosts: int = 10) -> dict:
         "retrying": retrying,
         "score": {"min": min_score, "avg": avg_score, "max": max_score},
         "hosts": [{"host": h, "urls": u, "fetched": f} for h, u, f in hosts],
+        "domains": _top_domains(con, db, top_hosts),
+        "errors": _errors(con, db),
+    }
+
+
+def _top_domains(con, db: str, top: int) -> list[dict]:
+    """URLs, fetched URLs and hosts per registered domain, most URLs first."""
+    domains: dict[str, dict] = {}
+    rows = con.execute(f"""
+        SELECT host, count(*), count(*) FILTER (WHERE status = '{schemas.DB_FETCHED}')
+        FROM {db} GROUP BY host""").fetchall()
+    for host, urls, fetched in rows:
+        name = domain_of(host)
+        entry = domains.setdefault(name, {"domain": name, "hosts": 0, "urls": 0, "fetched": 0})
+        entry["hosts"] += 1
+        entry["urls"] += urls
+        entry["fetched"] += fetched
+    return sorted(domains.values(), key=lambda d: (-d["urls"], d["domain"]))[:max(0, int(top))]
+
+
+def _errors(con, db: str) -> dict:
+    """Fetch errors: URLs whose last answer was HTTP >= 400 (by code), and URLs being retried
+    (by number of retries so far, and by status)."""
+    http = {str(code): n for code, n in con.execute(
+        f"SELECT http_status, count(*) FROM {db} WHERE http_status >= 400 GROUP BY 1 ORDER BY 1").fetchall()}
+    retries = {str(r): n for r, n in con.execute(
+        f"SELECT retries, count(*) FROM {db} WHERE retries > 0 GROUP BY 1 ORDER BY 1").fetchall()}
+    retry_status = dict(con.execute(
+        f"SELECT status, count(*) FROM {db} WHERE retries > 0 GROUP BY 1 ORDER BY 2 DESC, 1").fetchall())
+    return {
+        "http": http,
+        "http_total": sum(http.values()),
+        "retrying": sum(retries.values()),
+        "retries": retries,
+        "retrying_status": retry_status,
     }
 
 

@@ -26,7 +26,14 @@ from filbert.fetch.fetcher import Fetcher, FetchItem, FetchResult, origin_of
 from filbert.inject import NewUrl, merge_urls
 from filbert.robots import RobotsCache
 from filbert.storage import CrawlDir
-from filbert.urls import InvalidUrl, UrlFilter, fingerprint, host_of, normalize_url
+from filbert.urls import (
+    InvalidUrl,
+    UrlFilter,
+    UrlNormalizer,
+    fingerprint,
+    host_of,
+    normalize_url,
+)
 
 
 @dataclass
@@ -144,13 +151,14 @@ def _read(result: FetchResult, stats: SitemapStats) -> Sitemap | None:
 
 def _entries(found: list[tuple[str, Sitemap]], settings: Settings, stats: SitemapStats) -> list[NewUrl]:
     url_filter = UrlFilter.from_settings(settings)
+    normalizer = UrlNormalizer.from_settings(settings)
     strict = settings["sitemap.strict"]
     entries = []
     for sitemap_url, sitemap in found:
         for loc, lastmod, priority in sitemap.urls:
             stats.urls += 1
             try:
-                url = normalize_url(loc)
+                url = normalizer.normalize(normalize_url(loc))
             except InvalidUrl:
                 continue
             # strict (sitemaps.org): a sitemap may only list URLs of its own host

@@ -25,7 +25,16 @@ from filbert import __version__, schemas
 from filbert.config import ConfigError, Settings
 from filbert.fetch.ipfilter import BlockedAddress, FilteringResolver, IpFilter
 from filbert.robots import RobotRules, RobotsCache, rules_from_response
-from filbert.urls import InvalidUrl, UrlFilter, fingerprint, host_of, resolve_url
+from filbert.urls import (
+    InvalidUrl,
+    UrlFilter,
+    UrlNormalizer,
+    domain_of,
+    fingerprint,
+    host_of,
+    resolve_url,
+    strip_port,
+)
 
 PERMANENT_REDIRECTS = {301, 308}
 TEMPORARY_REDIRECTS = {302, 303, 307}
@@ -119,6 +128,7 @@ class Fetcher:
         self.deadline = time.monotonic() + limit * 60 if limit >= 0 else float("inf")
         self.ip_filter = IpFilter.from_settings(settings)
         self.url_filter = UrlFilter.from_settings(settings)
+        self.normalizer = UrlNormalizer.from_settings(settings)
         self.headers = {
             "User-Agent": user_agent(settings),
             "Accept": "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.5",
@@ -162,11 +172,11 @@ class Fetcher:
     # --- queues -------------------------------------------------------------------
 
     def _queue_key(self, host: str) -> str:
-        name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
         if self.mode == "byIP":
+            name = strip_port(host)
             return self.addresses.get(name, name)
         if self.mode == "byDomain":
-            return ".".join(name.split(".")[-2:])
+            return domain_of(host)
         return host
 
     async def _resolve_hosts(self, hosts: set[str]) -> None:
@@ -179,7 +189,7 @@ class Fetcher:
             except OSError:
                 pass  # the fetch itself will report the DNS failure
 
-        await asyncio.gather(*(resolve(h.rsplit(":", 1)[0]) for h in hosts))
+        await asyncio.gather(*(resolve(strip_port(h)) for h in hosts))
 
     def _enqueue(self, item: FetchItem) -> None:
         key = self._queue_key(item.host)
@@ -274,7 +284,7 @@ class Fetcher:
 
     async def _fetch_robots(self, origin: str) -> RobotRules:
         limit = self.settings["http.robots.content.limit"]
-        if not self.ip_filter.allows(host_of(origin + "/").rsplit(":", 1)[0]):
+        if not self.ip_filter.allows(strip_port(host_of(origin + "/"))):
             return rules_from_response(200, b"User-agent: *\nDisallow: /\n")
         try:
             async with self.slots, self.session.get(f"{origin}/robots.txt", max_redirects=5) as resp:
@@ -298,7 +308,7 @@ class Fetcher:
         return headers
 
     async def _fetch(self, item: FetchItem) -> FetchResult:
-        if not self.ip_filter.allows(item.host.rsplit(":", 1)[0]):
+        if not self.ip_filter.allows(strip_port(item.host)):
             return FetchResult(item, schemas.FETCH_GONE, message="address excluded by the IP filter")
         try:
             async with self.session.get(item.url, allow_redirects=False,
@@ -338,7 +348,7 @@ class Fetcher:
 
     def _redirect(self, result: FetchResult, location: str) -> None:
         try:
-            result.redirect_url = resolve_url(location, result.item.url)
+            result.redirect_url = self.normalizer.normalize(resolve_url(location, result.item.url))
         except InvalidUrl as exc:
             result.message = f"bad redirect: {exc}"
             return

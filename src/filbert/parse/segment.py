@@ -20,8 +20,15 @@ from filbert.config import Settings
 from filbert.dedup import simhash
 from filbert.executor import make_executor
 from filbert.parse.html import ParseResult, parse_content
-from filbert.storage import CrawlDir, CrawlDirError, Segment, part_name, read_parts, write_table
-from filbert.urls import UrlFilter, bucket_of, fingerprint, host_of
+from filbert.storage import (
+    CrawlDir,
+    CrawlDirError,
+    Segment,
+    part_name,
+    read_parts,
+    write_table,
+)
+from filbert.urls import UrlFilter, UrlNormalizer, bucket_of, fingerprint, host_of
 
 
 @dataclass(frozen=True)
@@ -46,21 +53,23 @@ class _Outlinks:
 
     def __init__(self, settings: Settings | dict):
         self.url_filter = UrlFilter.from_settings(settings)
+        self.normalizer = UrlNormalizer.from_settings(settings)
         self.ignore_external = settings["db.ignore.external.links"]
         self.max_links = settings["db.max.outlinks.per.page"]
         self.max_anchor = settings["db.max.anchor.length"]
 
     def select(self, page_url: str, links: list[tuple[str, str]]) -> list[tuple[str, str]]:
         host = host_of(page_url)
-        kept = []
+        kept: dict[str, str] = {}
         for url, anchor in links:
             if self.max_links >= 0 and len(kept) >= self.max_links:
                 break
-            if self.ignore_external and host_of(url) != host:
+            url = self.normalizer.normalize(url)
+            if url in kept or (self.ignore_external and host_of(url) != host):
                 continue
             if self.url_filter.accepts(url):
-                kept.append((url, anchor[: self.max_anchor]))
-        return kept
+                kept[url] = anchor[: self.max_anchor]
+        return list(kept.items())
 
 
 def _parse_bucket(task: ParseTask) -> Counter:
