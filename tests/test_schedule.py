@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from sites import html
+from sites import Page, html
 
 from filbert.config import load_settings
 from filbert.fetch import fetch_segment
@@ -71,3 +71,26 @@ def test_adaptive_interval_is_bounded(site_server, tmp_crawl):
         fetch_round(crawl, settings, now)
         now += timedelta(days=40)
     assert crawldb_url(crawl, server.url("/"))["fetch_interval"] == 12 * DAY
+
+
+def test_deleted_page_becomes_gone_and_leaves_the_index(site_server, tmp_crawl):
+    from filbert.index import build_index
+    from filbert.search import Searcher
+
+    server = site_server({"/": html("Home", "zqvanishx")})
+    crawl = CrawlDir(tmp_crawl)
+    settings = load_settings(None, ["fetcher.server.delay=0", "executor.kind=sequential"])
+    inject(crawl, [server.url("/")], settings)
+    now = datetime.now(timezone.utc)
+    fetch_round(crawl, settings, now)
+    build_index(crawl, settings)
+    assert Searcher(crawl, settings).search("zqvanishx").total == 1
+    server.add("/", Page("gone", status=404))
+    later = now + timedelta(days=31)
+    fetch_round(crawl, settings, later)
+    build_index(crawl, settings)
+    entry = crawldb_url(crawl, server.url("/"))
+    assert entry["status"] == "db_gone"
+    recheck = datetime.fromisoformat(entry["fetch_time"]) - datetime.now(timezone.utc)
+    assert timedelta(days=89) < recheck <= timedelta(days=90)      # db.fetch.interval.max after the fetch
+    assert Searcher(crawl, settings).search("zqvanishx").total == 0
