@@ -59,7 +59,8 @@ def test_canonical_wins(dup_site, tmp_crawl):
 
 
 def test_near_duplicates_can_be_switched_off(dup_site, tmp_crawl):
-    crawl, *_ = crawl_site(tmp_crawl, [dup_site.url("/")], "dedup.simhash.distance=0", depth=2)
+    crawl, *_ = crawl_site(tmp_crawl, [dup_site.url("/")], "dedup.simhash.distance=0",
+                           "dedup.compare.order=score,urlLength", depth=2)
     assert status(crawl, dup_site.url("/near.html")) == "db_fetched"
     assert status(crawl, dup_site.url("/b.html")) == "db_duplicate"
 

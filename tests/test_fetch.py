@@ -10,17 +10,17 @@ from datetime import datetime, timedelta, timezone
 import pytest
 import trustme
 from pipeline import crawl_site
-from sites import Page, SiteServer, html, link
+from sites import Page, SiteServer, html
 
 from filbert.fetch import fetch_segment
 from filbert.fetch.fetcher import retry_after_seconds
+from filbert.fetch.ipfilter import IpFilter
 from filbert.generate import generate
 from filbert.index import build_index
 from filbert.parse.segment import parse_segment
-from filbert.updatedb import updatedb
-from filbert.fetch.ipfilter import IpFilter
 from filbert.readdb import crawldb_url
 from filbert.search import Searcher
+from filbert.updatedb import updatedb
 
 
 def status(crawl, url: str) -> str | None:

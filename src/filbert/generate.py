@@ -13,7 +13,14 @@ from filbert import schemas
 from filbert.buckets import BucketTask, connect, parquet_relation
 from filbert.config import Settings
 from filbert.executor import make_executor
-from filbert.storage import CrawlDir, Segment, new_tmp_dir, part_name, remove_tmp_dirs, write_table
+from filbert.storage import (
+    CrawlDir,
+    Segment,
+    new_tmp_dir,
+    part_name,
+    remove_tmp_dirs,
+    write_table,
+)
 from filbert.urls import bucket_of
 
 

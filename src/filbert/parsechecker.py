@@ -62,10 +62,10 @@ def _fetch_report(result: FetchResult) -> dict[str, Any]:
     }
 
 
-def _encoding(content: bytes, content_type: str | None) -> str:
+def _encoding(url: str, content: bytes, content_type: str | None) -> str:
     mime = (content_type or "").split(";", 1)[0].strip().lower()
     decode = decode_text if mime in _TEXT_TYPES else decode_html
-    return decode(content, content_type)[1]
+    return decode(content, content_type, url)[1]
 
 
 def check_url(url: str, settings: Settings, text_chars: int = 500) -> dict[str, Any]:
@@ -88,12 +88,12 @@ def check_url(url: str, settings: Settings, text_chars: int = 500) -> dict[str, 
     }
     if final is None or final.content is None:
         return report
-    parsed = parse_content(final.item.url, final.content, final.content_type)
+    parsed = parse_content(final.item.url, final.content, final.content_type, final.headers, agent)
     text = parsed.text if text_chars < 0 else parsed.text[:text_chars]
     report["parse"] = {
         "status": parsed.status,
         "message": parsed.message,
-        "encoding": _encoding(final.content, final.content_type)
+        "encoding": _encoding(final.item.url, final.content, final.content_type)
         if parsed.status == schemas.PARSE_SUCCESS else None,
         "title": parsed.title,
         "noindex": parsed.noindex,

@@ -327,7 +327,8 @@ class Fetcher:
 
     async def _result(self, item: FetchItem, resp: aiohttp.ClientResponse) -> FetchResult:
         code = resp.status
-        result = FetchResult(item, schemas.FETCH_GONE, code, headers=dict(resp.headers),
+        headers = {k: ", ".join(resp.headers.getall(k)) for k in resp.headers.keys()}  # keep repeats
+        result = FetchResult(item, schemas.FETCH_GONE, code, headers=headers,
                              content_type=resp.headers.get("Content-Type"),
                              etag=resp.headers.get("ETag"), last_modified=resp.headers.get("Last-Modified"))
         if 200 <= code < 300:

@@ -23,6 +23,7 @@ from filbert.index.schema import index_schema, shard_name
 from filbert.storage import CrawlDir, Segment, part_name
 from filbert.urls import fingerprint
 
+
 @dataclass(frozen=True)
 class DocsTask:
     bucket: int

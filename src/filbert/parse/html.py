@@ -1,8 +1,17 @@
-"""Parse fetched content into title, visible text, outlinks and robots directives."""
+"""Parse fetched content into title, visible text, outlinks, robots directives and the
+canonical URL.
+
+Robots directives come from ``<meta name="robots">``, ``<meta name="{agent}">`` and the
+``X-Robots-Tag`` response header (whose rules may be scoped to a user agent, as in
+``googlebot: noindex``); any of them saying noindex or nofollow (or none) sets the flag.
+The header applies to every content type, so an unsupported document still carries it.
+The canonical URL comes from ``<link rel="canonical">`` and the ``Link`` response header.
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from selectolax.lexbor import LexborDocumentOptions, LexborHTMLParser, LexborNode
@@ -21,6 +30,9 @@ class ParseResult:
     outlinks: list[tuple[str, str]]   # (absolute normalized URL, anchor text), document order
     noindex: bool
     nofollow: bool
+    # rel=canonical (HTML <link> or HTTP Link header), absolute and normalized; None when
+    # absent, invalid or ambiguous (sources naming different URLs). May equal the page URL.
+    canonical: str | None = None
 
 
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
@@ -34,6 +46,16 @@ _HTML_START = re.compile(
     rb"<(?:html|head|body|title|script|style|iframe|h1|div|font|table|a|b|br|p|meta)[\s/>])",
     re.I,
 )
+
+_DIRECTIVE_SPLIT = re.compile(r"[\s,;]+")
+# X-Robots-Tag rules of the form "name: value" that are not user-agent scopes.
+_VALUED_DIRECTIVES = frozenset({
+    "max-snippet", "max-image-preview", "max-video-preview", "unavailable_after",
+})
+_AGENT_TOKEN = re.compile(r"^[\w.*-]+$")
+# Link header: <uri-reference> followed by ;-separated parameters (RFC 8288).
+_LINK = re.compile(r'<([^>]*)>((?:\s*;(?:[^;,"]|"[^"]*")*)*)')
+_LINK_PARAM = re.compile(r';((?:[^;,"]|"[^"]*")*)')
 
 # Elements whose boundaries separate words. Inline ones (a, b, span...) must not, or
 # "<b>W</b>ord" would be split and "word</a>," would gain a space before the comma.
@@ -60,15 +82,25 @@ _FLAT = frozenset((
 ))
 
 
-def parse_content(url: str, content: bytes, content_type: str | None) -> ParseResult:
-    """Parse one fetched document; never raises."""
+def parse_content(url: str, content: bytes, content_type: str | None,
+                  headers: Mapping[str, str] | None = None, agent: str = "filbert") -> ParseResult:
+    """Parse one fetched document; never raises.
+
+    headers: the HTTP response headers (names in any case; repeated headers merged with
+    ", "), for X-Robots-Tag and Link. agent: the crawler's product token, which
+    ``<meta name=...>`` and user-agent-scoped X-Robots-Tag rules must name to apply."""
     mime = (content_type or "").split(";", 1)[0].strip().lower()
     try:
+        agent = (agent or "").strip().lower()
+        found = _Found()
+        if headers:
+            _header_hints(headers, agent, url, found)
         if mime in _HTML_TYPES or (_is_vague(mime) and _HTML_START.match(content, 0, 1024)):
-            return _parse_html(url, content, content_type)
+            return _parse_html(url, content, content_type, agent, found)
         if mime == "text/plain":
-            return _success("", _collapse(decode_text(content, content_type)[0]), [], False, False)
-        return _empty(PARSE_UNSUPPORTED, f"unsupported content type {mime or '(none)'}")
+            text = _collapse(decode_text(content, content_type, url)[0])
+            return _success("", text, [], found)
+        return _empty(PARSE_UNSUPPORTED, f"unsupported content type {mime or '(none)'}", found)
     except Exception as exc:  # one bad document must not fail the whole segment
         return _empty(PARSE_FAILED, f"{type(exc).__name__}: {exc}")
 
@@ -77,31 +109,58 @@ def _is_vague(mime: str) -> bool:
     return mime in _VAGUE_TYPES or "/" not in mime
 
 
-def _success(title: str, text: str, outlinks: list[tuple[str, str]], noindex: bool,
-             nofollow: bool) -> ParseResult:
-    return ParseResult(PARSE_SUCCESS, "", title, text, outlinks, noindex, nofollow)
+class _Found:
+    """Robots directives and canonical URLs gathered from the headers and the page."""
+
+    __slots__ = ("directives", "canonicals")
+
+    def __init__(self) -> None:
+        self.directives: set[str] = set()
+        self.canonicals: set[str] = set()
+
+    @property
+    def noindex(self) -> bool:
+        return "noindex" in self.directives or "none" in self.directives
+
+    @property
+    def nofollow(self) -> bool:
+        return "nofollow" in self.directives or "none" in self.directives
+
+    @property
+    def canonical(self) -> str | None:
+        # Like Google: several different canonical URLs cancel each other out.
+        return next(iter(self.canonicals)) if len(self.canonicals) == 1 else None
 
 
-def _empty(status: str, message: str) -> ParseResult:
-    return ParseResult(status, message, "", "", [], False, False)
+def _success(title: str, text: str, outlinks: list[tuple[str, str]], found: _Found) -> ParseResult:
+    return ParseResult(PARSE_SUCCESS, "", title, text, outlinks, found.noindex, found.nofollow,
+                       found.canonical)
 
 
-def _parse_html(url: str, content: bytes, content_type: str | None) -> ParseResult:
-    html, _ = decode_html(content, content_type)
+def _empty(status: str, message: str, found: _Found | None = None) -> ParseResult:
+    if found is None:
+        return ParseResult(status, message, "", "", [], False, False)
+    return ParseResult(status, message, "", "", [], found.noindex, found.nofollow, found.canonical)
+
+
+def _parse_html(url: str, content: bytes, content_type: str | None, agent: str,
+                found: _Found) -> ParseResult:
+    html, _ = decode_html(content, content_type, url)
     # WO_EVENTS: without it lexbor mirrors each <option> into <selectedcontent>,
     # which is quadratic in a <select> of many options.
     tree = LexborHTMLParser(_cap_nesting(html), options=LexborDocumentOptions.WO_EVENTS)
-    noindex, nofollow = _meta_robots(tree)
+    base = _base_url(tree, url)
+    _page_hints(tree, agent, base, found)
     _remove(tree, "svg")  # its <title>s and <a>s are not the page's
     for block in tree.css(_BLOCKS):
         block.insert_before(" ")
         block.insert_after(" ")
     title = _title(tree)
-    outlinks = [] if nofollow else _outlinks(tree, _base_url(tree, url))
+    outlinks = [] if found.nofollow else _outlinks(tree, base)
     _remove(tree, _INVISIBLE)
     body = tree.body
     text = _collapse(body.text()) if body else ""
-    return _success(title, text, outlinks, noindex, nofollow)
+    return _success(title, text, outlinks, found)
 
 
 def _remove(tree: LexborHTMLParser, selector: str) -> None:
@@ -136,15 +195,65 @@ def _collapse(text: str) -> str:
     return " ".join(text.split())
 
 
-def _meta_robots(tree: LexborHTMLParser) -> tuple[bool, bool]:
-    """(noindex, nofollow) from <meta name="robots">, searched in the whole document
-    because a stray element in <head> makes the parser move the rest into <body>."""
+def _page_hints(tree: LexborHTMLParser, agent: str, base: str, found: _Found) -> None:
+    """Robots directives from <meta name="robots"> or <meta name="{agent}"> and the
+    rel=canonical links, searched in the whole document (one pass) because a stray
+    element in <head> makes the parser move the rest into <body>."""
+    for node in tree.css("meta[name], link[rel]"):
+        attrs = node.attrs
+        if node.tag == "meta":
+            name = (attrs.get("name") or "").strip().lower()
+            if name == "robots" or (name == agent and agent):
+                found.directives.update(_DIRECTIVE_SPLIT.split((attrs.get("content") or "").lower()))
+        elif "canonical" in (attrs.get("rel") or "").lower().split():
+            _add_canonical(attrs.get("href") or "", base, found)
+
+
+def _add_canonical(href: str, base: str, found: _Found) -> None:
+    if href.strip():  # an empty href would resolve to the page itself: a template bug
+        try:
+            found.canonicals.add(resolve_url(href, base))
+        except InvalidUrl:
+            pass
+
+
+def _header_hints(headers: Mapping[str, str], agent: str, url: str, found: _Found) -> None:
+    """X-Robots-Tag directives and Link: <...>; rel=canonical from the response headers."""
+    for name, value in headers.items():
+        name = str(name).lower()
+        if name == "x-robots-tag":
+            found.directives.update(_x_robots_tag(str(value), agent))
+        elif name == "link":
+            for link in _LINK.finditer(str(value)):
+                if "canonical" in _link_rel(link.group(2)):
+                    _add_canonical(link.group(1), url, found)
+
+
+def _link_rel(params: str) -> list[str]:
+    """The relation types of a Link header's link-value: its first rel parameter's tokens."""
+    for param in _LINK_PARAM.finditer(params):
+        name, _, value = param.group(1).partition("=")
+        if name.strip().lower() == "rel":
+            return value.strip().strip('"').lower().split()
+    return []
+
+
+def _x_robots_tag(value: str, agent: str) -> set[str]:
+    """The directives of an X-Robots-Tag value that apply to `agent`.
+
+    Rules are comma-separated; "name: rule" scopes that rule and the unscoped ones after
+    it to a user agent, until the next scope ("googlebot: noindex, nofollow" is all for
+    googlebot), except for the directives that take a value ("max-snippet: 20")."""
     directives: set[str] = set()
-    for meta in tree.css("meta[name]"):
-        if (meta.attrs.get("name") or "").strip().lower() == "robots":
-            directives.update(re.split(r"[\s,;]+", (meta.attrs.get("content") or "").lower()))
-    none = "none" in directives
-    return none or "noindex" in directives, none or "nofollow" in directives
+    scope: str | None = None
+    for part in value.lower().split(","):
+        name, colon, rest = part.partition(":")
+        name = name.strip()
+        if colon and name not in _VALUED_DIRECTIVES and _AGENT_TOKEN.match(name):
+            scope, part = name, rest
+        if scope is None or scope == agent:
+            directives.update(_DIRECTIVE_SPLIT.split(part.strip()))
+    return directives
 
 
 def _title(tree: LexborHTMLParser) -> str:

@@ -7,6 +7,7 @@ set per bucket.
 
 from __future__ import annotations
 
+import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,13 +76,14 @@ class _Outlinks:
 def _parse_bucket(task: ParseTask) -> Counter:
     segment = Segment(Path(task.segment))
     outlinks = _Outlinks(task.settings)
+    agent = task.settings["http.agent.name"]
     fetched = read_parts([segment.part(Segment.FETCH, task.bucket)], schemas.CRAWL_FETCH)
     scores = dict(zip(fetched["fp"].to_pylist(), fetched["score"].to_pylist()))
     content = read_parts([segment.part(Segment.CONTENT, task.bucket)], schemas.CONTENT)
     texts, datas, links = [], [], defaultdict(list)
     counts: Counter = Counter()
     for row in content.to_pylist():
-        result = parse_content(row["url"], row["content"], row["content_type"])
+        result = parse_content(row["url"], row["content"], row["content_type"], _headers(row["headers"]), agent)
         kept = outlinks.select(row["url"], result.outlinks)
         counts[result.status] += 1
         texts.append({"url": row["url"], "fp": row["fp"], "text": result.text})
@@ -110,8 +112,17 @@ def _data_row(row: dict, result: ParseResult, kept: list[tuple[str, str]]) -> di
         "noindex": result.noindex, "nofollow": result.nofollow,
         "signature": xxhash.xxh3_128_digest(result.text.encode("utf-8")) if parsed else None,
         "simhash": simhash(result.text) if parsed else None,
-        "canonical": None,
+        "canonical": result.canonical,
     }
+
+
+def _headers(text: str | None) -> dict[str, str] | None:
+    """The response headers the fetcher stored as a JSON object (None if unreadable)."""
+    try:
+        headers = json.loads(text) if text else None
+    except ValueError:
+        return None
+    return headers if isinstance(headers, dict) else None
 
 
 def _add_link(links: dict[int, list], buckets: int, url: str, from_url: str, anchor: str,
