@@ -20,7 +20,8 @@ def status(crawl, url):
 def test_simhash_is_close_for_small_edits_and_far_otherwise():
     base = simhash(ARTICLE)
     assert bin(base ^ simhash(ARTICLE + " One more closing remark.")).count("1") <= 3
-    assert bin(base ^ simhash(ARTICLE.replace("river", "mountain"))).count("1") > 10
+    assert bin(base ^ simhash(ARTICLE.replace("river", "mountain"))).count("1") > 3
+    assert bin(base ^ simhash("an unrelated text " * 50)).count("1") > 16
     assert simhash("") == 0 and simhash(ARTICLE) == base
 
 

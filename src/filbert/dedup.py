@@ -1,7 +1,7 @@
 """dedup: mark exact and near-duplicate pages in the crawldb (Nutch's DeduplicationJob).
 
 Exact duplicates share a text signature; near-duplicates have simhashes (64-bit, over
-word 3-shingles) within `dedup.simhash.distance` bits. A page whose rel=canonical points
+8-byte shingles) within `dedup.simhash.distance` bits. A page whose rel=canonical points
 at another fetched page is a duplicate of it. In each group one page is kept, chosen by
 `dedup.compare.order`; the others become db_duplicate and stay out of the index.
 Groups are global, or limited to one host or domain (`dedup.group.mode`).
@@ -9,11 +9,8 @@ Groups are global, or limited to one host or domain (`dedup.group.mode`).
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pyarrow as pa
-import xxhash
 
 from filbert import schemas
 from filbert.buckets import BucketTask, connect, parquet_relation, rewrite, write_result
@@ -21,8 +18,7 @@ from filbert.config import ConfigError, Settings
 from filbert.storage import CrawlDir
 from filbert.urls import bucket_of
 
-WORD = re.compile(r"\w+")
-SHINGLE = 3
+SHINGLE_BYTES = 8
 BANDS = 4                      # simhash split into 4 bands of 16 bits for candidate pairs
 ORDER_TERMS = {
     "score": "score DESC",
@@ -33,15 +29,25 @@ ORDER_TERMS = {
 CANDIDATES = (schemas.DB_FETCHED, schemas.DB_NOTMODIFIED, schemas.DB_DUPLICATE)
 
 
+def _mix(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finalizer: spreads every input bit over the whole 64-bit word."""
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
 def simhash(text: str) -> int:
-    """Charikar's simhash over word 3-shingles, as a signed 64-bit integer (0 for no words)."""
-    words = WORD.findall(text.lower())
-    if not words:
+    """Charikar's simhash of the text, as a signed 64-bit integer (0 for text without words).
+
+    Features are the 8 bytes (lowercased UTF-8) starting at each word, so about one per
+    word and each spanning into the next word; all in numpy.
+    """
+    data = np.frombuffer(b" " + text.lower().encode("utf-8") + b" " * SHINGLE_BYTES, dtype=np.uint8)
+    starts = np.flatnonzero((data[:-SHINGLE_BYTES - 1] == 32) & (data[1:-SHINGLE_BYTES] != 32)) + 1
+    if not len(starts):
         return 0
-    word_hash = {w: xxhash.xxh3_64_intdigest(w.encode()) for w in set(words)}
-    hashes = np.fromiter((word_hash[w] for w in words), dtype=np.uint64, count=len(words))
-    if len(hashes) >= SHINGLE:  # combine neighbours; uint64 arithmetic wraps around
-        hashes = (hashes[:-2] * np.uint64(1000003) + hashes[1:-1]) * np.uint64(1000003) + hashes[2:]
+    grams = data[starts[:, None] + np.arange(SHINGLE_BYTES)].view(np.uint64).ravel()
+    hashes = _mix(grams)
     bits = np.unpackbits(hashes.view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
     votes = bits.sum(axis=0, dtype=np.int64) * 2 > len(hashes)
     return int(np.packbits(votes, bitorder="little").view(np.int64)[0])

@@ -49,6 +49,9 @@ def crawl_parse_parts(segment: Segment, target_bucket: int) -> list[Path]:
     return segment.parts(Segment.PARSE, f"part-{target_bucket:05d}-*.parquet")
 
 
+SEEN_LIMIT = 200_000
+
+
 class _Outlinks:
     """Keeps the outlinks a page may pass on, per Nutch's ParseOutputFormat."""
 
@@ -58,6 +61,7 @@ class _Outlinks:
         self.ignore_external = settings["db.ignore.external.links"]
         self.max_links = settings["db.max.outlinks.per.page"]
         self.max_anchor = settings["db.max.anchor.length"]
+        self.seen: dict[str, str | None] = {}
 
     def select(self, page_url: str, links: list[tuple[str, str]]) -> list[tuple[str, str]]:
         host = host_of(page_url)
@@ -65,12 +69,20 @@ class _Outlinks:
         for url, anchor in links:
             if self.max_links >= 0 and len(kept) >= self.max_links:
                 break
-            url = self.normalizer.normalize(url)
-            if url in kept or (self.ignore_external and host_of(url) != host):
+            url = self._clean(url)
+            if url is None or url in kept or (self.ignore_external and host_of(url) != host):
                 continue
-            if self.url_filter.accepts(url):
-                kept[url] = anchor[: self.max_anchor]
+            kept[url] = anchor[: self.max_anchor]
         return list(kept.items())
+
+    def _clean(self, url: str) -> str | None:
+        """The normalized URL if the filter accepts it; remembered, as sites repeat their links."""
+        if url not in self.seen:
+            if len(self.seen) > SEEN_LIMIT:
+                self.seen.clear()
+            clean = self.normalizer.normalize(url)
+            self.seen[url] = clean if self.url_filter.accepts(clean) else None
+        return self.seen[url]
 
 
 def _parse_bucket(task: ParseTask) -> Counter:

@@ -14,7 +14,7 @@ import ada_url
 
 _PCT = re.compile(r"%([0-9A-Fa-f]{2})")
 _UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
-_SCHEMES = ("http:", "https:")
+_SCHEMES = ("http://", "https://")
 
 
 class InvalidUrl(ValueError):
@@ -26,35 +26,33 @@ def _fix_escape(match: re.Match[str]) -> str:
     return chr(byte) if byte in _UNRESERVED else "%" + match.group(1).upper()
 
 
-def _normalize(url: ada_url.URL) -> str:
-    if url.protocol not in _SCHEMES:
-        raise InvalidUrl(f"unsupported scheme {url.protocol!r} in {url.href!r}")
-    if not url.hostname:
-        raise InvalidUrl(f"no host in {url.href!r}")
-    url.hash = ""
-    url.pathname = _PCT.sub(_fix_escape, url.pathname)
-    if url.search:
-        url.search = _PCT.sub(_fix_escape, url.search)
-    href = url.href
+def _finish(href: str) -> str:
+    """Our rules on an ada-serialized URL string (where '#' can only start the fragment
+    and a final '?' can only be an empty query)."""
+    if not href.startswith(_SCHEMES):
+        raise InvalidUrl(f"unsupported scheme in {href[:80]!r}")
+    href = href.split("#", 1)[0]
+    if "%" in href:
+        href = _PCT.sub(_fix_escape, href)
     return href[:-1] if href.endswith("?") else href
 
 
 def normalize_url(text: str) -> str:
     """Return the canonical form of an absolute http(s) URL, or raise InvalidUrl."""
     try:
-        url = ada_url.URL(text.strip())
+        href = ada_url.normalize_url(text.strip())
     except ValueError as exc:
         raise InvalidUrl(f"cannot parse URL {text!r}") from exc
-    return _normalize(url)
+    return _finish(href)
 
 
 def resolve_url(href: str, base: str) -> str:
     """Resolve a link against its page's base URL and normalize it, or raise InvalidUrl."""
     try:
-        url = ada_url.URL(href.strip(), base)
+        joined = ada_url.join_url(base, href.strip())
     except ValueError as exc:
         raise InvalidUrl(f"cannot resolve {href!r} against {base!r}") from exc
-    return _normalize(url)
+    return _finish(joined)
 
 
 def host_of(url: str) -> str:
