@@ -104,8 +104,8 @@ def run_crawl(crawl: CrawlDir, seeds: list[str], settings: Settings, reporter: R
         summary.rounds = round_no
     reporter.step("invertlinks")
     invertlinks(crawl, settings)
-    reporter.step(f"dedup: {dedup(crawl, settings)['duplicates']} duplicate pages")
     if index:
+        reporter.step(f"dedup: {dedup(crawl, settings)['duplicates']} duplicate pages")
         reporter.step("index")
         summary.documents = build_index(crawl, settings)["documents"]
     summary.seconds = time.monotonic() - start
