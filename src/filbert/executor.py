@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
@@ -29,8 +30,27 @@ class SequentialExecutor:
             yield fn(item)
 
 
+_POOLS: dict[int, ProcessPoolExecutor] = {}
+
+
+def _pool(workers: int) -> ProcessPoolExecutor:
+    """One pool per size for the whole process: steps reuse its workers instead of
+    starting new ones each time."""
+    if workers not in _POOLS:
+        _POOLS[workers] = ProcessPoolExecutor(workers)
+    return _POOLS[workers]
+
+
+@atexit.register
+def _shutdown_pools() -> None:
+    for pool in _POOLS.values():
+        pool.shutdown(cancel_futures=True)
+    _POOLS.clear()
+
+
 class LocalExecutor:
-    """A process pool; functions and items must be picklable (module-level functions)."""
+    """A process pool; functions and items must be picklable (module-level functions).
+    A single task runs in this process, where starting a worker would only cost time."""
 
     def __init__(self, workers: int):
         self.workers = workers
@@ -40,8 +60,7 @@ class LocalExecutor:
         if len(items) <= 1 or self.workers <= 1:
             yield from map(fn, items)
             return
-        with ProcessPoolExecutor(self.workers) as pool:
-            yield from pool.map(fn, items)
+        yield from _pool(self.workers).map(fn, items)
 
 
 def make_executor(settings: Settings) -> Executor:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from pathlib import Path
 
 from filbert import schemas as s
 from filbert.buckets import BucketTask, connect, parquet_relation, rewrite, write_result
@@ -146,5 +147,6 @@ def updatedb(crawl: CrawlDir, settings: Settings, names: list[str] | None = None
         for b in range(crawl.buckets(settings))
     }
     meta = {"segments": sorted(applied | {seg.name for seg in segments})}
-    totals = rewrite(crawl.crawldb, crawl.buckets(settings), settings, _update_bucket, extra, meta)
+    touched = {b for b, (files, _) in extra.items() if any(Path(p).exists() for p in files.fetch + files.links)}
+    totals = rewrite(crawl.crawldb, crawl.buckets(settings), settings, _update_bucket, extra, meta, touched)
     return {"segments": len(segments), **totals}

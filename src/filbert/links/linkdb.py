@@ -48,5 +48,6 @@ def invertlinks(crawl: CrawlDir, settings: Settings) -> dict[str, int]:
     buckets = crawl.buckets(settings)
     extra = {b: [str(p) for seg in segments for p in crawl_parse_parts(seg, b)] for b in range(buckets)}
     meta = {"segments": sorted(done | {seg.name for seg in segments})}
-    totals = rewrite(crawl.linkdb, buckets, settings, _invert_bucket, extra, meta)
+    touched = {b for b, files in extra.items() if files}
+    totals = rewrite(crawl.linkdb, buckets, settings, _invert_bucket, extra, meta, touched)
     return {"segments": len(segments), **totals}
