@@ -31,9 +31,18 @@ class BucketTask:
     extra: object = None
 
 
+_DATABASES: dict[int, duckdb.DuckDBPyConnection] = {}
+
+
 def connect() -> duckdb.DuckDBPyConnection:
-    con = duckdb.connect()
-    con.execute("SET threads TO 1; SET TimeZone = 'UTC'")
+    """A fresh session on this process's in-memory DuckDB (opening a database costs ~15 ms,
+    a session almost nothing); keyed by pid so a forked worker opens its own."""
+    pid = os.getpid()
+    if pid not in _DATABASES:
+        _DATABASES[pid] = duckdb.connect()
+        _DATABASES[pid].execute("SET threads TO 1")
+    con = _DATABASES[pid].cursor()
+    con.execute("SET TimeZone = 'UTC'")
     return con
 
 

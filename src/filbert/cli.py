@@ -10,12 +10,10 @@ from typing import Annotated, Optional
 import typer
 from rich.markup import escape
 
-from filbert.config import ConfigError, Settings, load_settings
+from filbert.config import Settings, load_settings
+from filbert.errors import UserError
 from filbert.progress import RichReporter, console, counts_table, stdout
-from filbert.search.searcher import QueryError
 from filbert.storage import CrawlDir, CrawlDirError
-from filbert.urls import InvalidUrl
-from filbert.urls.filter import UrlFilterError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="filbert: crawl websites like Nutch, index them, search and serve them.")
@@ -26,7 +24,7 @@ Threads = Annotated[Optional[int], typer.Option("--threads", help="Concurrent re
 TopN = Annotated[Optional[int], typer.Option("--topN", help="At most this many URLs per round.")]
 AsJson = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
-USER_ERRORS = (ConfigError, CrawlDirError, InvalidUrl, UrlFilterError, FileNotFoundError, QueryError)
+USER_ERRORS = (UserError, FileNotFoundError)
 
 
 def _open(directory: Path, defines: list[str] | None) -> tuple[CrawlDir, Settings]:

@@ -8,10 +8,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from filbert.errors import UserError
+
 SETTINGS_FILE = "filbert.toml"
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError, ValueError):
     """A setting is unknown or has a value of the wrong type."""
 
 

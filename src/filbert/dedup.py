@@ -75,7 +75,6 @@ def _group(settings: Settings) -> str:
 def find_duplicates(crawl: CrawlDir, settings: Settings) -> dict[bytes, tuple[str, str]]:
     """fp -> (its host, the URL it duplicates), over the whole crawldb."""
     con = connect()
-    con.execute("SET threads TO 2")
     db = parquet_relation(crawl.crawldb.files(), schemas.CRAWLDB)
     statuses = ", ".join(f"'{s}'" for s in CANDIDATES)
     con.execute(f"""CREATE TEMP TABLE pages AS

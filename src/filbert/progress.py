@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import (
@@ -15,6 +17,7 @@ from rich.table import Table
 
 from filbert.fetch import FetchResult, FetchStats
 
+REFRESH_SECONDS = 0.1
 console = Console(stderr=True)   # progress and messages
 stdout = Console()               # results
 
@@ -27,6 +30,7 @@ class RichReporter:
         self.task = None
         self.ok = 0
         self.failed = 0
+        self.shown = 0.0
 
     def step(self, message: str) -> None:
         console.print(f"[bold cyan]»[/] {escape(message)}")
@@ -46,10 +50,13 @@ class RichReporter:
             self.ok += 1
         else:
             self.failed += 1
-        if self.progress is not None:
+        now = time.monotonic()
+        if self.progress is not None and now - self.shown > REFRESH_SECONDS:  # redraws cost CPU
+            self.shown = now
             task = self.progress.tasks[0]
-            rate = (task.completed + 1) / task.elapsed if task.elapsed else 0.0
-            self.progress.update(self.task, advance=1, rate=rate, ok=self.ok, failed=self.failed)
+            done = self.ok + self.failed
+            rate = done / task.elapsed if task.elapsed else 0.0
+            self.progress.update(self.task, completed=done, rate=rate, ok=self.ok, failed=self.failed)
 
     def fetch_done(self, stats: FetchStats) -> None:
         if self.progress is not None:

@@ -12,24 +12,25 @@ import fcntl
 import json
 import os
 import shutil
-import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from filbert.config import SETTINGS_FILE, ConfigError, Settings
+from filbert.errors import UserError
 
 CURRENT = "CURRENT"
+SEGMENT_FORMAT = "%Y%m%d%H%M%S"
 META = "_meta.json"
 TMP_PREFIX = ".tmp-"
 
 
-class CrawlDirError(RuntimeError):
+class CrawlDirError(UserError, RuntimeError):
     """The crawl directory is missing, locked or inconsistent."""
 
 
@@ -112,7 +113,7 @@ class VersionedTable:
     def publish(self, tmp: Path, meta: dict) -> Path:
         """Atomically make `tmp` the current generation, then drop older ones."""
         (tmp / META).write_text(json.dumps(meta, indent=1, sort_keys=True))
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%d%H%M%S")
+        stamp = datetime.now(timezone.utc).strftime(SEGMENT_FORMAT)
         gen = self.path / f"gen-{stamp}-{uuid.uuid4().hex[:8]}"
         tmp.rename(gen)
         pointer_tmp = self.path / f"{TMP_PREFIX}{CURRENT}-{uuid.uuid4().hex}"
@@ -233,13 +234,12 @@ class CrawlDir:
         return Segment(path)
 
     def new_segment_name(self) -> str:
-        """A UTC timestamp name, later than every existing segment."""
-        name = datetime.now(timezone.utc).strftime("%Y%m%d%H%M%S")
-        existing = {s.name for s in self.segments()}
-        while name in existing:
-            time.sleep(0.2)
-            name = datetime.now(timezone.utc).strftime("%Y%m%d%H%M%S")
-        return name
+        """A UTC timestamp name (to the second), later than every existing segment."""
+        stamp = datetime.now(timezone.utc).replace(microsecond=0)
+        names = [s.name for s in self.segments()]
+        if names and names[-1] >= stamp.strftime(SEGMENT_FORMAT):
+            stamp = datetime.strptime(names[-1], SEGMENT_FORMAT) + timedelta(seconds=1)
+        return stamp.strftime(SEGMENT_FORMAT)
 
     @contextmanager
     def lock(self) -> Iterator[None]:

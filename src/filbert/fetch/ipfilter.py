@@ -61,6 +61,8 @@ class IpFilter:
         return bool(self.include or self.exclude)
 
     def allows(self, ip: str) -> bool:
+        if not self.active:
+            return True
         try:
             address = ipaddress.ip_address(ip.strip("[]").split("%")[0])
         except ValueError:

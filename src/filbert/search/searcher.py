@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 import tantivy
 
 from filbert.config import Settings
+from filbert.errors import UserError
 from filbert.index.schema import SEARCH_FIELDS, open_shards
 from filbert.storage import CrawlDir
 
@@ -20,7 +21,7 @@ MAX_RESULTS = 100
 NON_WORD = re.compile(r"[^\w\s]+")
 
 
-class QueryError(ValueError):
+class QueryError(UserError, ValueError):
     """The query is empty, too long or not understood."""
 
 

@@ -16,13 +16,14 @@ from typing import Any, NamedTuple
 
 import ada_url
 
+from filbert.errors import UserError
 from filbert.urls.domain import is_ip, strip_port
 from filbert.urls.traps import repeated_segment, year_out_of_range
 
 _NO_LAST_YEAR = 10_000
 
 
-class UrlFilterError(ValueError):
+class UrlFilterError(UserError, ValueError):
     """The filter file has a line that is not a valid rule, or a filter setting is invalid."""
 
 

@@ -12,12 +12,14 @@ import re
 
 import ada_url
 
+from filbert.errors import UserError
+
 _PCT = re.compile(r"%([0-9A-Fa-f]{2})")
 _UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 _SCHEMES = ("http://", "https://")
 
 
-class InvalidUrl(ValueError):
+class InvalidUrl(UserError, ValueError):
     """The text is not an absolute http(s) URL."""
 
 
