@@ -16,7 +16,6 @@ from filbert.config import Settings
 from filbert.dedup import dedup
 from filbert.fetch import FetchResult, FetchStats, fetch_segment
 from filbert.generate import generate
-from filbert.index import build_index
 from filbert.inject import InjectStats, inject
 from filbert.links.linkdb import invertlinks
 from filbert.parse.segment import parse_segment
@@ -105,6 +104,8 @@ def run_crawl(crawl: CrawlDir, seeds: list[str], settings: Settings, reporter: R
     reporter.step("invertlinks")
     invertlinks(crawl, settings)
     if index:
+        from filbert.index import build_index  # tantivy is only needed here
+
         reporter.step(f"dedup: {dedup(crawl, settings)['duplicates']} duplicate pages")
         reporter.step("index")
         summary.documents = build_index(crawl, settings)["documents"]

@@ -8,7 +8,7 @@ set per bucket.
 from __future__ import annotations
 
 import json
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -92,7 +92,7 @@ def _parse_bucket(task: ParseTask) -> Counter:
     fetched = read_parts([segment.part(Segment.FETCH, task.bucket)], schemas.CRAWL_FETCH)
     scores = dict(zip(fetched["fp"].to_pylist(), fetched["score"].to_pylist()))
     content = read_parts([segment.part(Segment.CONTENT, task.bucket)], schemas.CONTENT)
-    texts, datas, links = [], [], defaultdict(list)
+    texts, datas, links = [], [], _LinkTable(task.buckets)
     counts: Counter = Counter()
     for row in content.to_pylist():
         result = parse_content(row["url"], row["content"], row["content_type"], _headers(row["headers"]), agent)
@@ -102,16 +102,13 @@ def _parse_bucket(task: ParseTask) -> Counter:
         datas.append(_data_row(row, result, kept))
         share = scores.get(row["fp"], 0.0) / max(1, len(kept))
         for url, anchor in kept:
-            _add_link(links, task.buckets, url, row["url"], anchor, "link", share)
+            links.add(url, row["url"], anchor, "link", share)
     for row in fetched.filter(pc.is_valid(fetched["redirect_url"])).to_pylist():
-        _add_link(links, task.buckets, row["redirect_url"], row["url"], "", "redirect", row["score"])
+        links.add(row["redirect_url"], row["url"], "", "redirect", row["score"])
     out = Path(task.out)
     write_table(pa.Table.from_pylist(texts, schemas.PARSE_TEXT), out / Segment.PARSE_TEXT / part_name(task.bucket))
     write_table(pa.Table.from_pylist(datas, schemas.PARSE_DATA), out / Segment.PARSE_DATA / part_name(task.bucket))
-    for target, rows in links.items():
-        path = out / Segment.PARSE / crawl_parse_name(target, task.bucket)
-        write_table(pa.Table.from_pylist(rows, schemas.CRAWL_PARSE), path)
-    counts["outlinks"] += sum(len(r) for r in links.values())
+    counts["outlinks"] += links.write(out / Segment.PARSE, task.bucket)
     return counts
 
 
@@ -137,13 +134,34 @@ def _headers(text: str | None) -> dict[str, str] | None:
     return headers if isinstance(headers, dict) else None
 
 
-def _add_link(links: dict[int, list], buckets: int, url: str, from_url: str, anchor: str,
-              kind: str, score: float) -> None:
-    host = host_of(url)
-    links[bucket_of(host, buckets)].append({
-        "url": url, "fp": fingerprint(url), "host": host, "from_url": from_url,
-        "anchor": anchor, "kind": kind, "score": score,
-    })
+class _LinkTable:
+    """crawl_parse rows, gathered as columns per target bucket; what a target URL hashes
+    to is remembered, as pages of a site link to the same URLs again and again."""
+
+    def __init__(self, buckets: int):
+        self.buckets = buckets
+        self.columns: dict[int, dict[str, list]] = {}
+        self.targets: dict[str, tuple[bytes, str, int]] = {}
+
+    def add(self, url: str, from_url: str, anchor: str, kind: str, score: float) -> None:
+        target = self.targets.get(url)
+        if target is None:
+            host = host_of(url)
+            target = self.targets[url] = (fingerprint(url), host, bucket_of(host, self.buckets))
+        fp, host, bucket = target
+        if bucket not in self.columns:
+            self.columns[bucket] = {name: [] for name in schemas.CRAWL_PARSE.names}
+        columns = self.columns[bucket]
+        for name, value in (("url", url), ("fp", fp), ("host", host), ("from_url", from_url),
+                            ("anchor", anchor), ("kind", kind), ("score", score)):
+            columns[name].append(value)
+
+    def write(self, directory: Path, source_bucket: int) -> int:
+        """One file per target bucket; returns the number of rows."""
+        for target, columns in self.columns.items():
+            table = pa.table(columns, schema=schemas.CRAWL_PARSE)
+            write_table(table, directory / crawl_parse_name(target, source_bucket))
+        return sum(len(columns["url"]) for columns in self.columns.values())
 
 
 def parse_segment(crawl: CrawlDir, name: str, settings: Settings) -> Counter:
