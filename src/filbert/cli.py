@@ -19,9 +19,9 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="filbert: crawl websites like Nutch, index them, search and serve them.")
 
 Dir = Annotated[Path, typer.Option("--dir", "-d", help="The crawl directory.")]
-Define = Annotated[Optional[list[str]], typer.Option("-D", help="Override a setting: -D key=value.")]
-Threads = Annotated[Optional[int], typer.Option("--threads", help="Concurrent requests (fetcher.threads.fetch).")]
-TopN = Annotated[Optional[int], typer.Option("--topN", help="At most this many URLs per round.")]
+Define = Annotated[list[str] | None, typer.Option("-D", help="Override a setting: -D key=value.")]
+Threads = Annotated[int | None, typer.Option("--threads", help="Concurrent requests (fetcher.threads.fetch).")]
+TopN = Annotated[int | None, typer.Option("--topN", help="At most this many URLs per round.")]
 AsJson = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 USER_ERRORS = (UserError, FileNotFoundError)
@@ -32,7 +32,7 @@ def _open(directory: Path, defines: list[str] | None) -> tuple[CrawlDir, Setting
 
 
 @app.command()
-def crawl(seeds: Annotated[Optional[list[str]], typer.Argument(
+def crawl(seeds: Annotated[list[str] | None, typer.Argument(
               help="Seed URLs or files of URLs (optional when continuing a crawl).")] = None,
           dir: Dir = Path("crawl"), depth: int = typer.Option(3, help="Generate/fetch/parse/update rounds."),
           top_n: TopN = None, threads: Threads = None,
@@ -98,7 +98,7 @@ def _segment_or_latest(crawl_dir: CrawlDir, name: str | None, ready: str) -> str
 
 
 @app.command()
-def fetch(segment: Annotated[Optional[str], typer.Argument(help="Segment name (default: latest).")] = None,
+def fetch(segment: Annotated[str | None, typer.Argument(help="Segment name (default: latest).")] = None,
           dir: Dir = Path("crawl"), threads: Threads = None, define: Define = None) -> None:
     """Fetch a segment's fetch list."""
     from filbert.fetch import fetch_segment
@@ -112,7 +112,7 @@ def fetch(segment: Annotated[Optional[str], typer.Argument(help="Segment name (d
 
 
 @app.command()
-def parse(segment: Annotated[Optional[str], typer.Argument(help="Segment name (default: latest fetched).")] = None,
+def parse(segment: Annotated[str | None, typer.Argument(help="Segment name (default: latest fetched).")] = None,
           dir: Dir = Path("crawl"), define: Define = None) -> None:
     """Parse a fetched segment: text, title, outlinks."""
     from filbert.parse.segment import parse_segment
@@ -124,7 +124,7 @@ def parse(segment: Annotated[Optional[str], typer.Argument(help="Segment name (d
 
 
 @app.command()
-def updatedb(segments: Annotated[Optional[list[str]], typer.Argument(help="Segments (default: all pending).")] = None,
+def updatedb(segments: Annotated[list[str] | None, typer.Argument(help="Segments (default: all pending).")] = None,
              dir: Dir = Path("crawl"), define: Define = None) -> None:
     """Fold fetched and parsed segments into the crawldb."""
     from filbert.updatedb import updatedb as run
@@ -147,7 +147,7 @@ def invertlinks(dir: Dir = Path("crawl"), define: Define = None) -> None:
 
 
 @app.command()
-def sitemap(sitemaps: Annotated[Optional[list[str]], typer.Argument(help="Sitemap URLs to read.")] = None,
+def sitemap(sitemaps: Annotated[list[str] | None, typer.Argument(help="Sitemap URLs to read.")] = None,
             dir: Dir = Path("crawl"),
             robots: bool = typer.Option(True, help="Also read the sitemaps the crawl's hosts list in robots.txt."),
             define: Define = None) -> None:
@@ -215,9 +215,9 @@ def serve(dir: Dir = Path("crawl"), host: str = "127.0.0.1", port: int = 8080, d
 
 @app.command()
 def readdb(dir: Dir = Path("crawl"), stats: bool = typer.Option(False, "--stats"),
-           url: Optional[str] = typer.Option(None, "--url", help="Show one URL's entry."),
+           url: str | None = typer.Option(None, "--url", help="Show one URL's entry."),
            dump: bool = typer.Option(False, "--dump", help="Every entry as JSON lines."),
-           status: Optional[str] = typer.Option(None, "--status", help="With --dump: only this status."),
+           status: str | None = typer.Option(None, "--status", help="With --dump: only this status."),
            top: int = typer.Option(10, "--top", help="Hosts to list in --stats."),
            as_json: AsJson = False) -> None:
     """Inspect the crawldb."""
@@ -252,10 +252,10 @@ def readdb(dir: Dir = Path("crawl"), stats: bool = typer.Option(False, "--stats"
 
 
 @app.command()
-def readseg(segment: Annotated[Optional[str], typer.Argument(help="Segment name.")] = None,
+def readseg(segment: Annotated[str | None, typer.Argument(help="Segment name.")] = None,
             dir: Dir = Path("crawl"), list_: bool = typer.Option(False, "--list", help="List segments."),
             dump: bool = typer.Option(False, "--dump", help="Every record as JSON lines."),
-            get: Optional[str] = typer.Option(None, "--get", help="One URL's records.")) -> None:
+            get: str | None = typer.Option(None, "--get", help="One URL's records.")) -> None:
     """Inspect segments."""
     from filbert.readseg import dump_segment, list_segments
 
@@ -274,9 +274,9 @@ def readseg(segment: Annotated[Optional[str], typer.Argument(help="Segment name.
 
 
 @app.command()
-def warc(segment: Annotated[Optional[str], typer.Argument(help="Segment name (default: latest fetched).")] = None,
+def warc(segment: Annotated[str | None, typer.Argument(help="Segment name (default: latest fetched).")] = None,
          dir: Dir = Path("crawl"),
-         out: Optional[Path] = typer.Option(None, "--out", "-o", help="File to write (default: CRAWL/warc/SEGMENT.warc.gz)."),
+         out: Path | None = typer.Option(None, "--out", "-o", help="File to write (default: CRAWL/warc/SEGMENT.warc.gz)."),
          define: Define = None) -> None:
     """Export a segment's fetched content as a WARC 1.1 file (gzip per record)."""
     from filbert.warc import export_warc
@@ -290,7 +290,7 @@ def warc(segment: Annotated[Optional[str], typer.Argument(help="Segment name (de
 
 @app.command()
 def parsechecker(url: Annotated[str, typer.Argument(help="The URL to fetch and parse.")],
-                 dir: Annotated[Optional[Path], typer.Option("--dir", "-d", help="Read settings from CRAWL/filbert.toml.")] = None,
+                 dir: Annotated[Path | None, typer.Option("--dir", "-d", help="Read settings from CRAWL/filbert.toml.")] = None,
                  text_chars: int = typer.Option(500, "--text-chars", help="Characters of text to show (-1: all)."),
                  as_json: AsJson = False, define: Define = None) -> None:
     """Fetch and parse one URL as the crawler would, and show the result (nothing is stored)."""

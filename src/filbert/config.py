@@ -76,10 +76,6 @@ class Settings(Mapping[str, Any]):
             merged[key] = _coerce(key, value, source)
         return Settings(merged)
 
-    def changed(self) -> dict[str, Any]:
-        """Settings that differ from the defaults."""
-        return {k: v for k, v in self._values.items() if DEFAULTS[k] != v}
-
 
 def load_settings(crawl_dir: Path | None, overrides: Iterable[str] = ()) -> Settings:
     """Defaults, then CRAWL/filbert.toml if present, then -D overrides."""

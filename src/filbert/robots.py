@@ -428,5 +428,5 @@ class RobotsCache:
         return entry[1]
 
     def put(self, origin: str, rules: RobotRules) -> None:
-        if rules.parser is not None or rules.allow_all:
+        if not rules.unavailable:
             self.entries[origin] = (time.monotonic() + self.ttl, rules)

@@ -21,7 +21,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from filbert.config import SETTINGS_FILE, ConfigError, Settings
+from filbert.config import ConfigError, Settings
 from filbert.errors import UserError
 
 CURRENT = "CURRENT"
@@ -251,7 +251,3 @@ class CrawlDir:
             except BlockingIOError as exc:
                 raise CrawlDirError(f"{self.path} is in use by another filbert step") from exc
             yield
-
-    @property
-    def settings_file(self) -> Path:
-        return self.path / SETTINGS_FILE

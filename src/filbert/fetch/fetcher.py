@@ -218,8 +218,7 @@ class Fetcher:
                 self.seen.add(item.fp)
                 rules = await self.rules(origin_of(item.url))
                 if not rules.allowed(item.url, self.agent):
-                    # no parser means the server failed to answer for robots.txt: try again later
-                    status = schemas.FETCH_RETRY if rules.parser is None else schemas.FETCH_GONE
+                    status = schemas.FETCH_RETRY if rules.unavailable else schemas.FETCH_GONE
                     self._emit(FetchResult(item, status, message=rules.reason or "denied by robots.txt"))
                     continue
                 wait = queue.next_time - time.monotonic()
@@ -294,7 +293,7 @@ class Fetcher:
             if isinstance(exc.os_error, BlockedAddress):
                 return rules_from_response(200, b"User-agent: *\nDisallow: /\n")
             return rules_from_response(None, b"", str(exc))
-        except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as exc:
+        except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
             return rules_from_response(None, b"", str(exc) or type(exc).__name__)
 
     # --- one request --------------------------------------------------------------------
@@ -314,7 +313,7 @@ class Fetcher:
             async with self.session.get(item.url, allow_redirects=False,
                                         headers=self._request_headers(item)) as resp:
                 return await self._result(item, resp)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return FetchResult(item, schemas.FETCH_RETRY, message="timeout")
         except aiohttp.ClientConnectorError as exc:
             if isinstance(exc.os_error, BlockedAddress):
@@ -327,7 +326,7 @@ class Fetcher:
 
     async def _result(self, item: FetchItem, resp: aiohttp.ClientResponse) -> FetchResult:
         code = resp.status
-        headers = {k: ", ".join(resp.headers.getall(k)) for k in resp.headers.keys()}  # keep repeats
+        headers = {k: ", ".join(resp.headers.getall(k)) for k in resp.headers}  # keep repeats
         result = FetchResult(item, schemas.FETCH_GONE, code, headers=headers,
                              content_type=resp.headers.get("Content-Type"),
                              etag=resp.headers.get("ETag"), last_modified=resp.headers.get("Last-Modified"))
