@@ -19,6 +19,8 @@ from filbert.storage import CrawlDir
 from filbert.urls import bucket_of
 
 SHINGLE_BYTES = 8
+SAMPLE_SIXTEENTHS = np.uint64(6)   # keep 6/16 of the features: voting costs less, dups stay dups
+MIN_FEATURES = 64
 BANDS = 4                      # simhash split into 4 bands of 16 bits for candidate pairs
 ORDER_TERMS = {
     "score": "score DESC",
@@ -40,7 +42,8 @@ def simhash(text: str) -> int:
     """Charikar's simhash of the text, as a signed 64-bit integer (0 for text without words).
 
     Features are the 8 bytes (lowercased UTF-8) starting at each word, so about one per
-    word and each spanning into the next word; all in numpy.
+    word and each spanning into the next word; long texts vote with a content-defined
+    sample of them. All in numpy.
     """
     data = np.frombuffer(b" " + text.lower().encode("utf-8") + b" " * SHINGLE_BYTES, dtype=np.uint8)
     starts = np.flatnonzero((data[:-SHINGLE_BYTES - 1] == 32) & (data[1:-SHINGLE_BYTES] != 32)) + 1
@@ -48,6 +51,8 @@ def simhash(text: str) -> int:
         return 0
     grams = data[starts[:, None] + np.arange(SHINGLE_BYTES)].view(np.uint64).ravel()
     hashes = _mix(grams)
+    sample = hashes[(hashes >> np.uint64(60)) < SAMPLE_SIXTEENTHS]  # same features -> same sample
+    hashes = sample if len(sample) >= MIN_FEATURES else hashes
     bits = np.unpackbits(hashes.view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
     votes = bits.sum(axis=0, dtype=np.int64) * 2 > len(hashes)
     return int(np.packbits(votes, bitorder="little").view(np.int64)[0])
