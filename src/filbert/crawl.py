@@ -15,6 +15,7 @@ from typing import Protocol
 from filbert.config import Settings
 from filbert.dedup import dedup
 from filbert.fetch import FetchResult, FetchStats, fetch_segment
+from filbert.fetch.fetcher import HostClock
 from filbert.generate import generate
 from filbert.inject import InjectStats, inject
 from filbert.links.linkdb import invertlinks
@@ -51,7 +52,7 @@ class CrawlSummary:
 
 
 def _finish_segments(crawl: CrawlDir, settings: Settings, threads: int, reporter: Reporter,
-                     summary: CrawlSummary, robots: RobotsCache) -> None:
+                     summary: CrawlSummary, robots: RobotsCache, clock: HostClock) -> None:
     """Bring every unfinished segment through fetch, parse and updatedb."""
     applied = set(crawl.crawldb.meta().get("segments", []))
     for segment in crawl.segments():
@@ -60,7 +61,7 @@ def _finish_segments(crawl: CrawlDir, settings: Settings, threads: int, reporter
         if not segment.fetched:
             reporter.step(f"fetch {segment.name}")
             stats = fetch_segment(crawl, segment.name, settings, threads, reporter.fetched,
-                                  reporter.fetch_started, robots)
+                                  reporter.fetch_started, robots, clock)
             reporter.fetch_done(stats)
             summary.fetched.update(stats.by_status)
             summary.http.update(stats.by_http)
@@ -82,7 +83,8 @@ def run_crawl(crawl: CrawlDir, seeds: list[str], settings: Settings, reporter: R
     start = time.monotonic()
     summary = CrawlSummary()
     threads = threads or settings["fetcher.threads.fetch"]
-    robots = RobotsCache(settings["http.robots.cache.ttl"])  # shared by all rounds
+    robots = RobotsCache(settings["http.robots.cache.ttl"])  # both shared by all rounds
+    clock = HostClock()
     if seeds:
         summary.injected = inject(crawl, seeds, settings)
         reporter.step(f"injected {summary.injected.injected} new of {summary.injected.accepted} "
@@ -91,7 +93,7 @@ def run_crawl(crawl: CrawlDir, seeds: list[str], settings: Settings, reporter: R
     if sitemaps:
         found = sitemap(crawl, settings)
         reporter.step(f"sitemaps: {found.sitemaps} read, {found.injected} new URLs")
-    _finish_segments(crawl, settings, threads, reporter, summary, robots)
+    _finish_segments(crawl, settings, threads, reporter, summary, robots, clock)
     for round_no in range(1, depth + 1):
         stats = generate(crawl, settings, top_n)
         if stats.segment is None:
@@ -99,7 +101,7 @@ def run_crawl(crawl: CrawlDir, seeds: list[str], settings: Settings, reporter: R
             break
         reporter.step(f"round {round_no}/{depth}: generated {stats.urls} URLs on {stats.hosts} hosts "
                       f"in {stats.segment}")
-        _finish_segments(crawl, settings, threads, reporter, summary, robots)
+        _finish_segments(crawl, settings, threads, reporter, summary, robots, clock)
         summary.rounds = round_no
     reporter.step("invertlinks")
     invertlinks(crawl, settings)

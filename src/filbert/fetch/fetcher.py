@@ -76,13 +76,26 @@ class FetchResult:
     last_modified: str | None = None
 
 
+class HostClock:
+    """When each politeness queue may be asked next; kept across the rounds of one crawl so
+    a new round does not start a host's first request too soon after the last one."""
+
+    def __init__(self) -> None:
+        self.next_time: dict[str, float] = {}   # queue key -> time.monotonic()
+
+    def wait(self, key: str) -> float:
+        return self.next_time.get(key, 0.0) - time.monotonic()
+
+    def after_request(self, key: str, delay: float) -> None:
+        self.next_time[key] = max(self.next_time.get(key, 0.0), time.monotonic() + delay)
+
+
 @dataclass
 class FetchQueue:
     """URLs that share one politeness budget (a host, domain or IP address)."""
 
     key: str
     items: deque[FetchItem] = field(default_factory=deque)
-    next_time: float = 0.0       # time.monotonic() before which no request may start
     workers: int = 0
     exceptions: int = 0
     backoff: float = 0.0
@@ -111,8 +124,10 @@ def retry_after_seconds(value: str | None) -> float:
 
 class Fetcher:
     def __init__(self, settings: Settings, threads: int, on_result: Callable[[FetchResult], None],
-                 robots_cache: RobotsCache, owns_host: Callable[[str], bool] = lambda host: True):
+                 robots_cache: RobotsCache, owns_host: Callable[[str], bool] = lambda host: True,
+                 clock: HostClock | None = None):
         self.settings = settings
+        self.clock = clock or HostClock()
         self.owns_host = owns_host   # redirects to other hosts are left to their own partition
         self.robots_cache = robots_cache
         self.threads = threads
@@ -221,8 +236,7 @@ class Fetcher:
                     status = schemas.FETCH_RETRY if rules.unavailable else schemas.FETCH_GONE
                     self._emit(FetchResult(item, status, message=rules.reason or "denied by robots.txt"))
                     continue
-                wait = queue.next_time - time.monotonic()
-                if wait > 0:
+                while (wait := self.clock.wait(queue.key)) > 0:
                     await asyncio.sleep(wait)
                 async with self.slots:
                     result = await self._fetch(item)
@@ -246,7 +260,7 @@ class Fetcher:
                 self._drop(queue, f"queue dropped after {queue.exceptions} exceptions")
         else:
             queue.backoff = 0.0
-        queue.next_time = time.monotonic() + delay
+        self.clock.after_request(queue.key, delay)
 
     def _drop(self, queue: FetchQueue, reason: str) -> None:
         while queue.items:
@@ -279,6 +293,8 @@ class Fetcher:
         if rules is None:
             rules = await self._fetch_robots(origin)
             self.robots_cache.put(origin, rules)
+            # the robots.txt request counts too: the first page waits its turn
+            self.clock.after_request(self._queue_key(host_of(origin + "/")), self._delay(rules))
         return rules
 
     async def _fetch_robots(self, origin: str) -> RobotRules:
@@ -368,10 +384,11 @@ class Fetcher:
 
 def run_fetcher(items: Iterable[FetchItem], settings: Settings, threads: int,
                 on_result: Callable[[FetchResult], None], robots_cache: RobotsCache,
-                owns_host: Callable[[str], bool] = lambda host: True) -> float:
+                owns_host: Callable[[str], bool] = lambda host: True,
+                clock: HostClock | None = None) -> float:
     """Fetch all items; returns the elapsed seconds."""
     async def run() -> None:
-        async with Fetcher(settings, threads, on_result, robots_cache, owns_host) as fetcher:
+        async with Fetcher(settings, threads, on_result, robots_cache, owns_host, clock) as fetcher:
             await fetcher.fetch_all(items)
 
     start = time.monotonic()

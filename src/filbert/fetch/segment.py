@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 from filbert import schemas
 from filbert.config import Settings
 from filbert.executor import make_executor
-from filbert.fetch.fetcher import FetchItem, FetchResult, run_fetcher
+from filbert.fetch.fetcher import FetchItem, FetchResult, HostClock, run_fetcher
 from filbert.robots import RobotsCache
 from filbert.storage import CrawlDir, CrawlDirError, Segment, part_name, read_parts
 from filbert.urls import bucket_of
@@ -88,7 +88,7 @@ class FetchTask:
 
 
 def fetch_partition(task: FetchTask, on_result: Callable[[FetchResult], None] | None = None,
-                    robots_cache: RobotsCache | None = None) -> FetchStats:
+                    robots_cache: RobotsCache | None = None, clock: HostClock | None = None) -> FetchStats:
     """Fetch one partition's URLs into the temporary crawl_fetch and content directories."""
     segment = Segment(Path(task.segment))
     settings = Settings(task.settings)
@@ -111,7 +111,7 @@ def fetch_partition(task: FetchTask, on_result: Callable[[FetchResult], None] | 
     robots_cache = robots_cache or RobotsCache(settings["http.robots.cache.ttl"])
     buckets = set(task.buckets)
     stats.seconds = run_fetcher(items, settings, task.threads, record, robots_cache,
-                                lambda host: bucket_of(host, task.bucket_count) in buckets)
+                                lambda host: bucket_of(host, task.bucket_count) in buckets, clock)
     fetch_out.close()
     content_out.close()
     return stats
@@ -120,7 +120,7 @@ def fetch_partition(task: FetchTask, on_result: Callable[[FetchResult], None] | 
 def fetch_segment(crawl: CrawlDir, name: str, settings: Settings, threads: int | None = None,
                   on_result: Callable[[FetchResult], None] | None = None,
                   on_start: Callable[[int], None] | None = None,
-                  robots_cache: RobotsCache | None = None) -> FetchStats:
+                  robots_cache: RobotsCache | None = None, clock: HostClock | None = None) -> FetchStats:
     """Fetch every URL of the segment's fetch list; re-running replaces a partial fetch.
 
     With fetcher.partitions > 1 the partitions run through the executor (one event loop
@@ -137,7 +137,7 @@ def fetch_segment(crawl: CrawlDir, name: str, settings: Settings, threads: int |
     tasks = _partition(segment, tmp, settings, crawl.buckets(settings),
                        threads or settings["fetcher.threads.fetch"])
     if len(tasks) == 1:
-        stats = fetch_partition(tasks[0], on_result, robots_cache)
+        stats = fetch_partition(tasks[0], on_result, robots_cache, clock)
     else:
         stats = FetchStats(name)
         for part in make_executor(settings).map(fetch_partition, tasks):
