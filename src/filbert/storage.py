@@ -13,7 +13,7 @@ import json
 import os
 import shutil
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -41,6 +41,38 @@ def part_name(bucket: int) -> str:
 def write_table(table: pa.Table, path: Path) -> None:
     """Write one Parquet file (zstd) inside a directory that is not yet published."""
     pq.write_table(table, path, compression="zstd")
+
+
+class PartWriter:
+    """Streams rows into Parquet files keyed by bucket, in bounded memory: rows are
+    written out every FLUSH_ROWS per file."""
+
+    FLUSH_ROWS = 256
+
+    def __init__(self, directory: Path, schema: pa.Schema, name: Callable[[int], str] = part_name):
+        self.directory, self.schema, self.name = directory, schema, name
+        self.rows: dict[int, list[dict]] = {}
+        self.writers: dict[int, pq.ParquetWriter] = {}
+
+    def add(self, key: int, row: dict) -> None:
+        rows = self.rows.setdefault(key, [])
+        rows.append(row)
+        if len(rows) >= self.FLUSH_ROWS:
+            self._flush(key)
+
+    def _flush(self, key: int) -> None:
+        if key not in self.writers:
+            path = self.directory / self.name(key)
+            self.writers[key] = pq.ParquetWriter(path, self.schema, compression="zstd")
+        self.writers[key].write_table(pa.Table.from_pylist(self.rows.pop(key), self.schema))
+
+    def close(self) -> int:
+        """Write what is left and close the files; returns how many files there are."""
+        for key in list(self.rows):
+            self._flush(key)
+        for writer in self.writers.values():
+            writer.close()
+        return len(self.writers)
 
 
 def read_parts(paths: list[Path], schema: pa.Schema) -> pa.Table:

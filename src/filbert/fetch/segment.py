@@ -8,7 +8,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from filbert import schemas
@@ -16,10 +15,8 @@ from filbert.config import Settings
 from filbert.executor import make_executor
 from filbert.fetch.fetcher import FetchItem, FetchResult, HostClock, run_fetcher
 from filbert.robots import RobotsCache
-from filbert.storage import CrawlDir, CrawlDirError, Segment, part_name, read_parts
+from filbert.storage import CrawlDir, CrawlDirError, PartWriter, Segment, read_parts
 from filbert.urls import bucket_of
-
-FLUSH_ROWS = 256
 
 
 @dataclass
@@ -48,33 +45,6 @@ class FetchStats:
         return self.urls / self.seconds if self.seconds else 0.0
 
 
-class _BucketWriter:
-    """Streams one table's rows into per-bucket Parquet files, in bounded memory."""
-
-    def __init__(self, directory: Path, schema: pa.Schema):
-        self.directory, self.schema = directory, schema
-        self.rows: dict[int, list[dict]] = {}
-        self.writers: dict[int, pq.ParquetWriter] = {}
-
-    def add(self, bucket: int, row: dict) -> None:
-        rows = self.rows.setdefault(bucket, [])
-        rows.append(row)
-        if len(rows) >= FLUSH_ROWS:
-            self._flush(bucket)
-
-    def _flush(self, bucket: int) -> None:
-        if bucket not in self.writers:
-            path = self.directory / part_name(bucket)
-            self.writers[bucket] = pq.ParquetWriter(path, self.schema, compression="zstd")
-        self.writers[bucket].write_table(pa.Table.from_pylist(self.rows.pop(bucket), self.schema))
-
-    def close(self) -> None:
-        for bucket in list(self.rows):
-            self._flush(bucket)
-        for writer in self.writers.values():
-            writer.close()
-
-
 @dataclass(frozen=True)
 class FetchTask:
     """One fetch partition: a set of buckets (so every host stays in one partition)."""
@@ -93,8 +63,8 @@ def fetch_partition(task: FetchTask, on_result: Callable[[FetchResult], None] | 
     segment = Segment(Path(task.segment))
     settings = Settings(task.settings)
     items = _fetch_items(segment, task.buckets)
-    fetch_out = _BucketWriter(Path(task.out) / Segment.FETCH, schemas.CRAWL_FETCH)
-    content_out = _BucketWriter(Path(task.out) / Segment.CONTENT, schemas.CONTENT)
+    fetch_out = PartWriter(Path(task.out) / Segment.FETCH, schemas.CRAWL_FETCH)
+    content_out = PartWriter(Path(task.out) / Segment.CONTENT, schemas.CONTENT)
     stats = FetchStats(segment.name, len(items))
 
     def record(result: FetchResult) -> None:

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import xxhash
 
 from filbert import schemas
@@ -24,6 +25,7 @@ from filbert.parse.html import ParseResult, parse_content
 from filbert.storage import (
     CrawlDir,
     CrawlDirError,
+    PartWriter,
     Segment,
     part_name,
     read_parts,
@@ -50,6 +52,7 @@ def crawl_parse_parts(segment: Segment, target_bucket: int) -> list[Path]:
 
 
 SEEN_LIMIT = 200_000
+CONTENT_BATCH = 64
 
 
 class _Outlinks:
@@ -86,30 +89,39 @@ class _Outlinks:
 
 
 def _parse_bucket(task: ParseTask) -> Counter:
+    """Parse one bucket's content, batch by batch, streaming the outputs (bounded memory)."""
     segment = Segment(Path(task.segment))
     outlinks = _Outlinks(task.settings)
     agent = task.settings["http.agent.name"]
     fetched = read_parts([segment.part(Segment.FETCH, task.bucket)], schemas.CRAWL_FETCH)
     scores = dict(zip(fetched["fp"].to_pylist(), fetched["score"].to_pylist()))
-    content = read_parts([segment.part(Segment.CONTENT, task.bucket)], schemas.CONTENT)
-    texts, datas, links = [], [], _LinkTable(task.buckets)
+    out = Path(task.out)
+    texts = PartWriter(out / Segment.PARSE_TEXT, schemas.PARSE_TEXT)
+    datas = PartWriter(out / Segment.PARSE_DATA, schemas.PARSE_DATA)
+    links = _LinkWriter(out / Segment.PARSE, task.bucket, task.buckets)
     counts: Counter = Counter()
-    for row in content.to_pylist():
+    for row in _content_rows(segment.part(Segment.CONTENT, task.bucket)):
         result = parse_content(row["url"], row["content"], row["content_type"], _headers(row["headers"]), agent)
         kept = outlinks.select(row["url"], result.outlinks)
         counts[result.status] += 1
-        texts.append({"url": row["url"], "fp": row["fp"], "text": result.text})
-        datas.append(_data_row(row, result, kept))
+        texts.add(task.bucket, {"url": row["url"], "fp": row["fp"], "text": result.text})
+        datas.add(task.bucket, _data_row(row, result, kept))
         share = scores.get(row["fp"], 0.0) / max(1, len(kept))
         for url, anchor in kept:
             links.add(url, row["url"], anchor, "link", share)
     for row in fetched.filter(pc.is_valid(fetched["redirect_url"])).to_pylist():
         links.add(row["redirect_url"], row["url"], "", "redirect", row["score"])
-    out = Path(task.out)
-    write_table(pa.Table.from_pylist(texts, schemas.PARSE_TEXT), out / Segment.PARSE_TEXT / part_name(task.bucket))
-    write_table(pa.Table.from_pylist(datas, schemas.PARSE_DATA), out / Segment.PARSE_DATA / part_name(task.bucket))
-    counts["outlinks"] += links.write(out / Segment.PARSE, task.bucket)
+    for writer in (texts, datas):
+        if not writer.close():  # a bucket with nothing parsed still gets its (empty) files
+            write_table(writer.schema.empty_table(), writer.directory / part_name(task.bucket))
+    counts["outlinks"] += links.close()
     return counts
+
+
+def _content_rows(path: Path) -> Iterator[dict]:
+    if path.exists():
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=CONTENT_BATCH):
+            yield from batch.to_pylist()
 
 
 def _data_row(row: dict, result: ParseResult, kept: list[tuple[str, str]]) -> dict:
@@ -134,34 +146,33 @@ def _headers(text: str | None) -> dict[str, str] | None:
     return headers if isinstance(headers, dict) else None
 
 
-class _LinkTable:
-    """crawl_parse rows, gathered as columns per target bucket; what a target URL hashes
+class _LinkWriter:
+    """crawl_parse rows, streamed into one file per target bucket; what a target URL hashes
     to is remembered, as pages of a site link to the same URLs again and again."""
 
-    def __init__(self, buckets: int):
+    def __init__(self, directory: Path, source_bucket: int, buckets: int):
         self.buckets = buckets
-        self.columns: dict[int, dict[str, list]] = {}
+        self.rows = PartWriter(directory, schemas.CRAWL_PARSE,
+                               lambda target: crawl_parse_name(target, source_bucket))
         self.targets: dict[str, tuple[bytes, str, int]] = {}
+        self.count = 0
 
     def add(self, url: str, from_url: str, anchor: str, kind: str, score: float) -> None:
         target = self.targets.get(url)
         if target is None:
+            if len(self.targets) > SEEN_LIMIT:
+                self.targets.clear()
             host = host_of(url)
             target = self.targets[url] = (fingerprint(url), host, bucket_of(host, self.buckets))
         fp, host, bucket = target
-        if bucket not in self.columns:
-            self.columns[bucket] = {name: [] for name in schemas.CRAWL_PARSE.names}
-        columns = self.columns[bucket]
-        for name, value in (("url", url), ("fp", fp), ("host", host), ("from_url", from_url),
-                            ("anchor", anchor), ("kind", kind), ("score", score)):
-            columns[name].append(value)
+        self.rows.add(bucket, {"url": url, "fp": fp, "host": host, "from_url": from_url,
+                               "anchor": anchor, "kind": kind, "score": score})
+        self.count += 1
 
-    def write(self, directory: Path, source_bucket: int) -> int:
-        """One file per target bucket; returns the number of rows."""
-        for target, columns in self.columns.items():
-            table = pa.table(columns, schema=schemas.CRAWL_PARSE)
-            write_table(table, directory / crawl_parse_name(target, source_bucket))
-        return sum(len(columns["url"]) for columns in self.columns.values())
+    def close(self) -> int:
+        """Finish the files; returns the number of rows."""
+        self.rows.close()
+        return self.count
 
 
 def parse_segment(crawl: CrawlDir, name: str, settings: Settings) -> Counter:
