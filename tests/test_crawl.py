@@ -278,3 +278,11 @@ def test_politeness_holds_across_rounds(site_server, tmp_crawl):
     assert server.paths() == ["/robots.txt", "/", "/a.html"]
     times = [r.time for r in server.requests]
     assert min(b - a for a, b in zip(times, times[1:])) >= 0.49
+
+
+def test_crawl_delay_is_capped(site_server, tmp_crawl):
+    pages = {f"/{i}.html": html(f"P{i}", f"text {i}") for i in range(3)}
+    server = site_server({**pages, "/robots.txt": robots("User-agent: *\nCrawl-delay: 100\n")})
+    crawl, *_ = crawl_site(tmp_crawl, [server.url(p) for p in pages], "fetcher.max.crawl.delay=0.2", depth=1)
+    times = [r.time for r in server.requests]
+    assert len(times) == 4 and 0.19 <= min(b - a for a, b in zip(times, times[1:])) < 5

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 from sites import Page, html
 
 from filbert.config import load_settings
@@ -94,3 +96,32 @@ def test_deleted_page_becomes_gone_and_leaves_the_index(site_server, tmp_crawl):
     recheck = datetime.fromisoformat(entry["fetch_time"]) - datetime.now(timezone.utc)
     assert timedelta(days=89) < recheck <= timedelta(days=90)      # db.fetch.interval.max after the fetch
     assert Searcher(crawl, settings).search("zqvanishx").total == 0
+
+
+def test_sync_delta_follows_how_long_a_page_stayed_unchanged(site_server, tmp_crawl):
+    def next_fetch(sync: bool) -> tuple[timedelta, int]:
+        server = site_server({"/": html("Home", "same text")})
+        crawl = CrawlDir(tmp_crawl / str(sync))
+        settings = load_settings(None, ["fetcher.server.delay=0", "executor.kind=sequential",
+                                        "db.fetch.schedule.class=adaptive",
+                                        f"db.fetch.schedule.adaptive.sync_delta={str(sync).lower()}",
+                                        f"db.fetch.interval.default={DAY}"])
+        inject(crawl, [server.url("/")], settings)
+        fetch_round(crawl, settings, datetime.now(timezone.utc))
+        _shift_modified(crawl, datetime.now(timezone.utc) - timedelta(days=30))  # last changed a month ago
+        fetch_round(crawl, settings, datetime.now(timezone.utc) + timedelta(days=2))
+        entry = crawldb_url(crawl, server.url("/"))
+        return datetime.fromisoformat(entry["fetch_time"]) - datetime.now(timezone.utc), entry["fetch_interval"]
+
+    (plain_due, plain_interval), (synced_due, synced_interval) = next_fetch(False), next_fetch(True)
+    assert plain_interval == round(DAY * 1.4) and timedelta(days=1.3) < plain_due <= timedelta(days=1.4)
+    assert synced_interval >= 30 * DAY - 60                           # the time it stayed unchanged
+    assert timedelta(days=20.9) < synced_due < timedelta(days=21.1)   # 30 days, minus 0.3 × 30 days
+
+
+def _shift_modified(crawl: CrawlDir, when: datetime) -> None:
+    """Rewrite the crawldb with another modified_time (a test shortcut for an old page)."""
+    for path in crawl.crawldb.files():
+        table = pq.read_table(path)
+        column = pa.array([when] * table.num_rows, table.schema.field("modified_time").type)
+        pq.write_table(table.set_column(table.schema.get_field_index("modified_time"), "modified_time", column), path)

@@ -26,12 +26,26 @@ class SegmentFiles:
     links: list[str]
 
 
+ADAPTIVE = "db.fetch.schedule.adaptive."
+
+
+def _syncing(cfg: dict) -> bool:
+    return cfg["db.fetch.schedule.class"] == "adaptive" and cfg[ADAPTIVE + "sync_delta"]
+
+
+def _unchanged_for_sql() -> str:
+    """Seconds since the page last changed, at this fetch (0 if it just changed)."""
+    return ("CASE WHEN change = 'changed' THEN 0 "
+            "ELSE coalesce(epoch(f.fetch_time - d.modified_time), 0)::BIGINT END")
+
+
 def _interval_sql(cfg: dict) -> str:
     """The next fetch interval in seconds (Nutch's Default- or AdaptiveFetchSchedule).
 
     `change` is 'changed' or 'unchanged' when both the old and new content signatures are
     known, NULL otherwise; the adaptive schedule shrinks the interval when the page changed
-    and grows it when it did not, within min and max.
+    and grows it when it did not, within min and max. With sync_delta, a page unchanged for
+    longer than its interval gets that longer time as its interval.
     """
     old = f"coalesce(d.fetch_interval, {cfg['db.fetch.interval.default']})"
     kind = cfg["db.fetch.schedule.class"]
@@ -39,22 +53,21 @@ def _interval_sql(cfg: dict) -> str:
         return old
     if kind != "adaptive":
         raise ConfigError(f"db.fetch.schedule.class must be 'default' or 'adaptive', got {kind!r}")
-    p = "db.fetch.schedule.adaptive."
-    return f"""least({cfg[p + 'max_interval']}, greatest({cfg[p + 'min_interval']}, CAST(CASE change
-        WHEN 'changed' THEN {old} * (1 - {cfg[p + 'dec_rate']})
-        WHEN 'unchanged' THEN {old} * (1 + {cfg[p + 'inc_rate']})
-        ELSE {old} END AS BIGINT)))"""
+    adjusted = f"""CAST(CASE change
+        WHEN 'changed' THEN {old} * (1 - {cfg[ADAPTIVE + 'dec_rate']})
+        WHEN 'unchanged' THEN {old} * (1 + {cfg[ADAPTIVE + 'inc_rate']})
+        ELSE {old} END AS BIGINT)"""
+    if _syncing(cfg):
+        adjusted = f"greatest({adjusted}, {_unchanged_for_sql()})"
+    return f"least({cfg[ADAPTIVE + 'max_interval']}, greatest({cfg[ADAPTIVE + 'min_interval']}, {adjusted}))"
 
 
 def _sync_sql(cfg: dict) -> str:
-    """Seconds to move the reference time back so re-fetches follow the page's own rhythm
-    (Nutch's sync_delta): when a changed page had been unchanged longer than its interval."""
-    p = "db.fetch.schedule.adaptive."
-    if cfg["db.fetch.schedule.class"] != "adaptive" or not cfg[p + "sync_delta"]:
+    """Seconds to move the reference time back, so re-fetches follow the page's own rhythm
+    of change (Nutch's sync_delta_rate share of the time since its last change)."""
+    if not _syncing(cfg):
         return "0"
-    return f"""CASE WHEN change = 'changed' AND epoch(f.fetch_time - d.modified_time) > interval
-        THEN CAST(epoch(f.fetch_time - d.modified_time) * {cfg[p + 'sync_delta_rate']} AS BIGINT)
-        ELSE 0 END"""
+    return f"CAST({_unchanged_for_sql()} * {cfg[ADAPTIVE + 'sync_delta_rate']} AS BIGINT)"
 
 
 def _update_bucket(task: BucketTask) -> dict[str, int]:
