@@ -61,3 +61,9 @@ def test_paging_and_snippets(searcher):
     assert len(second.hits) == 1 and second.hits[0].url != s.search("walrus", n=1).hits[0].url
     hit = s.search("narwhal").hits[0]
     assert "<b>narwhal</b>" in hit.snippet_html and "narwhal" in hit.snippet
+
+
+def test_zero_hits_requested_still_counts(searcher):
+    _, s = searcher
+    results = s.search("walrus", n=0)
+    assert results.hits == [] and results.total == 3

@@ -87,6 +87,8 @@ def run_crawl(crawl: CrawlDir, seeds: list[str], settings: Settings, reporter: R
     clock = HostClock()
     if seeds:
         summary.injected = inject(crawl, seeds, settings)
+        for text, reason in summary.injected.rejected:
+            reporter.step(f"rejected seed {text}: {reason}")
         reporter.step(f"injected {summary.injected.injected} new of {summary.injected.accepted} "
                       f"accepted seed URLs ({len(summary.injected.rejected)} rejected)")
     crawl.require()

@@ -86,7 +86,7 @@ class Searcher:
         for index in self.shards:
             query = self._parse(index, text, conjunction)
             searcher = index.searcher()
-            result = searcher.search(query, limit=offset + n, count=True)
+            result = searcher.search(query, limit=max(1, offset + n), count=True)  # tantivy needs >= 1
             total += result.count
             found.extend((score, index, searcher, query, addr) for score, addr in result.hits)
         found.sort(key=lambda hit: -hit[0])
