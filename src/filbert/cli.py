@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 import typer
 from rich.markup import escape
@@ -14,6 +15,8 @@ from filbert.config import Settings, load_settings
 from filbert.errors import UserError
 from filbert.progress import RichReporter, console, counts_table, stdout
 from filbert.storage import CrawlDir, CrawlDirError
+
+T = TypeVar("T")
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="filbert: crawl websites like Nutch, index them, search and serve them.")
@@ -29,6 +32,13 @@ USER_ERRORS = (UserError, FileNotFoundError)
 
 def _open(directory: Path, defines: list[str] | None) -> tuple[CrawlDir, Settings]:
     return CrawlDir(directory), load_settings(directory, defines or [])
+
+
+def _locked(directory: Path, defines: list[str] | None, step: Callable[[CrawlDir, Settings], T]) -> T:
+    """Run a step that changes the crawl directory, holding its lock."""
+    crawl_dir, settings = _open(directory, defines)
+    with crawl_dir.lock():
+        return step(crawl_dir, settings)
 
 
 @app.command()
@@ -78,9 +88,7 @@ def generate(dir: Dir = Path("crawl"), top_n: TopN = None, define: Define = None
     """Select due URLs into a new segment's fetch list."""
     from filbert.generate import generate as run
 
-    crawl_dir, settings = _open(dir, define)
-    with crawl_dir.lock():
-        stats = run(crawl_dir, settings, top_n)
+    stats = _locked(dir, define, lambda crawl_dir, settings: run(crawl_dir, settings, top_n))
     if stats.segment is None:
         console.print("nothing is due: no segment generated")
         raise typer.Exit(1)
@@ -129,9 +137,7 @@ def updatedb(segments: Annotated[list[str] | None, typer.Argument(help="Segments
     """Fold fetched and parsed segments into the crawldb."""
     from filbert.updatedb import updatedb as run
 
-    crawl_dir, settings = _open(dir, define)
-    with crawl_dir.lock():
-        counts = run(crawl_dir, settings, segments)
+    counts = _locked(dir, define, lambda crawl_dir, settings: run(crawl_dir, settings, segments))
     console.print(f"applied {counts['segments']} segment(s); crawldb has {counts.get('rows', '-')} URLs")
 
 
@@ -140,9 +146,7 @@ def invertlinks(dir: Dir = Path("crawl"), define: Define = None) -> None:
     """Build the linkdb: inlinks and anchor text per URL."""
     from filbert.links.linkdb import invertlinks as run
 
-    crawl_dir, settings = _open(dir, define)
-    with crawl_dir.lock():
-        counts = run(crawl_dir, settings)
+    counts = _locked(dir, define, run)
     console.print(f"inverted {counts['segments']} segment(s); linkdb has {counts.get('urls', '-')} URLs")
 
 
@@ -154,9 +158,7 @@ def sitemap(sitemaps: Annotated[list[str] | None, typer.Argument(help="Sitemap U
     """Merge sitemap URLs into the crawldb (new ones unfetched; a newer lastmod makes a page due)."""
     from filbert.sitemaps import sitemap as run
 
-    crawl_dir, settings = _open(dir, define)
-    with crawl_dir.lock():
-        stats = run(crawl_dir, settings, sitemaps or [], robots)
+    stats = _locked(dir, define, lambda crawl_dir, settings: run(crawl_dir, settings, sitemaps or [], robots))
     for url, why in stats.failed:
         console.print(f"[yellow]failed[/] {escape(url)}: {escape(why)}")
     console.print(f"read {stats.sitemaps} sitemaps listing {stats.urls} URLs; {stats.injected} new")
@@ -167,9 +169,7 @@ def dedup(dir: Dir = Path("crawl"), define: Define = None) -> None:
     """Mark exact and near-duplicate pages in the crawldb (kept out of the index)."""
     from filbert.dedup import dedup as run
 
-    crawl_dir, settings = _open(dir, define)
-    with crawl_dir.lock():
-        counts = run(crawl_dir, settings)
+    counts = _locked(dir, define, run)
     console.print(f"marked {counts['duplicates']} duplicate pages")
 
 
@@ -178,9 +178,7 @@ def index(dir: Dir = Path("crawl"), define: Define = None) -> None:
     """Rebuild the search index from the crawl."""
     from filbert.index import build_index
 
-    crawl_dir, settings = _open(dir, define)
-    with crawl_dir.lock():
-        counts = build_index(crawl_dir, settings)
+    counts = _locked(dir, define, build_index)
     console.print(f"indexed {counts['documents']} documents into {counts['shards']} shard(s)")
 
 
