@@ -35,8 +35,7 @@ from warcio.warcwriter import WARCWriter
 from filbert import __version__, schemas
 from filbert.buckets import connect, parquet_relation
 from filbert.config import Settings
-from filbert.fetch.fetcher import Fetcher
-from filbert.robots import RobotsCache
+from filbert.fetch.fetcher import request_headers
 from filbert.storage import TMP_PREFIX, CrawlDir, CrawlDirError, Segment, fsync_dir
 
 WARC_VERSION = "1.1"
@@ -66,15 +65,15 @@ def export_warc(crawl: CrawlDir, name: str, settings: Settings, out: Path | None
     path.parent.mkdir(parents=True, exist_ok=True)
     stats = WarcStats(path)
     tmp = path.with_name(f"{TMP_PREFIX}{uuid.uuid4().hex}-{path.name}")
-    request_headers = _request_headers(settings)
+    headers = request_headers(settings)
     try:
         with open(tmp, "wb") as handle:
             writer = WARCWriter(handle, gzip=True, warc_version=WARC_VERSION)
-            info = _warcinfo(name, request_headers.get("User-Agent", ""))
+            info = _warcinfo(name, headers.get("User-Agent", ""))
             writer.write_record(writer.create_warcinfo_record(path.name, info))
             for row in _rows(segment):
                 response = _response_record(writer, row)
-                request = _request_record(writer, row, request_headers, response)
+                request = _request_record(writer, row, headers, response)
                 writer.write_record(response)
                 writer.write_record(request)
                 stats.responses += 1
@@ -87,11 +86,6 @@ def export_warc(crawl: CrawlDir, name: str, settings: Settings, out: Path | None
     finally:
         tmp.unlink(missing_ok=True)
     return stats
-
-
-def _request_headers(settings: Settings) -> dict[str, str]:
-    """The headers the fetcher sends with every request (User-Agent, Accept, ...)."""
-    return dict(Fetcher(settings, 1, lambda result: None, RobotsCache(0)).headers)
 
 
 def _warcinfo(segment: str, agent: str) -> dict[str, str]:

@@ -105,6 +105,15 @@ def user_agent(settings: Settings) -> str:
     return f"{settings['http.agent.name']}/{__version__} (+{settings['http.agent.url']})"
 
 
+def request_headers(settings: Settings) -> dict[str, str]:
+    """The headers sent with every request."""
+    return {
+        "User-Agent": user_agent(settings),
+        "Accept": "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.5",
+        "Accept-Encoding": ACCEPT_ENCODING,
+    }
+
+
 def origin_of(url: str) -> str:
     return url[: url.find("/", url.find("//") + 2)]
 
@@ -144,11 +153,7 @@ class Fetcher:
         self.ip_filter = IpFilter.from_settings(settings)
         self.url_filter = UrlFilter.from_settings(settings)
         self.normalizer = UrlNormalizer.from_settings(settings)
-        self.headers = {
-            "User-Agent": user_agent(settings),
-            "Accept": "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.5",
-            "Accept-Encoding": ACCEPT_ENCODING,
-        }
+        self.headers = request_headers(settings)
         self.timeout = aiohttp.ClientTimeout(
             total=settings["http.timeout"], sock_connect=settings["http.connect.timeout"]
         )
