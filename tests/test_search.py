@@ -42,7 +42,7 @@ def test_all_words_required_then_any(searcher):
 def test_query_syntax_errors_search_the_words(searcher):
     _, s = searcher
     assert urls(s, "<script>walrus(</script>")[0] == "t.html"
-    assert urls(s, "title:walrus") == ["t.html"]
+    assert urls(s, "title:walrus")[0] == "t.html"   # no field syntax: two words
 
 
 @pytest.mark.parametrize("query, message", [("", "empty"), ("  \t", "empty"), ('"(', "no words"),

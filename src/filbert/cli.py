@@ -201,6 +201,32 @@ def search(query: str, dir: Dir = Path("crawl"), n: int = typer.Option(10, "-n",
                      f"   [blue]{escape(hit.url)}[/]\n   {escape(hit.snippet)}", highlight=False)
 
 
+@app.command("eval")
+def eval_(queries: Annotated[Path, typer.Argument(help="Known-item queries: lang<TAB>query<TAB>url lines.")],
+          dir: Dir = Path("crawl"),
+          base: str = typer.Option("http://127.0.0.1:8081/", help="Base for URLs given as paths."),
+          plain: bool = typer.Option(False, "--plain", help="Compare with raw tantivy (body only)."),
+          compare: Path | None = typer.Option(None, help="Compare with a run saved by --save."),
+          save: Path | None = typer.Option(None, help="Save this run's ranks as JSON."),
+          define: Define = None) -> None:
+    """Known-item evaluation: MRR@10 and success@1/10 per language, with paired bootstrap CIs."""
+    from filbert import evaluation as ev
+    from filbert.search import Searcher
+
+    crawl_dir, settings = _open(dir, define)
+    items = ev.load_queries(queries, base)
+    searcher = Searcher(crawl_dir, settings)
+    run = ev.evaluate("filbert", items, lambda q: [h.url for h in searcher.search(q).hits])
+    if save:
+        run.save(save)
+    other = ev.Run.load(compare) if compare else None
+    if plain:
+        index = ev.PlainIndex(crawl_dir)
+        other = ev.evaluate("tantivy (default tokenizer, body only)", items, index.search)
+        index.close()
+    stdout.print(ev.report(run, other))
+
+
 @app.command()
 def serve(dir: Dir = Path("crawl"), host: str = "127.0.0.1", port: int = 8080, define: Define = None) -> None:
     """Serve the search page and JSON API."""

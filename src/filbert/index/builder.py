@@ -1,9 +1,9 @@
 """index: build tantivy shards from the fetched pages' latest parse and their anchors.
 
-Bucket tasks (executor) gather each bucket's documents with DuckDB: crawldb status
+Bucket tasks (executor) gather each bucket's documents with DuckDB (crawldb status
 fetched/notmodified, the latest successful parse across segments, anchor text from the
-linkdb, and no noindex pages. This process then writes them into the shards; the new index
-generation is published atomically.
+linkdb, no noindex pages), identify each document's language and analyze its fields. This
+process then writes them into the shards; the new index generation is published atomically.
 """
 
 from __future__ import annotations
@@ -12,14 +12,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import tantivy
 
 from filbert import schemas
+from filbert.analysis import analyzer, identify, load_user_dict
 from filbert.buckets import connect, parquet_relation
 from filbert.config import Settings
 from filbert.executor import make_executor
-from filbert.index.schema import index_schema, shard_name
+from filbert.index.schema import TEXT_FIELDS, index_schema, shard_name
 from filbert.storage import CrawlDir, Segment, part_name
 from filbert.urls import fingerprint
 
@@ -33,6 +35,7 @@ class DocsTask:
     parse_text: list[str]
     out: str
     max_text: int
+    user_dict: str
 
 
 def _docs_bucket(task: DocsTask) -> int:
@@ -55,16 +58,59 @@ def _docs_bucket(task: DocsTask) -> int:
                AS anchor
         FROM {links}
     )
-    SELECT p.url, p.host, coalesce(l.title, '') AS title, coalesce(a.anchor, '') AS anchor,
+    SELECT p.url, p.host, coalesce(l.title, '') AS title, '' AS headings,
+           coalesce(a.anchor, '') AS anchor,
            left(coalesce(b.text, ''), {task.max_text}) AS body, l.segment, p.score
     FROM pages p JOIN latest l USING (fp)
     LEFT JOIN body b ON b.fp = p.fp AND b.segment = l.segment
     LEFT JOIN anchors a ON a.fp = p.fp
     WHERE NOT l.noindex
     """
-    table = connect().sql(sql).to_arrow_table()
-    pq.write_table(table, task.out)
-    return table.num_rows
+    if task.user_dict:
+        load_user_dict(Path(task.user_dict))
+    rows = 0
+    with pq.ParquetWriter(task.out, ANALYZED) as writer:
+        for batch in connect().sql(sql).to_arrow_reader(batch_size=256):
+            docs = [analyze_document(row) for row in batch.to_pylist()]
+            writer.write_table(pa.Table.from_pylist(docs, ANALYZED))
+            rows += len(docs)
+    return rows
+
+
+ANALYZED = pa.schema([
+    ("url", pa.string()), ("host", pa.string()), ("site", pa.list_(pa.string())),
+    ("lang", pa.string()), ("segment", pa.string()), ("score", pa.float32()),
+    ("title_text", pa.binary()), ("body_text", pa.binary()),
+    *[(name, pa.string()) for name in TEXT_FIELDS],
+])
+
+
+def analyze_document(doc: dict) -> dict:
+    """One page as index fields: its language, analyzed hit types and what results show."""
+    title, body = doc["title"], doc["body"]
+    lang = identify(f"{title}\n{body}")
+    text = analyzer(lang)
+    fields = {"title": title, "headings": doc["headings"], "anchor": doc["anchor"],
+              "urlwords": doc["url"].partition("://")[2], "body": body}
+    return {
+        "url": doc["url"], "host": doc["host"], "site": parent_domains(doc["host"]),
+        "lang": lang, "segment": doc["segment"], "score": doc["score"],
+        "title_text": title.encode(), "body_text": body.encode(),
+        **{name: " ".join(text.terms(value)) for name, value in fields.items()},
+    }
+
+
+def parent_domains(host: str) -> list[str]:
+    """www.debian.org:8080 → [www.debian.org:8080, www.debian.org, debian.org]: what site:
+    may name."""
+    name, colon, port = host.rpartition(":")
+    if not colon or not port.isdigit() or name.endswith(":"):  # no port, or bare IPv6
+        name = host
+    names = [host] if name == host else [host, name]
+    labels = name.split(".")
+    if name.replace(".", "").isdigit() or ":" in name:  # an IP address
+        return names
+    return names + [".".join(labels[i:]) for i in range(1, max(1, len(labels) - 1))]
 
 
 def build_index(crawl: CrawlDir, settings: Settings,
@@ -80,17 +126,28 @@ def build_index(crawl: CrawlDir, settings: Settings,
             [str(seg.part(Segment.PARSE_DATA, b)) for seg in segments],
             [str(seg.part(Segment.PARSE_TEXT, b)) for seg in segments],
             str(tmp / f"docs-{part_name(b)}"), settings["parser.text.max.length"],
+            settings["analysis.zh.userdict"],
         )
         for b in range(buckets)
     ]
     docs = sum(make_executor(settings).map(_docs_bucket, tasks))
     shards = settings["index.shards"]
-    written = _write_shards([Path(t.out) for t in tasks], tmp, shards, on_doc)
-    for task in tasks:
-        Path(task.out).unlink()
-    crawl.index.publish(tmp, {"documents": written, "shards": shards,
+    doc_files = [Path(t.out) for t in tasks]
+    languages = _languages(doc_files)
+    written = _write_shards(doc_files, tmp, shards, on_doc)
+    for path in doc_files:
+        path.unlink()
+    crawl.index.publish(tmp, {"documents": written, "shards": shards, "languages": languages,
                               "segments": [s.name for s in segments]})
     return {"documents": docs, "shards": shards}
+
+
+def _languages(doc_files: list[Path]) -> dict[str, int]:
+    """Documents per language, most frequent first (the searcher analyzes queries in these)."""
+    files = ", ".join(f"'{p}'" for p in doc_files)
+    rows = connect().sql(f"SELECT lang, count(*) AS n FROM read_parquet([{files}]) "
+                         "GROUP BY lang ORDER BY n DESC, lang").fetchall()
+    return {lang: n for lang, n in rows if lang}
 
 
 def _write_shards(doc_files: list[Path], out: Path, shards: int,

@@ -1,4 +1,9 @@
-"""The tantivy schema shared by the index builder and the searcher."""
+"""The tantivy schema shared by the index builder and the searcher.
+
+Text fields hold terms that filbert's analyzers produced (joined by spaces, so tantivy's
+whitespace tokenizer only splits them): one field per hit type of the Google paper. What a
+result page shows is stored apart, as bytes, so it is kept but not indexed a second time.
+"""
 
 from __future__ import annotations
 
@@ -6,17 +11,21 @@ from pathlib import Path
 
 import tantivy
 
-SEARCH_FIELDS = ("title", "anchor", "url", "body")
+TEXT_FIELDS = ("title", "headings", "anchor", "urlwords", "body")  # analyzed hit types
+STORED_TEXT = ("title_text", "body_text")                           # shown, not indexed
+KEYWORD_FIELDS = ("url", "host", "site", "lang", "segment")         # exact values
 
 
 def index_schema() -> tantivy.Schema:
     builder = tantivy.SchemaBuilder()
-    builder.add_text_field("url", stored=True)               # URL words, tokenized
-    builder.add_text_field("host", stored=True, tokenizer_name="raw")
-    builder.add_text_field("title", stored=True)
-    builder.add_text_field("anchor", stored=False)           # anchor text of inlinks
-    builder.add_text_field("body", stored=True)              # stored for snippets
-    builder.add_text_field("segment", stored=True, tokenizer_name="raw", index_option="basic")
+    for name in TEXT_FIELDS:
+        builder.add_text_field(name, tokenizer_name="whitespace")
+    for name in STORED_TEXT:
+        builder.add_bytes_field(name, stored=True)
+    for name in KEYWORD_FIELDS:
+        # site holds the host and its parent domains, for site: queries
+        builder.add_text_field(name, stored=name != "site", tokenizer_name="raw",
+                               index_option="basic")
     builder.add_float_field("score", stored=True, fast=True)  # crawldb score
     return builder.build()
 

@@ -1,0 +1,84 @@
+"""Builds eval/handbook.tsv: known-item queries from the Debian handbook's section headings.
+
+For the English, Simplified Chinese and Russian books (the debian-handbook package), every
+h3/h4 sub-section heading that occurs on one page only becomes a query whose answer is that
+page. Headings lose their numbering, punctuation and capitals, as a user would type them.
+Russian queries are put into another grammatical case than the heading uses (nominative ↔
+genitive, with pymorphy3's inflection), so they only match through lemmatization. A fixed
+random sample of QUERIES_PER_LANGUAGE per language is written.
+
+    .venv/bin/python eval/make_queries.py [/usr/share/doc/debian-handbook/html]
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pymorphy3
+from selectolax.lexbor import LexborHTMLParser
+
+BOOKS = {"en": "en-US", "zh": "zh-CN", "ru": "ru-RU"}
+QUERIES_PER_LANGUAGE = 150
+NUMBERING = re.compile(r"^\s*(?:[A-Z]\.)?[\d.]+\s*")
+SCRIPT = {"en": re.compile("[a-z]"), "zh": re.compile("[\u4e00-\u9fff]"),
+          "ru": re.compile("[а-яё]")}  # untranslated headings are left out
+PUNCTUATION = re.compile(r"[^\w\s]+")
+OUT = Path(__file__).with_name("handbook.tsv")
+
+
+def headings(page: Path) -> list[str]:
+    tree = LexborHTMLParser(page.read_bytes().decode("utf-8", "replace"))
+    found = []
+    for node in tree.css("h3.title, h4.title"):
+        text = " ".join(NUMBERING.sub("", node.text()).split())
+        if text:
+            found.append(text)
+    return found
+
+
+def as_typed(heading: str) -> str:
+    return " ".join(PUNCTUATION.sub(" ", heading).lower().split())
+
+
+def reinflect(query: str, morph: pymorphy3.MorphAnalyzer) -> str:
+    """Nominative nouns and adjectives become genitive, others nominative (number kept)."""
+    words = []
+    for word in query.split():
+        parse = morph.parse(word)[0]
+        if {"NOUN", "ADJF"} & {parse.tag.POS} and parse.tag.case:
+            target = "gent" if parse.tag.case == "nomn" else "nomn"
+            changed = parse.inflect({target})
+            word = changed.word if changed else word
+        words.append(word)
+    return " ".join(words)
+
+
+def main(root: Path) -> None:
+    morph = pymorphy3.MorphAnalyzer()
+    rng = random.Random(20261130)
+    lines = ["# Known-item queries built by eval/make_queries.py from the Debian handbook's",
+             "# sub-section headings (lang<TAB>query<TAB>page URL relative to the handbook root)."]
+    for lang, book in BOOKS.items():
+        pages_of: dict[str, set[str]] = defaultdict(set)
+        for page in sorted((root / book).glob("*.html")):
+            for heading in headings(page):
+                pages_of[as_typed(heading)].add(f"{book}/{page.name}")
+        unique = sorted((q, next(iter(p))) for q, p in pages_of.items()
+                        if len(p) == 1 and SCRIPT[lang].search(q)
+                        and (len(q.split()) > 1 or lang == "zh" and len(q) > 2))
+        chosen = sorted(rng.sample(unique, min(QUERIES_PER_LANGUAGE, len(unique))))
+        for query, url in chosen:
+            if lang == "ru":
+                query = reinflect(query, morph)
+            lines.append(f"{lang}\t{query}\t{url}")
+        print(f"{lang}: {len(chosen)} queries from {len(unique)} unique headings")
+    OUT.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print(f"wrote {OUT}")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1] if len(sys.argv) > 1 else "/usr/share/doc/debian-handbook/html"))

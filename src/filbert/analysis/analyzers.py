@@ -1,0 +1,243 @@
+"""Text → index terms, the same way at index and at query time.
+
+One analyzer per language (ISO 639-1 code, as language identification reports it):
+- zh: jieba word segmentation (rjieba), fine-grained ("search mode") for indexing and accurate
+  for queries, plus character bigrams over runs of single characters that the dictionary did
+  not join into words, so unknown words still match.
+- ja, ko: character bigrams (Han text on pages in other languages is segmented as Chinese).
+- ru: the dictionary normal form (pymorphy3, OpenCorpora), Snowball for unknown words.
+- the Snowball languages: stop words where a list ships, then the Snowball stem.
+- anything else: the case-folded word.
+
+Text is NFKC-normalized, case-folded and ё is folded to е first. A word in another script than
+its document's language (Latin words on a Chinese page) goes to that script's default analyzer.
+Every distinct word is analyzed once per process and cached.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable, Iterable
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+import rjieba
+import Stemmer
+
+HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f"
+KANA_HANGUL = "\u3040-\u30ff\u31f0-\u31ff\u1100-\u11ff\u3130-\u318f\uac00-\ud7af"
+# A Han run, a kana/Hangul run, or a word: letters and digits of any other script.
+TOKEN = re.compile(rf"([{HAN}]+)|([{KANA_HANGUL}]+)|([^\W_{HAN}{KANA_HANGUL}]+)")
+MAX_WORD = 64           # longer "words" (base64, hashes) are not indexed
+MAX_CACHED = 2_000_000  # words cached per language before the cache stops growing
+
+SNOWBALL = {
+    "ar": "arabic", "hy": "armenian", "eu": "basque", "ca": "catalan", "cs": "czech",
+    "da": "danish", "nl": "dutch", "en": "english", "eo": "esperanto", "et": "estonian",
+    "fi": "finnish", "fr": "french", "de": "german", "el": "greek", "hi": "hindi",
+    "hu": "hungarian", "id": "indonesian", "ga": "irish", "it": "italian", "lt": "lithuanian",
+    "ne": "nepali", "no": "norwegian", "nb": "norwegian", "nn": "norwegian", "fa": "persian",
+    "pl": "polish", "pt": "portuguese", "ro": "romanian", "ru": "russian", "sr": "serbian",
+    "es": "spanish", "sv": "swedish", "ta": "tamil", "tr": "turkish", "yi": "yiddish",
+}
+CYRILLIC_LANGS = frozenset({"ru", "uk", "bg", "sr", "mk", "be", "kk", "ky", "mn", "tg"})
+BIGRAM_LANGS = frozenset({"ja", "ko"})
+CJK_LANGS = BIGRAM_LANGS | {"zh"}
+LATIN, CYRILLIC, CJK, OTHER = "latin", "cyrillic", "cjk", "other"
+SCRIPT_DEFAULT = {LATIN: "en", CYRILLIC: "ru"}
+
+
+def fold(text: str) -> str:
+    """NFKC, case folding and ё → е: what every analyzer sees."""
+    return unicodedata.normalize("NFKC", text).casefold().replace("ё", "е")
+
+
+def script_of(word: str) -> str:
+    first = word[0]
+    if first < "\u02b0":
+        return LATIN
+    if "\u0400" <= first <= "\u052f":
+        return CYRILLIC
+    return OTHER
+
+
+def language_script(lang: str) -> str:
+    """The script a language's own analyzer is for ('' – unknown – has none of its own)."""
+    if not lang:
+        return OTHER
+    if lang in CYRILLIC_LANGS:
+        return CYRILLIC
+    if lang in CJK_LANGS:
+        return CJK  # their words are CJK runs; Latin or Cyrillic words go to the defaults
+    if lang in {"el", "ar", "fa", "hi", "ne", "ta", "hy", "yi", "he", "th"}:
+        return OTHER
+    return LATIN
+
+
+@cache
+def stop_words(lang: str) -> frozenset[str]:
+    path = resources.files("filbert.analysis") / "stopwords" / f"{lang}.txt"
+    if not path.is_file():
+        return frozenset()
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return frozenset(fold(w) for w in lines if w and not w.startswith("#"))
+
+
+@cache
+def _morph():
+    import pymorphy3  # loads its dictionary: only when Russian text turns up
+    return pymorphy3.MorphAnalyzer()
+
+
+def _stemmer(lang: str) -> Callable[[str], str]:
+    name = SNOWBALL.get(lang)
+    if name is None:
+        return str
+    return Stemmer.Stemmer(name).stemWord
+
+
+def _russian_lemmatizer() -> Callable[[str], str]:
+    morph, snowball = _morph(), _stemmer("ru")
+
+    def lemma(word: str) -> str:
+        parse = morph.parse(word)[0]
+        return parse.normal_form.replace("ё", "е") if parse.is_known else snowball(word)
+    return lemma
+
+
+class _WordTerms(dict):
+    """word → term ('' for a stop word) for one language, computed on first sight."""
+
+    def __init__(self, lang: str):
+        super().__init__()
+        self.stop = stop_words(lang)
+        self.stem = _russian_lemmatizer() if lang == "ru" else _stemmer(lang)
+
+    def __missing__(self, word: str) -> str:
+        term = "" if word in self.stop or len(word) > MAX_WORD else self.stem(word)
+        if len(self) < MAX_CACHED:
+            self[word] = term
+        return term
+
+
+@cache
+def _word_terms(lang: str) -> _WordTerms:
+    return _WordTerms(lang)
+
+
+class _ScriptDispatch(dict):
+    """A language's word cache that sends words of another script to that script's default."""
+
+    def __init__(self, lang: str):
+        super().__init__()
+        self.script = language_script(lang)
+        self.own = _word_terms(lang)
+
+    def __missing__(self, word: str) -> str:
+        script = script_of(word)
+        if script == self.script or script == OTHER:
+            term = self.own[word]
+        else:
+            term = _word_terms(SCRIPT_DEFAULT[script])[word]
+        if len(self) < MAX_CACHED:
+            self[word] = term
+        return term
+
+
+Span = tuple[str, int, int]  # term, start and end offsets in the analyzed text
+
+
+def _bigrams(run: str, start: int) -> list[Span]:
+    if len(run) == 1:
+        return [(run, start, start + 1)]
+    return [(run[i:i + 2], start + i, start + i + 2) for i in range(len(run) - 1)]
+
+
+def _single_char_bigrams(words: Iterable[Span]) -> list[Span]:
+    """Bigrams over each run of two or more single-character words."""
+    out: list[Span] = []
+    run: list[Span] = []
+    for span in [*words, ("", -1, -1)]:
+        if len(span[0]) == 1 and (not run or run[-1][2] == span[1]):
+            run.append(span)
+            continue
+        if len(run) > 1:
+            out += _bigrams("".join(s[0] for s in run), run[0][1])
+        run = [span] if len(span[0]) == 1 else []
+    return out
+
+
+def _jieba_spans(run: str, start: int, search: bool) -> list[Span]:
+    """jieba words of a Han run, plus bigrams where it fell back to single characters."""
+    words = [(w, start + a, start + b) for w, a, b in _jieba().tokenize(run, "default", False)]
+    bigrams = _single_char_bigrams(words)
+    if search:
+        words = [(w, start + a, start + b) for w, a, b in _jieba().tokenize(run, "search", False)]
+    return words + bigrams
+
+
+@cache
+def _jieba() -> rjieba.Jieba:
+    return rjieba.Jieba()
+
+
+def load_user_dict(path: Path) -> int:
+    """Adds jieba user-dictionary lines ("word [freq] [tag]") to the Chinese dictionary."""
+    added = 0
+    for line in path.read_text(encoding="utf-8").splitlines():
+        parts = line.split()
+        if parts and not parts[0].startswith("#"):
+            freq = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None
+            _jieba().add_word(fold(parts[0]), freq, None)
+            added += 1
+    return added
+
+
+class Analyzer:
+    """Terms of a text in one language; `query=True` segments Chinese for queries."""
+
+    def __init__(self, lang: str, query: bool = False):
+        self.lang = lang
+        self.query = query
+        self.words = _ScriptDispatch(lang)
+
+    def word(self, word: str) -> str:
+        """The term for one word ('' if it is a stop word)."""
+        return self.words[fold(word)]
+
+    def terms(self, text: str) -> list[str]:
+        words = self.words
+        out: list[str] = []
+        for han, other_cjk, word in TOKEN.findall(fold(text)):
+            if word:
+                term = words[word]
+                if term:
+                    out.append(term)
+            else:
+                out += [s[0] for s in self._cjk_spans(han, other_cjk, 0)]
+        return out
+
+    def spans(self, text: str) -> list[Span]:
+        """Terms with the character offsets of their words in `text` (for highlighting)."""
+        out: list[Span] = []
+        for match in TOKEN.finditer(text):
+            han, other_cjk, word = match.groups()
+            if word:
+                term = self.word(word)
+                if term:
+                    out.append((term, match.start(), match.end()))
+            else:
+                out += self._cjk_spans(fold(han or ""), fold(other_cjk or ""), match.start())
+        return out
+
+    def _cjk_spans(self, han: str, other_cjk: str, start: int) -> list[Span]:
+        if han and self.lang not in BIGRAM_LANGS:
+            return _jieba_spans(han, start, search=not self.query)
+        return _bigrams(han or other_cjk, start)
+
+
+@cache
+def analyzer(lang: str, query: bool = False) -> Analyzer:
+    return Analyzer(lang, query)

@@ -1,0 +1,198 @@
+"""The query language and its translation into a tantivy query over the analyzed fields.
+
+Syntax: plain words (all required, any when nothing matches all), "quoted phrases", -word and
+-"phrase" to exclude, site:host (the host or any host under it) and lang:xx. Words are analyzed
+as the index analyzed its documents: in the query's language when it can be told, otherwise in
+every language of the index, each analysis an alternative for the word.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import tantivy
+from tantivy import Occur, Query
+
+from filbert.analysis import analyzer, query_language
+from filbert.analysis.analyzers import HAN, TOKEN, fold
+from filbert.errors import UserError
+from filbert.index.schema import TEXT_FIELDS
+
+QUERY_TOKEN = re.compile(r'(-?)(?:"([^"]*)"?|\b(site|lang):(\S+)|(\S+))', re.IGNORECASE)
+CJK_PHRASE_SLOP = 2  # jieba's search mode puts sub-words between a phrase's words
+_HAN = re.compile(f"[{HAN}]")
+
+
+class QueryError(UserError, ValueError):
+    """The query is empty, too long or not understood."""
+
+
+@dataclass
+class ParsedQuery:
+    words: list[str] = field(default_factory=list)      # free text, in order
+    phrases: list[str] = field(default_factory=list)
+    excluded: list[str] = field(default_factory=list)   # words and phrases
+    sites: list[str] = field(default_factory=list)
+    lang: str | None = None
+
+    @property
+    def text(self) -> str:
+        return " ".join(self.words)
+
+
+def parse_query(text: str) -> ParsedQuery:
+    parsed = ParsedQuery()
+    for minus, phrase, operator, value, word in QUERY_TOKEN.findall(text):
+        if operator:
+            if operator.lower() == "site":
+                parsed.sites.append(value.lower().strip("."))
+            else:
+                parsed.lang = value.lower()
+            continue
+        item = phrase if phrase or not word else word
+        if not item.strip():
+            continue
+        if minus:
+            parsed.excluded.append(item)
+        elif phrase:
+            parsed.phrases.append(item)
+        else:
+            parsed.words.append(item)
+    return parsed
+
+
+@dataclass
+class AnalyzedQuery:
+    """A parsed query's terms: what tantivy looks up and what snippets highlight."""
+    parsed: ParsedQuery
+    lang: str | None                          # the query's language, when known
+    langs: list[str]                          # analyzers applied
+    clauses: list[set[str]]                   # one per word: alternative terms
+    words_in_order: list[list[str]]           # the free text's terms per language
+    phrases: list[list[list[str]]]            # per phrase: its term sequence per language
+    excluded: list[set[str] | list[list[str]]]
+    probes: list[str]                         # surface text to look for in snippets
+
+    @property
+    def terms(self) -> set[str]:
+        found = set().union(*self.clauses)
+        for variants in self.phrases:
+            for sequence in variants:
+                found.update(sequence)
+        return found
+
+    @property
+    def empty(self) -> bool:
+        return not (self.clauses or self.phrases or self.parsed.sites or self.parsed.lang)
+
+
+def analyze_query(parsed: ParsedQuery, index_langs: Collection[str]) -> AnalyzedQuery:
+    lang = parsed.lang or query_language(" ".join(parsed.words + parsed.phrases), index_langs)
+    langs = [lang] if lang else list(index_langs) or ["en"]
+    clauses = _clauses(parsed.text, langs)
+    phrases = [_sequences(p, langs) for p in parsed.phrases]
+    excluded: list[set[str] | list[list[str]]] = [
+        _sequences(x, langs) if " " in x.strip() else set().union(*_clauses(x, langs))
+        for x in parsed.excluded
+    ]
+    probes = _probes(" ".join(parsed.words + parsed.phrases))
+    return AnalyzedQuery(parsed, lang, langs, clauses, _sequences(parsed.text, langs),
+                         [p for p in phrases if p], [x for x in excluded if x], probes)
+
+
+def _clauses(text: str, langs: list[str]) -> list[set[str]]:
+    """One set of alternative terms per query word (per Chinese word: jieba decides)."""
+    clauses: list[set[str]] = []
+    for match in TOKEN.finditer(text):
+        han, other_cjk, word = match.groups()
+        if word:
+            alternatives = {analyzer(lang, query=True).word(word) for lang in langs} - {""}
+            if alternatives:
+                clauses.append(alternatives)
+        else:
+            run = han or other_cjk
+            spans = {s[0] for lang in langs for s in analyzer(lang, query=True).spans(run)}
+            clauses += [{term} for term in sorted(spans)]
+    return clauses
+
+
+def _sequences(phrase: str, langs: list[str]) -> list[list[str]]:
+    """The phrase's terms in each language, without repeats."""
+    found: list[list[str]] = []
+    for lang in langs:
+        terms = analyzer(lang, query=True).terms(phrase)
+        if terms and terms not in found:
+            found.append(terms)
+    return found
+
+
+def _probes(text: str) -> list[str]:
+    """Word beginnings (CJK words whole) that find a term's inflected forms in a text."""
+    probes = set()
+    for match in TOKEN.finditer(fold(text)):
+        han, other_cjk, word = match.groups()
+        probes.add(word[:4] if word else (han or other_cjk)[:2])
+    return sorted(probes)
+
+
+class QueryBuilder:
+    """Builds tantivy queries for one index schema and set of field weights."""
+
+    def __init__(self, schema: tantivy.Schema, settings: Mapping[str, Any]):
+        self.schema = schema
+        self.boosts = {name: settings[f"search.boost.{name}"] for name in TEXT_FIELDS}
+        self.lang_boost = settings["search.boost.lang"]
+        self.phrase_boost = settings["search.boost.phrase"]
+        self.phrase_slop = settings["search.phrase.slop"]
+
+    def build(self, query: AnalyzedQuery, conjunction: bool = True) -> Query:
+        positive = [self._word(alternatives) for alternatives in query.clauses]
+        if not conjunction and len(positive) > 1:
+            positive = [Query.boolean_query([(Occur.Should, q) for q in positive])]
+        clauses = [(Occur.Must, q) for q in positive]
+        clauses += [(Occur.Must, self._phrase(variants)) for variants in query.phrases]
+        if len(query.clauses) > 1 and self.phrase_boost:  # the words close together count more
+            near = self._phrase(query.words_in_order, self.phrase_slop)
+            clauses.append((Occur.Should, Query.boost_query(near, self.phrase_boost)))
+        clauses += [(Occur.Must, q) for q in self._filters(query.parsed)]
+        clauses += [(Occur.MustNot, self._word(x) if isinstance(x, set) else
+                     self._phrase(x)) for x in query.excluded]
+        if not any(occur == Occur.Must for occur, _ in clauses):
+            clauses.append((Occur.Must, Query.all_query()))
+        if query.lang and not query.parsed.lang:  # prefer pages in the query's language
+            same = Query.term_query(self.schema, "lang", query.lang)
+            clauses.append((Occur.Should, Query.const_score_query(same, self.lang_boost)))
+        return Query.boolean_query(clauses)
+
+    def _word(self, alternatives: set[str]) -> Query:
+        """The word in any field, each field weighted; the best alternative counts."""
+        per_field = []
+        for name, boost in self.boosts.items():
+            terms = [Query.term_query(self.schema, name, t) for t in sorted(alternatives)]
+            query = terms[0] if len(terms) == 1 else Query.disjunction_max_query(terms)
+            per_field.append((Occur.Should, Query.boost_query(query, boost)))
+        return Query.boolean_query(per_field)
+
+    def _phrase(self, variants: list[list[str]], slop: int = 0) -> Query:
+        options = []
+        for terms in variants:
+            if len(terms) == 1:
+                options.append((Occur.Should, self._word(set(terms))))
+                continue
+            extra = CJK_PHRASE_SLOP if _HAN.search("".join(terms)) else 0
+            for name, boost in self.boosts.items():
+                phrase = Query.phrase_query(self.schema, name, terms, slop + extra)
+                options.append((Occur.Should, Query.boost_query(phrase, boost)))
+        return Query.boolean_query(options)
+
+    def _filters(self, parsed: ParsedQuery) -> list[Query]:
+        filters = []
+        if parsed.sites:
+            sites = [(Occur.Should, Query.term_query(self.schema, "site", s)) for s in parsed.sites]
+            filters.append(Query.boolean_query(sites))
+        if parsed.lang:
+            filters.append(Query.term_query(self.schema, "lang", parsed.lang))
+        return filters

@@ -1,0 +1,105 @@
+"""Language identification and the per-language analyzers (index and query side alike)."""
+
+from __future__ import annotations
+
+import pytest
+
+from filbert.analysis import analyzer, fold, identify, load_user_dict, query_language
+
+
+def terms(lang: str, text: str, query: bool = False) -> list[str]:
+    return analyzer(lang, query).terms(text)
+
+
+def test_chinese_segmentation_finds_the_seed_example():
+    assert "研究生" in terms("zh", "我是一名研究生")
+    assert "研究生" in terms("zh", "我是一名研究生", query=True)
+
+
+def test_chinese_index_is_fine_grained_and_query_accurate():
+    index, query = terms("zh", "研究生命起源"), terms("zh", "研究生", query=True)
+    assert {"研究", "生命", "起源"} <= set(index)
+    assert query == ["研究生"]
+    assert "研究" in terms("zh", "我是一名研究生")  # search mode adds the sub-word
+
+
+def test_unknown_chinese_words_fall_back_to_bigrams_on_both_sides():
+    # 鼹鼷 is not in jieba's dictionary: single characters come out, and their bigram
+    index, query = terms("zh", "一只鼹鼷跑了"), terms("zh", "鼹鼷", query=True)
+    assert "鼹鼷" in query and "鼹鼷" in index
+
+
+def test_chinese_user_dictionary(tmp_path):
+    word = "菲尔伯特搜索"
+    assert word not in terms("zh", f"我喜欢{word}引擎")
+    user_dict = tmp_path / "user.dict"
+    user_dict.write_text(f"# words of our own\n{word} 10000 n\n", encoding="utf-8")
+    assert load_user_dict(user_dict) == 1
+    assert word in terms("zh", f"我喜欢{word}引擎")
+    assert terms("zh", word, query=True) == [word]
+
+
+def test_mixed_chinese_and_latin_text():
+    got = terms("zh", "Debian软件包管理 packages")
+    assert got[0] == "debian" and "软件包" in got and "packag" in got  # Latin words: English
+
+
+@pytest.mark.parametrize("first, second", [
+    ("поисковые системы", "поисковых систем"),
+    ("Поисковая система", "поисковой системой"),
+    ("ёлка", "елки"),
+])
+def test_russian_forms_meet_at_the_dictionary_form(first, second):
+    assert terms("ru", first) == terms("ru", second)
+
+
+def test_russian_unknown_words_are_stemmed_and_stop_words_dropped():
+    assert terms("ru", "гуглить") == terms("ru", "гуглили")  # not in the dictionary: Snowball
+    assert terms("ru", "и в на он") == []
+    assert terms("ru", "Ёжик") == ["ежик"]
+
+
+def test_english_normalization_stop_words_and_stemming():
+    assert terms("en", "The Systems of ﬁle RUNNING") == ["system", "file", "run"]
+    assert terms("en", "naïve café") == ["naïv", "café"]
+    assert terms("fr", "Les configurations du réseau") == ["le", "configur", "du", "réseau"]
+
+
+def test_other_cjk_text_is_bigrams():
+    assert terms("ja", "日本語の文章") == ["日本", "本語", "の", "文章"]
+    assert terms("ko", "검색엔진") == ["검색", "색엔", "엔진"]
+
+
+def test_overlong_words_are_not_indexed():
+    assert terms("en", "a" * 65 + " fine") == ["fine"]
+
+
+def test_spans_point_at_the_words_in_the_original_text():
+    text = "Debian Пакеты: 软件包管理"
+    for term, start, end in analyzer("ru").spans(text):
+        assert term in terms("ru", text[start:end])
+    assert [t for t, _, _ in analyzer("ru").spans(text)] == terms("ru", text)
+
+
+def test_fold():
+    assert fold("ÉCOLE Ёж ﬁ") == "école еж fi"
+
+
+@pytest.mark.parametrize("text, lang", [
+    ("This chapter explains how packages are installed and upgraded on a Debian system.", "en"),
+    ("Эта глава объясняет, как устанавливаются и обновляются пакеты в системе Debian.", "ru"),
+    ("本章介绍如何在 Debian 系统上安装和升级软件包。", "zh"),
+    ("", ""),
+])
+def test_documents_get_their_language(text, lang):
+    assert identify(text) == lang
+
+
+def test_query_language_is_cautious_with_short_text():
+    langs = ["en", "fr", "de", "ru", "zh"]
+    assert query_language("软件包", langs) == "zh"
+    assert query_language("пакеты", langs) == "ru"
+    assert query_language("カタカナ", langs) == "ja"
+    assert query_language("packages", langs) is None             # too short to tell
+    assert query_language("packages", ["en", "ru"]) == "en"      # the only Latin language
+    assert query_language("la configuration automatique du réseau sans fil", langs) == "fr"

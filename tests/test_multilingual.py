@@ -1,0 +1,147 @@
+"""Multilingual search end to end, the query language, and the known-item evaluation."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from pipeline import crawl_site
+from sites import SiteServer, html, link
+from typer.testing import CliRunner
+
+from filbert import evaluation as ev
+from filbert.cli import app
+from filbert.search import Searcher
+
+FILLER = ("orange pencil window garden river bottle ladder candle mirror basket "
+          "tunnel carpet rocket violin meadow")
+PAGES = {
+    "/": html("Library", " ".join(link(p, p) for p in ("/en.html", "/ru.html", "/zh.html",
+                                                      "/en2.html", "/ru2.html", "/near.html",
+                                                      "/far.html"))),
+    "/en.html": html("Walrus facts", "<p>The walrus lives in the Arctic sea. Walruses are "
+                                     "large marine mammals with long tusks.</p>"),
+    "/en2.html": html("Narwhal facts", "<p>The narwhal and the walrus share the Arctic ocean; "
+                                       "cold sea. A narwhal has one tusk.</p>"),
+    "/ru.html": html("Поисковые системы", "<p>Поисковые системы индексируют страницы. "
+                                          "Современная поисковая система ранжирует документы "
+                                          "по ссылкам.</p>"),
+    "/ru2.html": html("Базы данных", "<p>Базы данных хранят таблицы и индексы. Системы "
+                                     "управления базами данных выполняют запросы.</p>"),
+    "/zh.html": html("研究生院", "<p>我是一名研究生，在大学研究搜索引擎和中文分词。</p>"),
+    # the same words in two orders: only proximity tells them apart
+    "/near.html": html("Notes one", f"<p>quantum lattice {FILLER}</p>"),
+    "/far.html": html("Notes two", f"<p>quantum {FILLER} lattice</p>"),
+}
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    with SiteServer(PAGES) as server:
+        path = tmp_path_factory.mktemp("multi") / "crawl"
+        crawl, settings, _ = crawl_site(path, [server.url("/")])
+        yield server, crawl, Searcher(crawl, settings)
+
+
+def found(searcher: Searcher, query: str) -> list[str]:
+    return [hit.url.rsplit("/", 1)[1] for hit in searcher.search(query).hits]
+
+
+def test_pages_are_indexed_with_their_language(site):
+    _, crawl, searcher = site
+    assert {"en", "ru", "zh"} <= set(crawl.index.meta()["languages"])
+    assert {h.lang for h in searcher.search("walrus").hits} == {"en"}
+
+
+def test_russian_query_in_other_forms_finds_the_page(site):
+    _, _, searcher = site
+    assert found(searcher, "поисковых систем")[0] == "ru.html"
+    hit = searcher.search("поисковая система").hits[0]
+    assert "<b>Поисковые</b> <b>системы</b>" in hit.snippet_html
+
+
+def test_chinese_query_finds_the_page(site):
+    _, _, searcher = site
+    assert found(searcher, "研究生") == ["zh.html"]
+    assert found(searcher, "中文分词") == ["zh.html"]
+    assert "<b>研究生</b>" in searcher.search("研究生").hits[0].snippet_html
+
+
+def test_english_stems_and_stop_words(site):
+    _, _, searcher = site
+    assert set(found(searcher, "walruses")) == {"en.html", "en2.html"}
+    assert found(searcher, "the walrus tusks")[0] == "en.html"
+    assert searcher.search("the of and").total == 0   # only stop words: nothing to find
+
+
+def test_phrases_and_exclusion(site):
+    _, _, searcher = site
+    assert found(searcher, '"arctic sea"') == ["en.html"]
+    assert found(searcher, "walrus -narwhal") == ["en.html"]
+    assert found(searcher, 'walrus -"one tusk"') == ["en.html"]
+
+
+def test_site_and_lang_filters(site):
+    server, _, searcher = site
+    host = server.url("/").split("//")[1].split(":")[0]
+    assert len(found(searcher, f"site:{host}")) == 8
+    assert found(searcher, "walrus site:example.org") == []
+    assert set(found(searcher, f"lang:ru site:{host}")) == {"ru.html", "ru2.html"}
+    assert found(searcher, "системы lang:zh") == []
+
+
+def test_nearby_words_rank_first(site):
+    _, _, searcher = site
+    assert found(searcher, "quantum lattice") == ["near.html", "far.html"]
+    assert found(searcher, "lattice quantum") == ["near.html", "far.html"]
+
+
+# -- evaluation ------------------------------------------------------------------
+
+def test_scores_and_paired_bootstrap():
+    items = [ev.KnownItem("en" if i % 2 else "ru", f"q{i}", f"u{i}") for i in range(40)]
+    good = ev.Run("good", items, [1] * 40)
+    bad = ev.Run("bad", items, [2 if i % 4 else None for i in range(40)])
+    assert ev.scores(good) == ev.Scores(40, 1.0, 1.0, 1.0)
+    got = ev.scores(bad, "ru")
+    assert (got.queries, got.mrr, got.success_at_1, got.success_at_10) == (20, 0.25, 0.0, 0.5)
+    diff = ev.compare(good, bad)
+    assert diff.low > 0 and diff.mean == pytest.approx(1 - 30 * 0.5 / 40)
+    same = ev.compare(good, good)
+    assert (same.low, same.high) == (0.0, 0.0)
+
+
+def test_query_file_errors(tmp_path):
+    bad = tmp_path / "q.tsv"
+    bad.write_text("en\tonly two fields\n")
+    with pytest.raises(ev.EvalError, match="q.tsv:1: expected"):
+        ev.load_queries(bad, "http://x/")
+    bad.write_text("# nothing\n")
+    with pytest.raises(ev.EvalError, match="no queries"):
+        ev.load_queries(bad, "http://x/")
+    with pytest.raises(ev.EvalError, match="cannot read"):
+        ev.load_queries(tmp_path / "missing.tsv", "http://x/")
+
+
+def test_eval_command_against_plain_tantivy(site, tmp_path):
+    server, crawl, _ = site
+    queries = tmp_path / "q.tsv"
+    queries.write_text("ru\tпоисковых систем\tru.html\nzh\t研究生\tzh.html\n"
+                       "en\twalrus tusks\ten.html\nen\tnothing matches this\ten2.html\n",
+                       encoding="utf-8")
+    base = server.url("/")
+    saved = tmp_path / "run.json"
+    runner = CliRunner()
+    result = runner.invoke(app, ["eval", str(queries), "--dir", str(crawl.path), "--base", base,
+                                 "--plain", "--save", str(saved)])
+    assert result.exit_code == 0, result.output
+    assert "ΔMRR@10" in result.output and "95% CI" in result.output
+    run = ev.Run.load(saved)
+    assert run.ranks == [1, 1, 1, None]
+    plain = ev.PlainIndex(crawl)
+    assert plain.search("поисковых систем") == []     # no lemmas: the other form is missed
+    plain.close()
+    again = runner.invoke(app, ["eval", str(queries), "--dir", str(crawl.path), "--base", base,
+                                "--compare", str(saved)])
+    assert again.exit_code == 0 and "+0.000" in again.output
+    assert json.loads(saved.read_text())["system"] == "filbert"
