@@ -135,7 +135,7 @@ def test_eval_command_against_plain_tantivy(site, tmp_path):
     result = runner.invoke(app, ["eval", str(queries), "--dir", str(crawl.path), "--base", base,
                                  "--plain", "--save", str(saved)])
     assert result.exit_code == 0, result.output
-    assert "ΔMRR@10" in result.output and "95% CI" in result.output
+    assert "MRR@10" in result.output and "95% CI" in result.output
     run = ev.Run.load(saved)
     assert run.ranks == [1, 1, 1, None]
     plain = ev.PlainIndex(crawl)

@@ -149,8 +149,8 @@ def compare(run: Run, baseline: Run, lang: str = ALL, seed: int = 0) -> Differen
 def report(run: Run, other: Run | None = None) -> Table:
     """Scores per language and, against another run, the MRR@10 difference with its CI."""
     table = Table(title=run.system + (f" vs {other.system}" if other else ""), box=box.SIMPLE)
-    columns = ["lang", "queries", "MRR@10", "S@1", "S@10"]
-    columns += ["baseline", "ΔMRR@10", "95% CI"] if other else []
+    columns = ["lang", "n", "MRR@10", "S@1", "S@10"]
+    columns += ["base", "Δ", "95% CI"] if other else []
     for column in columns:
         table.add_column(column, justify="right", no_wrap=True)
     for lang in languages(run.items):

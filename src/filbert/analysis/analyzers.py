@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -51,7 +51,9 @@ SCRIPT_DEFAULT = {LATIN: "en", CYRILLIC: "ru"}
 
 def fold(text: str) -> str:
     """NFKC, case folding and ё → е: what every analyzer sees."""
-    return unicodedata.normalize("NFKC", text).casefold().replace("ё", "е")
+    if not unicodedata.is_normalized("NFKC", text):  # checking is 5× faster than normalizing
+        text = unicodedata.normalize("NFKC", text)
+    return text.casefold().replace("ё", "е")
 
 
 def script_of(word: str) -> str:
@@ -146,36 +148,43 @@ class _ScriptDispatch(dict):
         return term
 
 
+class _ChunkTerms(dict):
+    """Text between whitespace → its joined terms, for one analyzer, computed on first sight."""
+
+    def __init__(self, analyzer: Analyzer):
+        super().__init__()
+        self.analyzer = analyzer
+
+    def __missing__(self, chunk: str) -> str:
+        terms = self.analyzer.analyze_folded(fold(chunk))
+        if len(chunk) <= MAX_WORD and len(self) < MAX_CACHED:
+            self[chunk] = terms
+        return terms
+
+
 Span = tuple[str, int, int]  # term, start and end offsets in the analyzed text
 
 
-def _bigrams(run: str, start: int) -> list[Span]:
-    if len(run) == 1:
-        return [(run, start, start + 1)]
-    return [(run[i:i + 2], start + i, start + i + 2) for i in range(len(run) - 1)]
+def _bigrams(run: str) -> list[str]:
+    return [run] if len(run) == 1 else [run[i:i + 2] for i in range(len(run) - 1)]
 
 
-def _single_char_bigrams(words: Iterable[Span]) -> list[Span]:
-    """Bigrams over each run of two or more single-character words."""
-    out: list[Span] = []
-    run: list[Span] = []
-    for span in [*words, ("", -1, -1)]:
-        if len(span[0]) == 1 and (not run or run[-1][2] == span[1]):
-            run.append(span)
+def _bigram_spans(run: str, start: int) -> list[Span]:
+    return [(gram, start + i, start + i + len(gram)) for i, gram in enumerate(_bigrams(run))]
+
+
+def _single_char_runs(words: list[str]) -> list[tuple[int, int]]:
+    """Index ranges of runs of two or more consecutive one-character words: where jieba's
+    dictionary had no word. (In search mode too, nothing comes between such neighbours.)"""
+    runs, first = [], -1
+    for i, word in enumerate([*words, ""]):
+        if len(word) == 1:
+            first = i if first < 0 else first
             continue
-        if len(run) > 1:
-            out += _bigrams("".join(s[0] for s in run), run[0][1])
-        run = [span] if len(span[0]) == 1 else []
-    return out
-
-
-def _jieba_spans(run: str, start: int, search: bool) -> list[Span]:
-    """jieba words of a Han run, plus bigrams where it fell back to single characters."""
-    words = [(w, start + a, start + b) for w, a, b in _jieba().tokenize(run, "default", False)]
-    bigrams = _single_char_bigrams(words)
-    if search:
-        words = [(w, start + a, start + b) for w, a, b in _jieba().tokenize(run, "search", False)]
-    return words + bigrams
+        if first >= 0 and i - first > 1:
+            runs.append((first, i))
+        first = -1
+    return runs
 
 
 @cache
@@ -202,22 +211,36 @@ class Analyzer:
         self.lang = lang
         self.query = query
         self.words = _ScriptDispatch(lang)
+        self.chunks = _ChunkTerms(self)
 
     def word(self, word: str) -> str:
         """The term for one word ('' if it is a stop word)."""
         return self.words[fold(word)]
 
     def terms(self, text: str) -> list[str]:
-        words = self.words
+        return self.joined(text).split()
+
+    def joined(self, text: str) -> str:
+        """The terms separated by whitespace, as the index stores them (a stop word leaves
+        an extra space, which tantivy's whitespace tokenizer skips)."""
+        if self.lang in CJK_LANGS:
+            return self.analyze_folded(fold(text))
+        # Text between spaces repeats ("packages," "(see"): a cache of chunk → terms turns
+        # analysis into C loops over str.split().
+        return " ".join(map(self.chunks.__getitem__, text.split()))
+
+    def analyze_folded(self, text: str) -> str:
+        parts = TOKEN.findall(text)
+        segmented = iter(self._segment([han for han, _, _ in parts if han]))
         out: list[str] = []
-        for han, other_cjk, word in TOKEN.findall(fold(text)):
+        for han, other_cjk, word in parts:
             if word:
-                term = words[word]
-                if term:
-                    out.append(term)
+                out.append(self.words[word])
+            elif han:
+                out.append(next(segmented))
             else:
-                out += [s[0] for s in self._cjk_spans(han, other_cjk, 0)]
-        return out
+                out += _bigrams(other_cjk)
+        return " ".join(out)
 
     def spans(self, text: str) -> list[Span]:
         """Terms with the character offsets of their words in `text` (for highlighting)."""
@@ -228,14 +251,40 @@ class Analyzer:
                 term = self.word(word)
                 if term:
                     out.append((term, match.start(), match.end()))
+            elif han and self.lang not in BIGRAM_LANGS:
+                out += self._jieba_spans(fold(han), match.start())
             else:
-                out += self._cjk_spans(fold(han or ""), fold(other_cjk or ""), match.start())
+                out += _bigram_spans(fold(han or other_cjk), match.start())
         return out
 
-    def _cjk_spans(self, han: str, other_cjk: str, start: int) -> list[Span]:
-        if han and self.lang not in BIGRAM_LANGS:
-            return _jieba_spans(han, start, search=not self.query)
-        return _bigrams(han or other_cjk, start)
+    def _segment(self, runs: list[str]) -> list[str]:
+        """Each Han run's terms, joined: jieba's words (search mode for indexing) plus
+        bigrams where it found no word; one jieba call for all runs of a text."""
+        if self.lang in BIGRAM_LANGS:
+            return [" ".join(_bigrams(run)) for run in runs]
+        if not runs:
+            return []
+        jieba = _jieba()
+        text = "\n".join(runs)
+        words = jieba.cut(text, False) if self.query else jieba.cut_for_search(text, False)
+        segmented, run = [], []
+        for word in [*words, "\n"]:
+            if word != "\n":
+                run.append(word)
+                continue
+            for first, end in _single_char_runs(run):
+                run += _bigrams("".join(run[first:end]))
+            segmented.append(" ".join(run))
+            run = []
+        return segmented
+
+    def _jieba_spans(self, run: str, start: int) -> list[Span]:
+        mode = "default" if self.query else "search"
+        spans = [(w, start + a, start + b) for w, a, b in _jieba().tokenize(run, mode, False)]
+        for first, end in _single_char_runs([s[0] for s in spans]):
+            run_text = "".join(s[0] for s in spans[first:end])
+            spans += _bigram_spans(run_text, spans[first][1])
+        return spans
 
 
 @cache

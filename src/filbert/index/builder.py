@@ -1,13 +1,17 @@
 """index: build tantivy shards from the fetched pages' latest parse and their anchors.
 
-Bucket tasks (executor) gather each bucket's documents with DuckDB (crawldb status
-fetched/notmodified, the latest successful parse across segments, anchor text from the
-linkdb, no noindex pages), identify each document's language and analyze its fields. This
-process then writes them into the shards; the new index generation is published atomically.
+1. Bucket tasks gather each bucket's documents with DuckDB: crawldb status
+   fetched/notmodified, the latest successful parse across segments, anchor text from the
+   linkdb, no noindex pages.
+2. Analysis tasks, a few row groups of those files each, identify every document's language
+   and analyze its fields; they run in parallel (executor) while this process adds the
+   results to the tantivy shards.
+3. The new index generation is published atomically.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +30,10 @@ from filbert.storage import CrawlDir, Segment, part_name
 from filbert.urls import fingerprint
 
 
+ROWS_PER_GROUP = 128     # documents per Parquet row group of the gathered documents
+GROUPS_PER_TASK = 1      # row groups analyzed per task
+
+
 @dataclass(frozen=True)
 class DocsTask:
     bucket: int
@@ -35,6 +43,12 @@ class DocsTask:
     parse_text: list[str]
     out: str
     max_text: int
+
+
+@dataclass(frozen=True)
+class AnalyzeTask:
+    path: str
+    row_groups: list[int]
     user_dict: str
 
 
@@ -66,15 +80,16 @@ def _docs_bucket(task: DocsTask) -> int:
     LEFT JOIN anchors a ON a.fp = p.fp
     WHERE NOT l.noindex
     """
+    table = connect().sql(sql).to_arrow_table()
+    pq.write_table(table, task.out, row_group_size=ROWS_PER_GROUP)
+    return table.num_rows
+
+
+def _analyze(task: AnalyzeTask) -> pa.Table:
     if task.user_dict:
         load_user_dict(Path(task.user_dict))
-    rows = 0
-    with pq.ParquetWriter(task.out, ANALYZED) as writer:
-        for batch in connect().sql(sql).to_arrow_reader(batch_size=256):
-            docs = [analyze_document(row) for row in batch.to_pylist()]
-            writer.write_table(pa.Table.from_pylist(docs, ANALYZED))
-            rows += len(docs)
-    return rows
+    rows = pq.ParquetFile(task.path).read_row_groups(task.row_groups).to_pylist()
+    return pa.Table.from_pylist([analyze_document(row) for row in rows], ANALYZED)
 
 
 ANALYZED = pa.schema([
@@ -96,7 +111,7 @@ def analyze_document(doc: dict) -> dict:
         "url": doc["url"], "host": doc["host"], "site": parent_domains(doc["host"]),
         "lang": lang, "segment": doc["segment"], "score": doc["score"],
         "title_text": title.encode(), "body_text": body.encode(),
-        **{name: " ".join(text.terms(value)) for name, value in fields.items()},
+        **{name: text.joined(value) for name, value in fields.items()},
     }
 
 
@@ -126,49 +141,47 @@ def build_index(crawl: CrawlDir, settings: Settings,
             [str(seg.part(Segment.PARSE_DATA, b)) for seg in segments],
             [str(seg.part(Segment.PARSE_TEXT, b)) for seg in segments],
             str(tmp / f"docs-{part_name(b)}"), settings["parser.text.max.length"],
-            settings["analysis.zh.userdict"],
         )
         for b in range(buckets)
     ]
     docs = sum(make_executor(settings).map(_docs_bucket, tasks))
-    shards = settings["index.shards"]
     doc_files = [Path(t.out) for t in tasks]
-    languages = _languages(doc_files)
-    written = _write_shards(doc_files, tmp, shards, on_doc)
+    written = index_documents(doc_files, tmp, settings, on_doc)
     for path in doc_files:
         path.unlink()
-    crawl.index.publish(tmp, {"documents": written, "shards": shards, "languages": languages,
-                              "segments": [s.name for s in segments]})
-    return {"documents": docs, "shards": shards}
+    crawl.index.publish(tmp, {**written, "segments": [s.name for s in segments]})
+    return {"documents": docs, "shards": settings["index.shards"]}
 
 
-def _languages(doc_files: list[Path]) -> dict[str, int]:
-    """Documents per language, most frequent first (the searcher analyzes queries in these)."""
-    files = ", ".join(f"'{p}'" for p in doc_files)
-    rows = connect().sql(f"SELECT lang, count(*) AS n FROM read_parquet([{files}]) "
-                         "GROUP BY lang ORDER BY n DESC, lang").fetchall()
-    return {lang: n for lang, n in rows if lang}
-
-
-def _write_shards(doc_files: list[Path], out: Path, shards: int,
-                  on_doc: Callable[[int], None] | None) -> int:
-    schema = index_schema()
+def index_documents(doc_files: list[Path], out: Path, settings: Settings,
+                    on_doc: Callable[[int], None] | None = None) -> dict:
+    """Analyzes gathered documents in parallel and writes them into new shards under `out`.
+    Returns the index metadata: documents, shards, and documents per language."""
+    shards = settings["index.shards"]
     writers = []
     for shard in range(shards):
         (out / shard_name(shard)).mkdir()
-        writers.append(tantivy.Index(schema, str(out / shard_name(shard))).writer())
-    written = 0
-    for path in doc_files:
-        for batch in pq.ParquetFile(path).iter_batches(batch_size=512):
-            for row in batch.to_pylist():
-                writers[hash_shard(row["url"], shards)].add_document(tantivy.Document(**row))
-                written += 1
-            if on_doc:
-                on_doc(batch.num_rows)
+        writers.append(tantivy.Index(index_schema(), str(out / shard_name(shard))).writer())
+    tasks = [AnalyzeTask(str(path), groups, settings["analysis.zh.userdict"])
+             for path in doc_files for groups in _row_group_chunks(path)]
+    languages: Counter[str] = Counter()
+    for table in make_executor(settings).map(_analyze, tasks):
+        for row in table.to_pylist():
+            writers[hash_shard(row["url"], shards)].add_document(tantivy.Document(**row))
+        languages.update(table.column("lang").to_pylist())
+        if on_doc:
+            on_doc(table.num_rows)
     for writer in writers:
         writer.commit()
         writer.wait_merging_threads()
-    return written
+    documents = languages.total()
+    del languages[""]  # pages too short to tell
+    return {"documents": documents, "shards": shards, "languages": dict(languages.most_common())}
+
+
+def _row_group_chunks(path: Path) -> list[list[int]]:
+    groups = list(range(pq.ParquetFile(path).num_row_groups))
+    return [groups[i:i + GROUPS_PER_TASK] for i in range(0, len(groups), GROUPS_PER_TASK)]
 
 
 def hash_shard(url: str, shards: int) -> int:
