@@ -151,6 +151,16 @@ def invertlinks(dir: Dir = Path("crawl"), define: Define = None) -> None:
 
 
 @app.command()
+def pagerank(dir: Dir = Path("crawl"), define: Define = None) -> None:
+    """Compute PageRank over the link graph into webgraph/ and the crawldb scores."""
+    from filbert.links.pagerank import compute_pagerank
+
+    stats = _locked(dir, define, compute_pagerank)
+    console.print(f"PageRank of {stats['pages']} pages over {stats['links']} links "
+                  f"converged in {stats['iterations']} iterations")
+
+
+@app.command()
 def sitemap(sitemaps: Annotated[list[str] | None, typer.Argument(help="Sitemap URLs to read.")] = None,
             dir: Dir = Path("crawl"),
             robots: bool = typer.Option(True, help="Also read the sitemaps the crawl's hosts list in robots.txt."),

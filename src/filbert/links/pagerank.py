@@ -1,0 +1,118 @@
+"""pagerank: PageRank over the crawl's link graph, by power iteration on a sparse matrix.
+
+The graph is every crawldb URL plus the links of every parsed segment (crawl_parse rows of
+kind 'link', each source → target pair once, self-links dropped). Pages without outlinks
+(unfetched, gone, or simply linkless: the "rank sinks" of seed 001) hand their rank to all
+pages evenly, and the random surfer's jump spreads 1 − damping evenly too, so sinks and
+cycles cannot trap rank. Scores go to webgraph/ and into the crawldb's score, scaled so the
+average page has 1.0, where generate (crawl priority) and the index (ranking) read them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+from scipy import sparse
+
+from filbert import schemas
+from filbert.buckets import BucketTask, connect, parquet_relation, rewrite, write_result
+from filbert.config import Settings
+from filbert.errors import UserError
+from filbert.parse.segment import crawl_parse_parts
+from filbert.storage import CrawlDir, VersionedTable, write_table
+
+WEBGRAPH_SCORES = pa.schema([("url", pa.string()), ("fp", pa.binary()),
+                             ("pagerank", pa.float64()), ("inlinks", pa.int32()),
+                             ("outlinks", pa.int32())])
+SCORES_FILE = "scores.parquet"
+
+
+class PageRankError(UserError, RuntimeError):
+    """PageRank did not converge within the allowed iterations."""
+
+
+@dataclass(frozen=True)
+class PageRank:
+    scores: np.ndarray   # sums to 1
+    iterations: int
+
+
+def pagerank(src: np.ndarray, dst: np.ndarray, n: int, damping: float = 0.85,
+             tol: float = 1e-6, max_iter: int = 200) -> PageRank:
+    """PageRank of an n-node graph given as edge arrays (duplicates count once).
+
+    Converged when an iteration changes the scores by less than tol in total (L1). networkx
+    scales its tolerance by n, which stops a million-page graph after one iteration."""
+    if n == 0:
+        return PageRank(np.zeros(0), 0)
+    edges = np.unique(np.stack([src, dst]).astype(np.int64), axis=1)
+    src, dst = edges[0], edges[1]
+    out_degree = np.bincount(src, minlength=n)
+    # column j spreads page j's rank over its outlinks: rank_next = links @ rank
+    links = sparse.csr_matrix((1.0 / out_degree[src], (dst, src)), shape=(n, n))
+    dangling = out_degree == 0
+    rank = np.full(n, 1.0 / n)
+    for iteration in range(1, max_iter + 1):
+        spread = (rank[dangling].sum() * damping + 1.0 - damping) / n
+        new = damping * (links @ rank) + spread
+        change = np.abs(new - rank).sum()
+        rank = new
+        if change < tol:
+            return PageRank(rank, iteration)
+    raise PageRankError(f"PageRank did not converge in {max_iter} iterations "
+                        f"(last change {change:.2e}); raise pagerank.max.iterations")
+
+
+def compute_pagerank(crawl: CrawlDir, settings: Settings) -> dict[str, int | float]:
+    """Compute PageRank for the whole crawl, store it in webgraph/ and in crawldb scores."""
+    crawl.require()
+    buckets = crawl.buckets(settings)
+    nodes, src, dst = _graph(crawl, buckets)
+    result = pagerank(src, dst, len(nodes), settings["pagerank.damping"],
+                      settings["pagerank.tolerance"], settings["pagerank.max.iterations"])
+    n = len(nodes)
+    table = nodes.append_column("pagerank", pa.array(result.scores, pa.float64()))
+    table = table.append_column("inlinks", pa.array(np.bincount(dst, minlength=n), pa.int32()))
+    table = table.append_column("outlinks", pa.array(np.bincount(src, minlength=n), pa.int32()))
+    webgraph = VersionedTable(crawl.path / "webgraph")
+    tmp = webgraph.begin()
+    write_table(table.select(WEBGRAPH_SCORES.names).cast(WEBGRAPH_SCORES), tmp / SCORES_FILE)
+    stats = {"pages": n, "links": len(src), "iterations": result.iterations}
+    webgraph.publish(tmp, stats)
+    scores_file = str(webgraph.current() / SCORES_FILE)
+    rewrite(crawl.crawldb, buckets, settings, _score_bucket, dict.fromkeys(range(buckets), scores_file),
+            {"pagerank": stats})
+    return stats
+
+
+def _graph(crawl: CrawlDir, buckets: int) -> tuple[pa.Table, np.ndarray, np.ndarray]:
+    """The crawldb's URLs (row i is node i) and the link edges between them."""
+    db = parquet_relation([p for p in crawl.crawldb.files()], schemas.CRAWLDB)
+    parts = [str(p) for seg in crawl.segments() if seg.parsed
+             for b in range(buckets) for p in crawl_parse_parts(seg, b)]
+    links = parquet_relation(parts, schemas.CRAWL_PARSE)
+    con = connect()
+    con.execute(f"CREATE TEMP TABLE nodes AS SELECT row_number() OVER (ORDER BY fp) - 1 AS id, "
+                f"url, fp FROM {db}")
+    nodes = con.sql("SELECT url, fp FROM nodes ORDER BY id").to_arrow_table()
+    edges = con.sql(f"""
+        SELECT DISTINCT s.id AS src, d.id AS dst
+        FROM (SELECT from_url, fp FROM {links} WHERE kind = 'link') l
+        JOIN nodes s ON s.url = l.from_url JOIN nodes d ON d.fp = l.fp
+        WHERE s.id <> d.id
+    """).fetchnumpy()
+    con.execute("DROP TABLE nodes")
+    return nodes, edges["src"].astype(np.int64), edges["dst"].astype(np.int64)
+
+
+def _score_bucket(task: BucketTask) -> dict[str, int]:
+    """Crawldb score := PageRank × pages (average 1.0); pages outside the graph keep theirs."""
+    db = parquet_relation([task.old] if task.old else [], schemas.CRAWLDB)
+    sql = f"""
+    WITH graph AS (SELECT fp, pagerank * count(*) OVER () AS score FROM read_parquet('{task.extra}'))
+    SELECT c.* REPLACE (coalesce(g.score, c.score)::FLOAT AS score)
+    FROM {db} c LEFT JOIN graph g USING (fp)
+    """
+    return {"scored": write_result(connect(), sql, schemas.CRAWLDB, task.out)}
