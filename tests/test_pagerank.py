@@ -95,3 +95,61 @@ def test_pagerank_command_scores_the_crawldb(tmp_path):
     assert by_path[""] == min(by_path.values())             # nobody links to the home page
     assert sum(by_path.values()) == pytest.approx(6.0, rel=1e-5)
     assert crawl.crawldb.meta()["pagerank"]["pages"] == 6
+
+
+# -- HITS ---------------------------------------------------------------------------
+
+def test_hits_matches_networkx():
+    from scipy import sparse
+
+    from filbert.links.hits import hits
+
+    rng = np.random.default_rng(3)
+    n = 60
+    edges = sorted({(int(a), int(b)) for a, b in rng.integers(0, n, size=(300, 2)) if a != b})
+    graph = nx.DiGraph()
+    graph.add_nodes_from(range(n))
+    graph.add_edges_from(edges)
+    hubs, authorities = nx.hits(graph, tol=1e-12, max_iter=10_000)
+    src, dst = zip(*edges)
+    got = hits(sparse.csr_matrix((np.ones(len(src)), (src, dst)), shape=(n, n)))
+    assert np.allclose(got.hubs, [hubs[i] for i in range(n)], atol=1e-8)
+    assert np.allclose(got.authorities, [authorities[i] for i in range(n)], atol=1e-8)
+
+
+def test_base_set_adds_outlinks_and_capped_inlinks(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from filbert.links.hits import EDGES_FILE, LinkGraph
+
+    # 0 → 1, 0 → 2; 3, 4, 5 → 0; 6 is unrelated
+    edges = [(0, 1), (0, 2), (3, 0), (4, 0), (5, 0), (6, 1)]
+    pq.write_table(pa.table({"src": [a for a, _ in edges], "dst": [b for _, b in edges]}),
+                   tmp_path / EDGES_FILE)
+    graph = LinkGraph(tmp_path, [f"u{i}" for i in range(7)])
+    assert sorted(graph.base_set([0], max_inlinks=2)) == [0, 1, 2, 3, 4]
+    result = graph.hits([0, 1, 2, 3, 4, 5])
+    assert result.authorities.argmax() == 0                  # three pages point at it
+    assert result.hubs[3:].sum() == pytest.approx(1.0)       # ... and they are the hubs
+
+
+def test_hits_ranking_in_search(tmp_path):
+    from filbert.search import QueryError, Searcher
+
+    with SiteServer(PAGES) as server:
+        crawl, settings, _ = crawl_site(tmp_path / "crawl", [server.url("/")])
+    searcher = Searcher(crawl, settings)
+    with pytest.raises(QueryError, match="run `filbert pagerank` first"):
+        searcher.search("leaf", ranking="hits")
+    with pytest.raises(QueryError, match="ranking must be one of"):
+        searcher.search("leaf", ranking="magic")
+    assert CliRunner().invoke(app, ["pagerank", "--dir", str(crawl.path)]).exit_code == 0
+    plain = searcher.search("leaf")
+    by_authority = searcher.search("leaf", ranking="hits")
+    assert plain.hits[0].url.endswith("/leaf0.html") or "leaf" in plain.hits[0].url
+    assert by_authority.hits[0].url.endswith("/hub.html")   # every leaf links to it
+    assert by_authority.total == plain.total
+    top = by_authority.hits[0].signals
+    assert top["authority"] == max(h.signals["authority"] for h in by_authority.hits) > 0
+    assert plain.hits[0].signals == {}

@@ -76,7 +76,7 @@ def test_api_shape_and_unique_word_is_top(site: Site) -> None:
     assert set(body) == {"query", "total", "offset", "hits"}
     assert (body["query"], body["total"], body["offset"]) == (rare_word(7), 1, 0)
     hit = body["hits"][0]
-    assert set(hit) == {"url", "title", "lang", "score", "snippet", "snippet_html"}
+    assert set(hit) == {"url", "title", "lang", "score", "snippet", "snippet_html", "signals"}
     assert hit["url"] == site.server.url(graph_path(7))
     assert hit["title"].startswith("Page 0007")
     assert hit["score"] > 0

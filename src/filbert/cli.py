@@ -194,15 +194,17 @@ def index(dir: Dir = Path("crawl"), define: Define = None) -> None:
 
 @app.command()
 def search(query: str, dir: Dir = Path("crawl"), n: int = typer.Option(10, "-n", help="Hits to show."),
-           offset: int = 0, as_json: AsJson = False, define: Define = None) -> None:
+           offset: int = 0, ranking: str = typer.Option("bm25", help="bm25, or hits (HITS authority)."),
+           as_json: AsJson = False, define: Define = None) -> None:
     """Search the index."""
     from filbert.search import Searcher
 
     crawl_dir, settings = _open(dir, define)
-    results = Searcher(crawl_dir, settings).search(query, n, offset)
+    results = Searcher(crawl_dir, settings).search(query, n, offset, ranking)
     if as_json:
         data = results.to_dict()
-        data["hits"] = [{k: h[k] for k in ("url", "title", "score", "snippet")} for h in data["hits"]]
+        data["hits"] = [{k: h[k] for k in ("url", "title", "score", "snippet", "signals")}
+                        for h in data["hits"]]
         print(json.dumps(data, ensure_ascii=False, indent=1))
         return
     stdout.print(f"{results.total} results for [bold]{escape(results.query)}[/]", highlight=False)

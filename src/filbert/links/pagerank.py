@@ -4,8 +4,9 @@ The graph is every crawldb URL plus the links of every parsed segment (crawl_par
 kind 'link', each source → target pair once, self-links dropped). Pages without outlinks
 (unfetched, gone, or simply linkless: the "rank sinks" of seed 001) hand their rank to all
 pages evenly, and the random surfer's jump spreads 1 − damping evenly too, so sinks and
-cycles cannot trap rank. Scores go to webgraph/ and into the crawldb's score, scaled so the
-average page has 1.0, where generate (crawl priority) and the index (ranking) read them.
+cycles cannot trap rank. Scores and edges go to webgraph/ (for HITS at query time) and the
+scores into the crawldb's score, scaled so the average page has 1.0, where generate (crawl
+priority) and the index (ranking) read them.
 """
 
 from __future__ import annotations
@@ -20,13 +21,13 @@ from filbert import schemas
 from filbert.buckets import BucketTask, connect, parquet_relation, rewrite, write_result
 from filbert.config import Settings
 from filbert.errors import UserError
+from filbert.links.hits import EDGES_FILE, SCORES_FILE
 from filbert.parse.segment import crawl_parse_parts
 from filbert.storage import CrawlDir, VersionedTable, write_table
 
 WEBGRAPH_SCORES = pa.schema([("url", pa.string()), ("fp", pa.binary()),
                              ("pagerank", pa.float64()), ("inlinks", pa.int32()),
                              ("outlinks", pa.int32())])
-SCORES_FILE = "scores.parquet"
 
 
 class PageRankError(UserError, RuntimeError):
@@ -79,6 +80,8 @@ def compute_pagerank(crawl: CrawlDir, settings: Settings) -> dict[str, int | flo
     webgraph = VersionedTable(crawl.path / "webgraph")
     tmp = webgraph.begin()
     write_table(table.select(WEBGRAPH_SCORES.names).cast(WEBGRAPH_SCORES), tmp / SCORES_FILE)
+    write_table(pa.table({"src": pa.array(src, pa.int32()), "dst": pa.array(dst, pa.int32())}),
+                tmp / EDGES_FILE)
     stats = {"pages": n, "links": len(src), "iterations": result.iterations}
     webgraph.publish(tmp, stats)
     scores_file = str(webgraph.current() / SCORES_FILE)

@@ -100,9 +100,11 @@ def create_app(crawl: CrawlDir, settings: Settings) -> FastAPI:
         return response
 
     @app.get("/api/search")
-    def api_search(q: str = "", n: int = PAGE_SIZE, offset: int = 0) -> JSONResponse:
+    def api_search(q: str = "", n: int = PAGE_SIZE, offset: int = 0,
+                   ranking: str = "bm25") -> JSONResponse:
         try:
-            results = holder.get().search(q, clamp(n, 1, MAX_RESULTS), clamp(offset, 0, MAX_OFFSET))
+            results = holder.get().search(q, clamp(n, 1, MAX_RESULTS), clamp(offset, 0, MAX_OFFSET),
+                                          ranking)
         except QueryError as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
         except FileNotFoundError as exc:
