@@ -70,8 +70,9 @@ def test_no_convergence_is_an_error():
         pagerank(np.array([0, 1]), np.array([1, 0]), 3, tol=1e-15, max_iter=2)
 
 
-def test_empty_graph():
+def test_empty_graph_and_no_links():
     assert pagerank(np.array([]), np.array([]), 0).scores.size == 0
+    assert np.allclose(pagerank(np.array([]), np.array([]), 4).scores, 0.25)
 
 
 PAGES = {
