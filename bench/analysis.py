@@ -54,7 +54,7 @@ def load_documents() -> dict[str, list[dict]]:
                 "url": f"http://127.0.0.1/{book}/{page.name}", "host": "127.0.0.1",
                 "title": title.text() if title else "", "headings": "", "anchor": "",
                 "body": " ".join((tree.body.text(separator=" ") if tree.body else "").split()),
-                "segment": "20261130000000", "score": 1.0,
+                "segment": "20261130000000", "score": 1.0, "simhash": 0,
             })
     return docs
 

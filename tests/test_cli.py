@@ -256,10 +256,17 @@ def test_search_json_shape_and_unique_word_on_top(crawled: Crawled) -> None:
     assert {"query", "total", "hits"} <= set(data)
     assert (data["query"], data["total"]) == (rare_word(7), 1)
     [hit] = data["hits"]
-    assert set(hit) == {"url", "title", "score", "snippet"}
+    assert set(hit) == {"url", "title", "score", "snippet", "signals"}
     assert hit["url"] == crawled.url(graph_path(7))
     assert hit["title"] == graph_title(7)
     assert isinstance(hit["score"], float) and hit["score"] > 0
+    explained = run_cli("search", rare_word(7), "--dir", crawled.dir, "--json", "--explain")
+    [hit] = json.loads(explained.stdout)["hits"]
+    tree = hit["explanation"]
+    assert tree["value"] == pytest.approx(sum(c["value"] for c in tree["details"]), abs=1e-4)
+    assert tree["value"] == pytest.approx(hit["score"], abs=1e-3)
+    text = run_cli("search", rare_word(7), "--dir", crawled.dir, "--explain").stdout
+    assert "PageRank score" in text and "TermQuery" in text
     assert rare_word(7) in hit["snippet"]
 
 

@@ -145,3 +145,22 @@ def test_eval_command_against_plain_tantivy(site, tmp_path):
                                 "--compare", str(saved)])
     assert again.exit_code == 0 and "+0.000" in again.output
     assert json.loads(saved.read_text())["system"] == "filbert"
+
+
+def test_explain_adds_up_to_the_score(site):
+    _, _, searcher = site
+
+    def check(node: dict) -> None:
+        children = node.get("details", [])
+        if node["description"].startswith(("BooleanClause. sum of", "score = ")):
+            assert node["value"] == pytest.approx(sum(c["value"] for c in children), rel=1e-4)
+        for child in children:
+            check(child)
+
+    for query in ("walrus tusks", "поисковых систем", '"arctic sea"'):
+        for hit in searcher.search(query, explain=True).hits:
+            check(hit.explanation)
+            assert hit.explanation["value"] == pytest.approx(hit.score, abs=1e-3)
+            text, pagerank = hit.explanation["details"]
+            assert text["value"] == pytest.approx(hit.signals["text"], rel=1e-4)
+    assert searcher.search("walrus").hits[0].explanation is None

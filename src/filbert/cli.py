@@ -195,22 +195,32 @@ def index(dir: Dir = Path("crawl"), define: Define = None) -> None:
 @app.command()
 def search(query: str, dir: Dir = Path("crawl"), n: int = typer.Option(10, "-n", help="Hits to show."),
            offset: int = 0, ranking: str = typer.Option("bm25", help="bm25, or hits (HITS authority)."),
+           explain: bool = typer.Option(False, "--explain", help="Show every feature behind each score."),
            as_json: AsJson = False, define: Define = None) -> None:
     """Search the index."""
     from filbert.search import Searcher
 
     crawl_dir, settings = _open(dir, define)
-    results = Searcher(crawl_dir, settings).search(query, n, offset, ranking)
+    results = Searcher(crawl_dir, settings).search(query, n, offset, ranking, explain)
     if as_json:
         data = results.to_dict()
-        data["hits"] = [{k: h[k] for k in ("url", "title", "score", "snippet", "signals")}
-                        for h in data["hits"]]
+        keep = ("url", "title", "score", "snippet", "signals", "explanation")
+        data["hits"] = [{k: h[k] for k in keep if k in h} for h in data["hits"]]
         print(json.dumps(data, ensure_ascii=False, indent=1))
         return
     stdout.print(f"{results.total} results for [bold]{escape(results.query)}[/]", highlight=False)
     for rank, hit in enumerate(results.hits, offset + 1):
         stdout.print(f"\n{rank}. [bold]{escape(hit.title)}[/]  ({hit.score:.3f})\n"
                      f"   [blue]{escape(hit.url)}[/]\n   {escape(hit.snippet)}", highlight=False)
+        if hit.explanation:
+            stdout.print(_explanation_tree(hit.explanation), highlight=False)
+
+
+def _explanation_tree(node: dict, depth: int = 1) -> str:
+    context = " ".join(node.get("context", []))
+    line = f"{'   ' * depth}{node['value']:.4f}  {escape(node['description'])} {escape(context)}"
+    return "\n".join([line.rstrip(), *(_explanation_tree(child, depth + 1)
+                                       for child in node.get("details", []))])
 
 
 @app.command("eval")

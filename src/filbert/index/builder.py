@@ -19,6 +19,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import tantivy
+import xxhash
 
 from filbert import schemas
 from filbert.analysis import analyzer, identify, load_user_dict
@@ -59,7 +60,7 @@ def _docs_bucket(task: DocsTask) -> int:
     text = parquet_relation(task.parse_text, schemas.PARSE_TEXT, segment=True)
     sql = f"""
     WITH pages AS (
-        SELECT fp, url, host, score FROM {db}
+        SELECT fp, url, host, score, coalesce(simhash, 0) AS simhash FROM {db}
         WHERE status IN ('{schemas.DB_FETCHED}', '{schemas.DB_NOTMODIFIED}')
     ), latest AS (
         SELECT fp, title, noindex, segment FROM {data}
@@ -74,7 +75,7 @@ def _docs_bucket(task: DocsTask) -> int:
     )
     SELECT p.url, p.host, coalesce(l.title, '') AS title, '' AS headings,
            coalesce(a.anchor, '') AS anchor,
-           left(coalesce(b.text, ''), {task.max_text}) AS body, l.segment, p.score
+           left(coalesce(b.text, ''), {task.max_text}) AS body, l.segment, p.score, p.simhash
     FROM pages p JOIN latest l USING (fp)
     LEFT JOIN body b ON b.fp = p.fp AND b.segment = l.segment
     LEFT JOIN anchors a ON a.fp = p.fp
@@ -95,6 +96,7 @@ def _analyze(task: AnalyzeTask) -> pa.Table:
 ANALYZED = pa.schema([
     ("url", pa.string()), ("host", pa.string()), ("site", pa.list_(pa.string())),
     ("lang", pa.string()), ("segment", pa.string()), ("score", pa.float32()),
+    ("simhash", pa.int64()), ("host_id", pa.int64()),
     ("title_text", pa.binary()), ("body_text", pa.binary()),
     *[(name, pa.string()) for name in TEXT_FIELDS],
 ])
@@ -110,6 +112,7 @@ def analyze_document(doc: dict) -> dict:
     return {
         "url": doc["url"], "host": doc["host"], "site": parent_domains(doc["host"]),
         "lang": lang, "segment": doc["segment"], "score": doc["score"],
+        "simhash": doc["simhash"], "host_id": xxhash.xxh3_64_intdigest(doc["host"].encode()) >> 1,  # fits i64
         "title_text": title.encode(), "body_text": body.encode(),
         **{name: text.joined(value) for name, value in fields.items()},
     }

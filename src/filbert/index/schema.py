@@ -26,8 +26,15 @@ def index_schema() -> tantivy.Schema:
         # site holds the host and its parent domains, for site: queries
         builder.add_text_field(name, stored=name != "site", tokenizer_name="raw",
                                index_option="basic")
-    builder.add_float_field("score", stored=True, fast=True)  # crawldb score
+    # per-document signals the searcher reads as columns (fast fields) when it re-ranks
+    builder.add_float_field("score", stored=True, fast=True)       # crawldb score: PageRank
+    builder.add_integer_field("simhash", fast=True)                # near-duplicate collapsing
+    builder.add_integer_field("host_id", fast=True)                # host crowding
     return builder.build()
+
+
+FAST_FIELDS = ("score", "simhash", "host_id")
+FIELD_NAMES = (*TEXT_FIELDS, *STORED_TEXT, *KEYWORD_FIELDS, *FAST_FIELDS)  # schema order
 
 
 def shard_name(shard: int) -> str:

@@ -23,6 +23,7 @@ from filbert.index.schema import TEXT_FIELDS
 
 QUERY_TOKEN = re.compile(r'(-?)(?:"([^"]*)"?|\b(site|lang):(\S+)|(\S+))', re.IGNORECASE)
 CJK_PHRASE_SLOP = 2  # jieba's search mode puts sub-words between a phrase's words
+PROXIMITY_BINS = ("phrase", "near", "far")
 _HAN = re.compile(f"[{HAN}]")
 
 
@@ -145,8 +146,9 @@ class QueryBuilder:
         self.schema = schema
         self.boosts = {name: settings[f"search.boost.{name}"] for name in TEXT_FIELDS}
         self.lang_boost = settings["search.boost.lang"]
-        self.phrase_boost = settings["search.boost.phrase"]
-        self.phrase_slop = settings["search.phrase.slop"]
+        # proximity bins (the Google paper): words as a phrase, near each other, or far apart
+        self.proximity = [(settings[f"search.proximity.{b}.slop"], settings[f"search.proximity.{b}.weight"])
+                          for b in PROXIMITY_BINS]
 
     def build(self, query: AnalyzedQuery, conjunction: bool = True) -> Query:
         positive = [self._word(alternatives) for alternatives in query.clauses]
@@ -154,9 +156,10 @@ class QueryBuilder:
             positive = [Query.boolean_query([(Occur.Should, q) for q in positive])]
         clauses = [(Occur.Must, q) for q in positive]
         clauses += [(Occur.Must, self._phrase(variants)) for variants in query.phrases]
-        if len(query.clauses) > 1 and self.phrase_boost:  # the words close together count more
-            near = self._phrase(query.words_in_order, self.phrase_slop)
-            clauses.append((Occur.Should, Query.boost_query(near, self.phrase_boost)))
+        if len(query.clauses) > 1:  # the closer the words, the more bins they score in
+            clauses += [(Occur.Should, Query.boost_query(self._phrase(query.words_in_order, slop),
+                                                         weight))
+                        for slop, weight in self.proximity if weight]
         clauses += [(Occur.Must, q) for q in self._filters(query.parsed)]
         clauses += [(Occur.MustNot, self._word(x) if isinstance(x, set) else
                      self._phrase(x)) for x in query.excluded]

@@ -1,7 +1,9 @@
-"""Query the index shards with BM25 over the weighted hit-type fields and build snippets.
+"""Search the index shards: retrieve with tantivy, re-rank, make snippets.
 
-All words are required (as Google does); when that finds nothing, any word will do.
-Results from several shards are merged by score.
+Phase one: tantivy scores every page matching the query (query.py: BM25 per weighted hit-type
+field, proximity bins, language preference); all words are required, as Google does, and when
+that finds nothing any word will do. Phase two (ranking.py) re-ranks the top candidates of all
+shards with PageRank, collapses near-duplicates and crowds hosts; HITS can re-order the top.
 """
 
 from __future__ import annotations
@@ -17,12 +19,12 @@ from filbert.index.schema import index_schema, open_shards
 from filbert.search.query import (
     AnalyzedQuery, QueryBuilder, QueryError, analyze_query, parse_query,
 )
+from filbert.search.ranking import Candidate, Columns, Reranker
 from filbert.search.snippets import make_snippet
 from filbert.storage import CrawlDir, VersionedTable
 
 MAX_RESULTS = 100
 RANKINGS = ("bm25", "hits")
-FoundHit = tuple[float, tantivy.Searcher, int, int, int]  # score, searcher, shard, segment, doc
 
 __all__ = ["Hit", "MAX_RESULTS", "QueryError", "SearchResults", "Searcher"]
 
@@ -35,7 +37,8 @@ class Hit:
     score: float
     snippet: str          # plain text
     snippet_html: str     # HTML-escaped, query terms in <b>
-    signals: dict[str, float] = field(default_factory=dict)  # e.g. HITS hub and authority
+    signals: dict[str, float] = field(default_factory=dict)  # text, pagerank, hub, authority…
+    explanation: dict | None = None  # with explain: the score as a tree of its parts
 
 
 @dataclass
@@ -46,7 +49,11 @@ class SearchResults:
     hits: list[Hit] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        data = asdict(self)
+        for hit in data["hits"]:
+            if hit["explanation"] is None:
+                del hit["explanation"]
+        return data
 
 
 class Searcher:
@@ -58,6 +65,8 @@ class Searcher:
         self.snippet_chars = settings["search.snippet.length"]
         self.hits_root = settings["search.hits.root"]
         self.hits_inlinks = settings["search.hits.max.inlinks"]
+        self.rerank_depth = settings["search.rerank.depth"]
+        self.reranker = Reranker(settings)
         self.max_query = settings["search.max.query.length"]
         self.builder = QueryBuilder(index_schema(), settings)
         self.reopen()
@@ -68,6 +77,7 @@ class Searcher:
             raise FileNotFoundError(f"{self.crawl.path} has no index yet: run `filbert index` first")
         self.generation = current
         self.shards = [index.searcher() for index in open_shards(current)]
+        self._columns: list[Columns | None] = [None] * len(self.shards)
         self.languages = list(self.crawl.index.meta().get("languages", {}))
         self._graph = None
 
@@ -94,10 +104,11 @@ class Searcher:
             raise QueryError(f"query {text!r} has no words to search for")
         return analyzed
 
-    def search(self, query: str, n: int = 10, offset: int = 0,
-               ranking: str = "bm25") -> SearchResults:
-        """`ranking`: "bm25" (fields, phrases, language) or "hits" (the top results re-ordered
-        by HITS authority within their base set)."""
+    def search(self, query: str, n: int = 10, offset: int = 0, ranking: str = "bm25",
+               explain: bool = False) -> SearchResults:
+        """`ranking`: "bm25" (text features, then PageRank) or "hits" (the top results
+        re-ordered by HITS authority within their base set). `explain` adds each hit's score
+        as a tree of the features and weights behind it."""
         if ranking not in RANKINGS:
             raise QueryError(f"ranking must be one of {', '.join(RANKINGS)}, not {ranking!r}")
         analyzed = self.analyze(query)
@@ -106,57 +117,65 @@ class Searcher:
         offset = max(0, offset)
         if analyzed.empty:  # only stop words
             return SearchResults(text, 0, offset)
-        limit = offset + n if ranking == "bm25" else max(offset + n, self.hits_root)
-        total, found = self._retrieve(analyzed, limit, conjunction=True)
+        depth = max(offset + n, self.rerank_depth, self.hits_root if ranking == "hits" else 0)
+        built = self.builder.build(analyzed, conjunction=True)
+        total, candidates = self._retrieve(built, depth)
         if total == 0 and len(analyzed.clauses) > 1:
-            total, found = self._retrieve(analyzed, limit, conjunction=False)
-        signals: dict[tuple, dict[str, float]] = {}
+            built = self.builder.build(analyzed, conjunction=False)
+            total, candidates = self._retrieve(built, depth)
+        ranked = self.reranker.rerank(candidates)
         if ranking == "hits":
-            found, signals = self._by_authority(found)
-        hits = [self._hit(analyzed, found_hit, signals.get(found_hit[2:], {}))
-                for found_hit in found[offset: offset + n]]
+            ranked = self._by_authority(ranked)
+        hits = [self._hit(analyzed, c, built if explain else None) for c in ranked[offset: offset + n]]
         return SearchResults(text, total, offset, hits)
 
-    def _retrieve(self, analyzed: AnalyzedQuery, limit: int,
-                  conjunction: bool) -> tuple[int, list[FoundHit]]:
-        query = self.builder.build(analyzed, conjunction)
-        found: list[FoundHit] = []
+    def _retrieve(self, query: tantivy.Query, depth: int) -> tuple[int, list[Candidate]]:
+        candidates: list[Candidate] = []
         total = 0
         for shard, searcher in enumerate(self.shards):
-            result = searcher.search(query, limit=max(1, limit), count=True)  # tantivy needs >= 1
+            result = searcher.search(query, limit=max(1, depth), count=True)  # tantivy needs >= 1
             total += result.count
-            found.extend((score, searcher, shard, addr.segment_ord, addr.doc)
-                         for score, addr in result.hits)
-        found.sort(key=lambda hit: -hit[0])
-        return total, found
+            for score, address in result.hits:
+                candidate = Candidate(score, shard, address.segment_ord, address.doc)
+                self.columns(shard).fill(candidate)
+                candidates.append(candidate)
+        return total, candidates
 
-    def _by_authority(self, found: list[FoundHit]) -> tuple[list[FoundHit], dict]:
-        """Re-orders the root set by HITS authority over its base set (then by score)."""
+    def columns(self, shard: int) -> Columns:
+        if self._columns[shard] is None:
+            self._columns[shard] = Columns(self.shards[shard])
+        return self._columns[shard]
+
+    def _by_authority(self, ranked: list[Candidate]) -> list[Candidate]:
+        """Re-orders the root set (the top results) by HITS authority over its base set."""
         graph = self.link_graph()
-        urls = [self._doc(hit).get_first("url") for hit in found]
-        root = [graph.ids[url] for url in urls if url in graph.ids]
-        base = graph.base_set(root, self.hits_inlinks)
+        root = ranked[:self.hits_root]
+        urls = [self._doc(c).get_first("url") for c in root]
+        base = graph.base_set([graph.ids[url] for url in urls if url in graph.ids],
+                              self.hits_inlinks)
         result = graph.hits(base)
         position = {node: i for i, node in enumerate(base)}
-        signals = {}
-        for hit, url in zip(found, urls):
+        for candidate, url in zip(root, urls):
             i = position.get(graph.ids.get(url, -1))
-            hub, authority = (result.hubs[i], result.authorities[i]) if i is not None else (0.0, 0.0)
-            signals[hit[2:]] = {"hub": round(float(hub), 6), "authority": round(float(authority), 6)}
-        ordered = sorted(found, key=lambda hit: (-signals[hit[2:]]["authority"], -hit[0]))
-        return ordered, signals
+            candidate.signals["hub"] = round(float(result.hubs[i]), 6) if i is not None else 0.0
+            candidate.signals["authority"] = \
+                round(float(result.authorities[i]), 6) if i is not None else 0.0
+        return sorted(root, key=lambda c: (-c.signals["authority"], -c.score)) + ranked[len(root):]
 
-    @staticmethod
-    def _doc(hit: FoundHit) -> tantivy.Document:
-        _, searcher, _, segment, doc = hit
-        return searcher.doc(tantivy.DocAddress(segment, doc))
+    def _doc(self, candidate: Candidate) -> tantivy.Document:
+        return self.shards[candidate.shard].doc(candidate.address)
 
-    def _hit(self, analyzed: AnalyzedQuery, found: FoundHit, signals: dict[str, float]) -> Hit:
-        score = found[0]
-        doc = self._doc(found)
+    def _hit(self, analyzed: AnalyzedQuery, candidate: Candidate,
+             explain_query: tantivy.Query | None) -> Hit:
+        doc = self._doc(candidate)
         url = doc.get_first("url")
         lang = doc.get_first("lang") or ""
         title = doc.get_first("title_text").decode()
         body = doc.get_first("body_text").decode()
         snippet = make_snippet(body, lang, analyzed.terms, analyzed.probes, self.snippet_chars)
-        return Hit(url, title or url, lang, round(score, 4), snippet.text, snippet.html, signals)
+        explanation = None
+        if explain_query is not None:
+            explanation = self.reranker.explain(explain_query, self.shards[candidate.shard],
+                                                candidate)
+        return Hit(url, title or url, lang, round(candidate.score, 4), snippet.text,
+                   snippet.html, candidate.signals, explanation)

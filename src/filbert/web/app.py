@@ -101,10 +101,10 @@ def create_app(crawl: CrawlDir, settings: Settings) -> FastAPI:
 
     @app.get("/api/search")
     def api_search(q: str = "", n: int = PAGE_SIZE, offset: int = 0,
-                   ranking: str = "bm25") -> JSONResponse:
+                   ranking: str = "bm25", explain: bool = False) -> JSONResponse:
         try:
             results = holder.get().search(q, clamp(n, 1, MAX_RESULTS), clamp(offset, 0, MAX_OFFSET),
-                                          ranking)
+                                          ranking, explain)
         except QueryError as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
         except FileNotFoundError as exc:
