@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from fastapi.testclient import TestClient
@@ -198,3 +202,61 @@ def test_reindex_is_picked_up_without_restart(site: Site) -> None:
     assert [h["url"] for h in fresh["hits"]] == [site.server.url("/fresh.html")]
     assert api(site, q=rare_word(7))["hits"][0]["url"] == site.server.url(graph_path(7))
     assert site.client.get("/healthz").json()["documents"] == PAGES + 3
+
+
+def test_cached_copy_is_the_fetched_page_in_a_sandbox(site: Site) -> None:
+    url = site.server.url(EVIL_PATH)
+    response = site.client.get("/cache", params={"url": url})
+    assert response.status_code == 200
+    assert response.content == EVIL_PAGE.encode()
+    assert response.headers["content-type"].startswith("text/html")
+    policy = response.headers["content-security-policy"]
+    assert policy.startswith("sandbox;") and "default-src 'none'" in policy
+    missing = site.client.get("/cache", params={"url": site.server.url("/nowhere.html")})
+    assert missing.status_code == 404 and "not in the index" in missing.json()["error"]
+    page = site.client.get("/", params={"q": EVIL_WORD}).text
+    assert f'href="/cache?url={quote(url, safe="")}"' in page
+
+
+def test_every_served_query_is_logged(site: Site) -> None:
+    log = site.crawl.path / "logs" / "queries.jsonl"
+    before = log.read_text().count("\n") if log.exists() else 0
+    api(site, q=rare_word(3))
+    site.client.get("/", params={"q": "   "})            # not a search: nothing served
+    site.client.get("/api/search", params={"q": ""})      # a bad query is served an error
+    lines = [json.loads(x) for x in log.read_text().splitlines()[before:]]
+    assert [(x["query"], x["results"], x["status"]) for x in lines] == [(rare_word(3), 1, 200),
+                                                                       ("", None, 400)]
+    assert all(x["latency_ms"] >= 0 and x["time"].endswith("+00:00") for x in lines)
+
+
+def test_slow_and_excess_searches_get_503(site: Site, monkeypatch: pytest.MonkeyPatch) -> None:
+    from filbert.search import Searcher
+
+    release = threading.Event()
+    real = Searcher.search
+
+    def slow(self, *args, **kwargs):
+        release.wait(5)
+        return real(self, *args, **kwargs)
+
+    settings = site.settings.with_overrides({"search.deadline.seconds": 0.2, "search.threads": 1})
+    with TestClient(create_app(site.crawl, settings)) as client:
+        monkeypatch.setattr(Searcher, "search", slow)
+        late = client.get("/api/search", params={"q": COMMON})
+        assert late.status_code == 503 and "longer than 0.2 s" in late.json()["error"]
+        busy = client.get("/api/search", params={"q": COMMON})   # the slow one holds the slot
+        assert busy.status_code == 503 and "too many" in busy.json()["error"]
+        release.set()
+        monkeypatch.setattr(Searcher, "search", real)
+        for _ in range(50):
+            if client.get("/api/search", params={"q": COMMON}).status_code == 200:
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail("the search slot was never released")
+
+
+def test_too_many_words(site: Site) -> None:
+    response = site.client.get("/api/search", params={"q": " ".join(f"w{i}" for i in range(40))})
+    assert response.status_code == 400 and "at most 32" in response.json()["error"]

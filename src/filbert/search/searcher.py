@@ -16,6 +16,7 @@ import tantivy
 from filbert.analysis.analyzers import TOKEN
 from filbert.config import Settings
 from filbert.index.schema import index_schema, open_shards
+from filbert.search.cache import CachedPage, cached_page
 from filbert.search.query import (
     AnalyzedQuery, QueryBuilder, QueryError, analyze_query, parse_query,
 )
@@ -68,6 +69,7 @@ class Searcher:
         self.rerank_depth = settings["search.rerank.depth"]
         self.reranker = Reranker(settings)
         self.max_query = settings["search.max.query.length"]
+        self.max_terms = settings["search.max.query.terms"]
         self.builder = QueryBuilder(index_schema(), settings)
         self.reopen()
 
@@ -102,6 +104,9 @@ class Searcher:
         analyzed = analyze_query(parse_query(text), self.languages)
         if analyzed.empty and not TOKEN.search(text):
             raise QueryError(f"query {text!r} has no words to search for")
+        words = len(analyzed.clauses) + sum(len(p[0]) for p in analyzed.phrases) + len(analyzed.excluded)
+        if words > self.max_terms:
+            raise QueryError(f"query has {words} words; at most {self.max_terms} are allowed")
         return analyzed
 
     def search(self, query: str, n: int = 10, offset: int = 0, ranking: str = "bm25",
@@ -161,6 +166,10 @@ class Searcher:
             candidate.signals["authority"] = \
                 round(float(result.authorities[i]), 6) if i is not None else 0.0
         return sorted(root, key=lambda c: (-c.signals["authority"], -c.score)) + ranked[len(root):]
+
+    def cached(self, url: str) -> CachedPage | None:
+        """The page as fetched, from the segment its indexed version came from."""
+        return cached_page(self.crawl, self.shards, self.builder.schema, url)
 
     def _doc(self, candidate: Candidate) -> tantivy.Document:
         return self.shards[candidate.shard].doc(candidate.address)

@@ -1,15 +1,21 @@
-"""The FastAPI application serving the index: `/` (HTML), `/api/search` (JSON), `/healthz`.
+"""The FastAPI application serving the index: `/` (HTML), `/api/search` (JSON), `/cache`
+(a page as it was fetched), `/healthz`.
 
 One Searcher per application, opened on the first request that finds an index and
 reopened whenever the index's CURRENT generation changes, so a re-index is picked up
-without a restart.
+without a restart. Every query runs under a deadline, a bounded number at a time, and is
+logged to CRAWL/logs/queries.jsonl (time, query, results, latency).
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -57,6 +63,72 @@ class SearcherHolder:
             return self._searcher
 
 
+class Unavailable(RuntimeError):
+    """The search cannot be answered now: no index, too busy, or past its deadline."""
+
+
+class QueryLog:
+    """Appends one JSON line per served query (for autocomplete and analysis)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._lock = threading.Lock()
+
+    def write(self, query: str, results: int | None, seconds: float, status: int) -> None:
+        line = json.dumps({"time": datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
+                           "query": query, "results": results,
+                           "latency_ms": round(seconds * 1000, 2), "status": status},
+                          ensure_ascii=False)
+        with self._lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("a", encoding="utf-8") as out:
+                out.write(line + "\n")
+
+
+class SearchService:
+    """Searches for the web app: each under a deadline, at most `search.threads` at once (a
+    query past its deadline keeps its slot until tantivy returns, so slow queries cannot pile
+    up), every one logged."""
+
+    def __init__(self, holder: SearcherHolder, settings: Settings, log: QueryLog):
+        self.holder = holder
+        self.deadline = settings["search.deadline.seconds"]
+        self.pool = ThreadPoolExecutor(settings["search.threads"], thread_name_prefix="search")
+        self.slots = threading.BoundedSemaphore(settings["search.threads"])
+        self.log = log
+
+    def search(self, query: str, *args) -> SearchResults:
+        start = time.perf_counter()
+        status, total = 200, None
+        try:
+            results = self._run(query, *args)
+            total = results.total
+            return results
+        except QueryError:
+            status = 400
+            raise
+        except Unavailable:
+            status = 503
+            raise
+        finally:
+            self.log.write(query, total, time.perf_counter() - start, status)
+
+    def _run(self, query: str, *args) -> SearchResults:
+        if not self.slots.acquire(blocking=False):
+            raise Unavailable("too many searches at once; try again")
+        try:
+            searcher = self.holder.get()
+        except FileNotFoundError as exc:
+            self.slots.release()
+            raise Unavailable(str(exc)) from None
+        future = self.pool.submit(searcher.search, query, *args)
+        future.add_done_callback(lambda _: self.slots.release())
+        try:
+            return future.result(timeout=self.deadline)
+        except FutureTimeout:
+            raise Unavailable(f"the search took longer than {self.deadline:g} s") from None
+
+
 def clamp(value: int, low: int, high: int) -> int:
     return max(low, min(value, high))
 
@@ -89,6 +161,7 @@ def pager(results: SearchResults) -> dict[str, str | None]:
 def create_app(crawl: CrawlDir, settings: Settings) -> FastAPI:
     app = FastAPI(title="filbert", docs_url=None, redoc_url=None)
     holder = SearcherHolder(crawl, settings)
+    service = SearchService(holder, settings, QueryLog(crawl.path / "logs" / "queries.jsonl"))
     templates = make_templates()
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
 
@@ -96,20 +169,34 @@ def create_app(crawl: CrawlDir, settings: Settings) -> FastAPI:
     async def security_headers(request: Request,
                                call_next: Callable[[Request], Awaitable[Response]]) -> Response:
         response = await call_next(request)
-        response.headers.update(SECURITY_HEADERS)
+        for name, value in SECURITY_HEADERS.items():
+            response.headers.setdefault(name, value)  # /cache sets a stricter policy
         return response
 
     @app.get("/api/search")
     def api_search(q: str = "", n: int = PAGE_SIZE, offset: int = 0,
                    ranking: str = "bm25", explain: bool = False) -> JSONResponse:
         try:
-            results = holder.get().search(q, clamp(n, 1, MAX_RESULTS), clamp(offset, 0, MAX_OFFSET),
-                                          ranking, explain)
+            results = service.search(q, clamp(n, 1, MAX_RESULTS), clamp(offset, 0, MAX_OFFSET),
+                                     ranking, explain)
         except QueryError as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
-        except FileNotFoundError as exc:
+        except Unavailable as exc:
             return JSONResponse({"error": str(exc)}, status_code=503)
         return JSONResponse(results.to_dict())
+
+    @app.get("/cache")
+    def cache(url: str = "") -> Response:
+        try:
+            page = holder.get().cached(url)
+        except FileNotFoundError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=503)
+        if page is None:
+            return JSONResponse({"error": f"{url!r} is not in the index"}, status_code=404)
+        # the copy runs in a sandbox: no scripts, no requests to the page's site, its own origin
+        return Response(page.content, media_type=page.content_type, headers={
+            "Content-Security-Policy": "sandbox; default-src 'none'; style-src 'unsafe-inline'",
+            "X-Robots-Tag": "noindex", "X-Filbert-Segment": page.segment})
 
     @app.get("/", response_class=HTMLResponse)
     def search_page(request: Request, q: str = "", offset: int = 0) -> HTMLResponse:
@@ -118,11 +205,11 @@ def create_app(crawl: CrawlDir, settings: Settings) -> FastAPI:
         if q.strip():
             start = time.perf_counter()
             try:
-                results = holder.get().search(q, PAGE_SIZE, clamp(offset, 0, MAX_OFFSET))
+                results = service.search(q, PAGE_SIZE, clamp(offset, 0, MAX_OFFSET))
                 context.update(results=results, pager=pager(results))
             except QueryError as exc:
                 context["error"], status = str(exc), 400
-            except FileNotFoundError as exc:
+            except Unavailable as exc:
                 context["error"], status = str(exc), 503
             context["seconds"] = time.perf_counter() - start
         return templates.TemplateResponse(request, "search.html", context, status_code=status)
