@@ -1,11 +1,15 @@
-"""Builds eval/handbook.tsv: known-item queries from the Debian handbook's section headings.
+"""Builds the known-item query sets in eval/ from the Debian handbook (debian-handbook).
 
-For the English, Simplified Chinese and Russian books (the debian-handbook package), every
-h3/h4 sub-section heading that occurs on one page only becomes a query whose answer is that
-page. Headings lose their numbering, punctuation and capitals, as a user would type them.
-Russian queries are put into another grammatical case than the heading uses (nominative ↔
-genitive, with pymorphy3's inflection), so they only match through lemmatization. A fixed
-random sample of QUERIES_PER_LANGUAGE per language is written.
+For the English, Simplified Chinese and Russian books:
+- handbook.tsv: every h3/h4 sub-section heading that occurs on one page only becomes a query
+  whose answer is that page. Russian queries are put into another grammatical case than the
+  heading uses (nominative ↔ genitive, with pymorphy3's inflection), so they only match
+  through lemmatization.
+- handbook-nav.tsv, navigational queries: a page's name as other pages' links call it (the
+  most frequent anchor text of links to the page itself, not to a part of it) becomes a
+  query whose answer is that page.
+Queries lose numbering, punctuation and capitals, as a user would type them; each set is a
+fixed random sample of QUERIES_PER_LANGUAGE per language.
 
     .venv/bin/python eval/make_queries.py [/usr/share/doc/debian-handbook/html]
 """
@@ -15,7 +19,7 @@ from __future__ import annotations
 import random
 import re
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import pymorphy3
@@ -23,11 +27,14 @@ from selectolax.lexbor import LexborHTMLParser
 
 BOOKS = {"en": "en-US", "zh": "zh-CN", "ru": "ru-RU"}
 QUERIES_PER_LANGUAGE = 150
-NUMBERING = re.compile(r"^\s*(?:[A-Z]\.)?[\d.]+\s*")
+NUMBERING = re.compile(r"^\s*(?:[A-Z](?=\.))?[\d.]+\s*")
 SCRIPT = {"en": re.compile("[a-z]"), "zh": re.compile("[\u4e00-\u9fff]"),
           "ru": re.compile("[а-яё]")}  # untranslated headings are left out
 PUNCTUATION = re.compile(r"[^\w\s]+")
-OUT = Path(__file__).with_name("handbook.tsv")
+HERE = Path(__file__).parent
+SECTION_REFERENCE = re.compile(r"^\w+ [\w.]+, “(.*)”$")  # "Section 6.2.3, “System Upgrade”"
+NOT_NAMES = ("home", "prev", "next", "up", "上一页", "下一页", "起始页", "назад", "далее",
+             "начало", "вверх")
 
 
 def headings(page: Path) -> list[str]:
@@ -38,6 +45,22 @@ def headings(page: Path) -> list[str]:
         if text:
             found.append(text)
     return found
+
+
+def link_names(book: Path) -> dict[str, str]:
+    """Each page's most frequent anchor text among links to it (without a #fragment)."""
+    names: dict[str, Counter[str]] = defaultdict(Counter)
+    for page in sorted(book.glob("*.html")):
+        tree = LexborHTMLParser(page.read_bytes().decode("utf-8", "replace"))
+        for node in tree.css("a[href]"):
+            href = node.attributes.get("href") or ""
+            text = " ".join(node.text().split())
+            if "://" in href or "#" in href or not href.endswith(".html") or not text:
+                continue
+            text = NUMBERING.sub("", SECTION_REFERENCE.sub(r"\1", text))
+            if not text.lower().startswith(NOT_NAMES):  # "Next", or "Next" run into a title
+                names[href][text] += 1
+    return {href: counts.most_common(1)[0][0] for href, counts in names.items()}
 
 
 def as_typed(heading: str) -> str:
@@ -58,6 +81,26 @@ def reinflect(query: str, morph: pymorphy3.MorphAnalyzer) -> str:
 
 
 def main(root: Path) -> None:
+    heading_queries(root, HERE / "handbook.tsv")
+    navigational_queries(root, HERE / "handbook-nav.tsv")
+
+
+def navigational_queries(root: Path, out: Path) -> None:
+    rng = random.Random(20261130)
+    lines = ["# Navigational queries built by eval/make_queries.py: a page's name as links call it",
+             "# (lang<TAB>query<TAB>page URL relative to the handbook root)."]
+    for lang, book in BOOKS.items():
+        pages = sorted((as_typed(name), f"{book}/{href}")
+                       for href, name in link_names(root / book).items()
+                       if SCRIPT[lang].search(as_typed(name)))
+        chosen = sorted(rng.sample(pages, min(QUERIES_PER_LANGUAGE, len(pages))))
+        lines += [f"{lang}\t{query}\t{url}" for query, url in chosen]
+        print(f"{lang}: {len(chosen)} navigational queries")
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print(f"wrote {out}")
+
+
+def heading_queries(root: Path, out: Path) -> None:
     morph = pymorphy3.MorphAnalyzer()
     rng = random.Random(20261130)
     lines = ["# Known-item queries built by eval/make_queries.py from the Debian handbook's",
@@ -76,8 +119,8 @@ def main(root: Path) -> None:
                 query = reinflect(query, morph)
             lines.append(f"{lang}\t{query}\t{url}")
         print(f"{lang}: {len(chosen)} queries from {len(unique)} unique headings")
-    OUT.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    print(f"wrote {OUT}")
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print(f"wrote {out}")
 
 
 if __name__ == "__main__":
