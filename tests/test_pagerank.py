@@ -154,3 +154,24 @@ def test_hits_ranking_in_search(tmp_path):
     top = by_authority.hits[0].signals
     assert top["authority"] == max(h.signals["authority"] for h in by_authority.hits) > 0
     assert "authority" not in plain.hits[0].signals and "pagerank" in plain.hits[0].signals
+
+
+def test_pagerank_sets_crawl_priority(tmp_path):
+    """After `pagerank`, generate picks the unfetched page most linked to first."""
+    from filbert.generate import generate
+    from filbert.storage import Segment
+
+    pages = {
+        "/": html("Home", "".join(link(f"/{p}.html", p) for p in "abc")),
+        **{f"/{p}.html": html(p, link("/popular.html", "popular") + (link("/lonely.html", "x")
+                                                                      if p == "a" else ""))
+           for p in "abc"},
+        "/popular.html": html("Popular", "text"), "/lonely.html": html("Lonely", "text"),
+    }
+    with SiteServer(pages) as server:
+        crawl, settings, _ = crawl_site(tmp_path / "crawl", [server.url("/")], depth=2, index=False)
+    assert CliRunner().invoke(app, ["pagerank", "--dir", str(crawl.path)]).exit_code == 0
+    name = generate(crawl, settings, top_n=1).segment
+    [chosen] = duckdb.sql(f"SELECT url FROM read_parquet("
+                          f"{[str(p) for p in crawl.segment(name).parts(Segment.GENERATE)]})").fetchall()
+    assert chosen[0].endswith("/popular.html")
