@@ -11,7 +11,8 @@
    ROBOTSTXT_OBEY, no delay, CONCURRENT_REQUESTS=16, AUTOTHROTTLE and HTTPCACHE off;
    every page yields {url, title, text} (parsel) into a JSON-lines feed.
 3. Runs `filbert crawl SEED --depth 50 --threads 16 ... --no-index` on the same seed:
-   inject, generate, fetch, parse, updatedb, invertlinks (all but the tantivy index).
+   inject, generate, fetch (which parses each page as it arrives: fetcher.parse),
+   updatedb, invertlinks (all but the tantivy index).
 4. Each crawler is a subprocess; its CPU time is user+sys of that process and of the
    processes it waited for (os.wait4), so nginx and this script are not counted.
    Prints pages, wall s, CPU s and pages per CPU-second for each, the ratio
@@ -382,12 +383,13 @@ def run_scrapy(nginx: Nginx, workdir: Path, n: int, overrides: list[str]) -> Run
 
 # --------------------------------------------------------------------------- profile
 
-# Crawl step of a sample: the first filbert frame (root to leaf) that names a step.
+# Crawl step of a sample: parsing wherever it runs (the fetcher parses as it goes), else
+# the first filbert frame (root to leaf) that names a step.
+PARSE_STEP = re.compile(r"\(filbert/parse/")
 STEPS = [
     ("inject", re.compile(r"filbert/inject\.py")),
     ("generate", re.compile(r"filbert/generate\.py")),
     ("fetch", re.compile(r"filbert/fetch/")),
-    ("parse", re.compile(r"filbert/parse/segment\.py")),
     ("updatedb", re.compile(r"filbert/updatedb\.py")),
     ("invertlinks", re.compile(r"filbert/links/linkdb\.py")),
     ("dedup", re.compile(r"filbert/dedup\.py")),
@@ -418,6 +420,8 @@ COMPONENTS = [(name, re.compile(rx)) for name, rx in COMPONENTS]
 
 STAGE_FUNCTIONS = ("inject", "sitemap", "generate", "fetch_segment", "parse_segment", "updatedb",
                    "pending_segments", "invertlinks", "dedup", "build_index")
+# Measured as well, but inside a step above: not added to the total.
+PARSING = "(of which parsing pages: SegmentParser, in fetch_segment or parse_segment)"
 
 
 def filbert_stages_child(out: str, argv: list[str]) -> None:
@@ -450,6 +454,10 @@ def filbert_stages_child(out: str, argv: list[str]) -> None:
     for name in STAGE_FUNCTIONS:
         if hasattr(crawl_module, name):
             setattr(crawl_module, name, wrap(name, getattr(crawl_module, name)))
+    from filbert.parse import segment as parse_module
+    if hasattr(parse_module, "SegmentParser"):
+        parser = parse_module.SegmentParser
+        parser._parse_pending = wrap(PARSING, parser._parse_pending)
     sys.argv = ["filbert", *argv]
     code = 0
     try:
@@ -474,9 +482,11 @@ def stage_run(nginx: Nginx, workdir: Path, defines: list[str]) -> tuple[str, flo
     data = json.loads(out.read_text())
     rows = [("interpreter start-up", data["startup"], None, 1),
             ("imports (filbert.cli, filbert.crawl and their dependencies)", data["imports"], None, 1)]
-    rows += [(name, c, w, n) for name, (c, w, n) in data["steps"].items()]
+    rows += [(name, c, w, n) for name, (c, w, n) in data["steps"].items() if name != PARSING]
     accounted = sum(r[1] for r in rows)
     rows.append(("rest (CLI, lazy imports in cli.crawl, summary, exit)", cpu - accounted, None, 1))
+    if PARSING in data["steps"]:
+        rows.append((PARSING, *data["steps"][PARSING]))
     lines = [f"CPU by crawl step (getrusage of the filbert process and its process pools; "
              f"wall {wall:.1f} s, CPU {cpu:.2f} s):", "",
              "| step | calls | CPU s | share | wall s |", "|---|---:|---:|---:|---:|"]
@@ -517,7 +527,8 @@ def summarize_profile(raw: Path, rate: int, cpu_total: float | None = None) -> s
         frames = [f for f in frames if not f.startswith("process ")] or ["(no Python frame: stack unreadable)"]
         proc = "pool worker" if len(procs_seen) > 1 else "main"
         total += n
-        step = next((name for f in frames for name, rx in STEPS if rx.search(f)), None)
+        step = "parse" if any(PARSE_STEP.search(f) for f in frames) else \
+            next((name for f in frames for name, rx in STEPS if rx.search(f)), None)
         if step is None:
             if any("_process_worker" in f or "multiprocessing" in f for f in frames):
                 step = "process-pool worker (idle/start)"

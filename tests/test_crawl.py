@@ -286,3 +286,37 @@ def test_crawl_delay_is_capped(site_server, tmp_crawl):
     crawl, *_ = crawl_site(tmp_crawl, [server.url(p) for p in pages], "fetcher.max.crawl.delay=0.2", depth=1)
     times = [r.time for r in server.requests]
     assert len(times) == 4 and 0.19 <= min(b - a for a, b in zip(times, times[1:])) < 5
+
+
+# --- parsing in the fetcher (fetcher.parse) ------------------------------------
+
+def parse_outputs(segment: Segment) -> dict[str, list[dict]]:
+    """Every row of a segment's parse outputs, in a fixed order (files may split differently)."""
+    return {sub: sorted(pq.read_table(segment.path / sub).to_pylist(), key=repr)
+            for sub in Segment.PARSE_OUTPUTS}
+
+
+def test_parse_in_the_fetcher_equals_the_parse_step(site_server, tmp_crawl):
+    server = site_server({**link_graph(12, 3), "/old": Page("", status=301, headers={"Location": "/"})})
+    crawl, settings, summary = crawl_site(tmp_crawl, [server.url("/old")], depth=4)
+    assert summary.fetched["fetch_success"] == 13
+    segments = crawl.segments()
+    in_fetcher = [parse_outputs(s) for s in segments]
+    assert any(row["kind"] == "redirect" for out in in_fetcher for row in out["crawl_parse"])
+    for segment in segments:
+        parse_segment(crawl, segment.name, settings)
+    assert [parse_outputs(s) for s in segments] == in_fetcher
+
+
+def test_fetch_without_parse_and_refetch_of_a_parsed_segment(site_server, tmp_crawl):
+    server = site_server(link_graph(5, 2))
+    crawl = CrawlDir(tmp_crawl)
+    settings = load_settings(None, [*FAST, "fetcher.parse=false"])
+    inject(crawl, [server.url("/")], settings)
+    segment = crawl.segment(generate(crawl, settings).segment)
+    fetch_segment(crawl, segment.name, settings)
+    assert segment.fetched and not any(segment.has(sub) for sub in Segment.PARSE_OUTPUTS)
+    assert parse_segment(crawl, segment.name, settings)["success"] == 1
+    assert segment.parsed
+    fetch_segment(crawl, segment.name, settings)   # the old parse is of the replaced content
+    assert segment.fetched and not any(segment.has(sub) for sub in Segment.PARSE_OUTPUTS)

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
+
 import pytest
 from pipeline import crawl_site
 from sites import html, link
 
-from filbert.dedup import simhash
+from filbert.dedup import dedup, simhash
+from filbert.fetch import fetch_segment
+from filbert.generate import generate
 from filbert.readdb import crawldb_url
 from filbert.search import Searcher
+from filbert.updatedb import updatedb
 
 ARTICLE = " ".join(f"sentence {i} about the zqdupx river delta and its {i * 7} birds." for i in range(60))
 
@@ -74,3 +79,24 @@ def test_grouping_by_host_keeps_one_copy_per_host(site_server, tmp_crawl):
     assert [status(crawl, u) for u in seeds] == ["db_fetched", "db_fetched"]
     crawl, *_ = crawl_site(tmp_crawl, [], "dedup.group.mode=none", depth=1)
     assert sorted(status(crawl, u) for u in seeds) == ["db_duplicate", "db_fetched"]
+
+
+def test_simhash_is_computed_by_dedup_and_kept(dup_site, tmp_crawl):
+    crawl, settings, _ = crawl_site(tmp_crawl, [dup_site.url("/")], "dedup.compare.order=score,urlLength",
+                                    depth=2, index=False)
+    near = dup_site.url("/near.html")
+    assert crawldb_url(crawl, near)["simhash"] is None        # not needed until dedup
+    assert dedup(crawl, settings)["duplicates"] == 3
+    kept = crawldb_url(crawl, near)["simhash"]
+    assert kept is not None and kept != 0
+    assert status(crawl, near) == "db_duplicate"
+    assert dedup(crawl, settings)["duplicates"] == 3           # from the kept simhashes
+    assert crawldb_url(crawl, near)["simhash"] == kept
+    article = dup_site.url("/a.html")
+    assert crawldb_url(crawl, article)["simhash"] is not None
+    segment = generate(crawl, settings, now=datetime.now(timezone.utc) + timedelta(days=31)).segment
+    fetch_segment(crawl, segment, settings)
+    updatedb(crawl, settings)
+    assert crawldb_url(crawl, article)["simhash"] is None      # fetched again: computed anew
+    dedup(crawl, settings)
+    assert crawldb_url(crawl, article)["simhash"] == simhash(ARTICLE)

@@ -72,6 +72,14 @@ def test_inline_elements_do_not_split_words():
     assert result.text == "Some bold, link. H2O xy"
 
 
+def test_adjacent_blocks_keep_their_words_apart():
+    result = parse("<body><div><div>a</div><div>b</div></div><span><p>c</p></span>d"
+                   "<table><tr><td>e</td><td>f</td></tr></table><dl><dt>g</dt><dd>h</dd></dl>"
+                   "<h2>i</h2><blockquote>j</blockquote>k<hr>l</body>")
+    assert result.text == "a b c d e f g h i j k l"
+    assert parse("<h1>Main<br>title</h1>").title == "Main title"
+
+
 def test_text_whitespace_collapsed_including_nbsp():
     assert parse("<p>  a \n\n\t b&nbsp;&nbsp;c  </p>").text == "a b c"
 
@@ -104,6 +112,29 @@ def test_relative_links_dot_segments_and_fragments():
         ("http://cdn.example.org/lib", "Proto"),
         ("https://example.com/Case", "Case"),
     ]
+
+
+def test_relative_links_resolve_against_each_pages_own_base():
+    # resolved links are remembered per base directory: pages elsewhere must not share them
+    body = "<a href='next.html'>n</a><a href='?page=2'>q</a><a href=''>self</a><a href='#top'>top</a>"
+    assert links(body, url="http://example.com/a/one.html") == [
+        ("http://example.com/a/next.html", "n"), ("http://example.com/a/one.html?page=2", "q"),
+        ("http://example.com/a/one.html", "self")]
+    assert links(body, url="http://example.com/b/two.html?x=/c/d") == [
+        ("http://example.com/b/next.html", "n"), ("http://example.com/b/two.html?page=2", "q"),
+        ("http://example.com/b/two.html?x=/c/d", "self")]
+    assert links(body, url="https://other.org/a/one.html")[0] == ("https://other.org/a/next.html", "n")
+
+
+def test_valueless_href_means_the_page_itself():
+    assert links("<base href><a href>me</a><a>no href</a>") == [(PAGE, "me")]
+
+
+def test_svg_link_and_base_elements_are_not_the_pages():
+    result = parse("<svg><base href='/elsewhere/'><link rel=canonical href='/c'><a href='x'>x</a></svg>"
+                   "<a href='y.html'>y</a>")
+    assert result.canonical is None
+    assert result.outlinks == [("http://example.com/dir/y.html", "y")]
 
 
 def test_base_href_resolved_against_page_url():

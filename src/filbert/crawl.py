@@ -1,5 +1,7 @@
 """crawl: inject → (generate → fetch → parse → updatedb) × depth → invertlinks → dedup → index.
 
+With fetcher.parse (the default) the fetch step parses the pages as they arrive.
+
 Each round resumes where a killed run stopped: a generated but unfetched segment is
 fetched, a fetched one parsed, a parsed one folded into the crawldb, before anything new
 is generated.
@@ -51,6 +53,10 @@ class CrawlSummary:
         return self.urls / self.fetch_seconds if self.fetch_seconds else 0.0
 
 
+def _parsed(counts: Counter) -> str:
+    return f"parsed {sum(v for k, v in counts.items() if k != 'outlinks')} pages, {counts['outlinks']} outlinks"
+
+
 def _finish_segments(crawl: CrawlDir, settings: Settings, threads: int, reporter: Reporter,
                      summary: CrawlSummary, robots: RobotsCache, clock: HostClock) -> None:
     """Bring every unfinished segment through fetch, parse and updatedb."""
@@ -67,11 +73,11 @@ def _finish_segments(crawl: CrawlDir, settings: Settings, threads: int, reporter
             summary.http.update(stats.by_http)
             summary.urls += stats.urls
             summary.fetch_seconds += stats.seconds
+            if stats.parsed:
+                reporter.step(_parsed(stats.parsed))
         if not segment.parsed:
             reporter.step(f"parse {segment.name}")
-            counts = parse_segment(crawl, segment.name, settings)
-            reporter.step(f"parsed {sum(v for k, v in counts.items() if k != 'outlinks')} pages, "
-                          f"{counts['outlinks']} outlinks")
+            reporter.step(_parsed(parse_segment(crawl, segment.name, settings)))
     if pending_segments(crawl):
         reporter.step("updatedb")
         updatedb(crawl, settings)

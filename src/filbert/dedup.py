@@ -1,7 +1,9 @@
 """dedup: mark exact and near-duplicate pages in the crawldb (Nutch's DeduplicationJob).
 
 Exact duplicates share a text signature; near-duplicates have simhashes (64-bit, over
-8-byte shingles) within `dedup.simhash.distance` bits. A page whose rel=canonical points
+8-byte shingles) within `dedup.simhash.distance` bits. A page's simhash is computed here,
+from its latest parse_text, the first time dedup sees it (updatedb clears it when the page
+is fetched again) and kept in the crawldb. A page whose rel=canonical points
 at another fetched page is a duplicate of it. In each group one page is kept, chosen by
 `dedup.compare.order`; the others become db_duplicate and stay out of the index.
 Groups are global, or limited to one host or domain (`dedup.group.mode`).
@@ -11,11 +13,12 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from filbert import schemas
 from filbert.buckets import BucketTask, connect, parquet_relation, rewrite, write_result
 from filbert.config import ConfigError, Settings
-from filbert.storage import CrawlDir
+from filbert.storage import CrawlDir, Segment
 from filbert.urls import bucket_of
 
 SHINGLE_BYTES = 8
@@ -77,8 +80,9 @@ def _group(settings: Settings) -> str:
     raise ConfigError(f"dedup.group.mode must be none, host or domain, got {mode!r}")
 
 
-def find_duplicates(crawl: CrawlDir, settings: Settings) -> dict[bytes, tuple[str, str]]:
-    """fp -> (its host, the URL it duplicates), over the whole crawldb."""
+def find_duplicates(crawl: CrawlDir, settings: Settings) -> tuple[dict[bytes, tuple[str, str]], pa.Table]:
+    """fp -> (its host, the URL it duplicates), over the whole crawldb; and the simhashes
+    computed on the way (fp, host, simhash)."""
     con = connect()
     db = parquet_relation(crawl.crawldb.files(), schemas.CRAWLDB)
     statuses = ", ".join(f"'{s}'" for s in CANDIDATES)
@@ -95,9 +99,30 @@ def find_duplicates(crawl: CrawlDir, settings: Settings) -> dict[bytes, tuple[st
         QUALIFY row_number() OVER w > 1""").fetchall()
     dupes = {fp: (host, url) for fp, host, url in reversed(rows)}  # canonical wins
     distance = settings["dedup.simhash.distance"]
-    if distance > 0:
-        dupes.update(_near_duplicates(con, distance, dupes))
-    return dupes
+    if distance <= 0:
+        return dupes, _SIMHASHES.empty_table()
+    simhashes = _new_simhashes(con, crawl)
+    con.register("new_simhashes", simhashes)
+    con.execute("UPDATE pages SET simhash = n.simhash FROM new_simhashes n WHERE pages.fp = n.fp")
+    dupes.update(_near_duplicates(con, distance, dupes))
+    return dupes, simhashes
+
+
+_SIMHASHES = pa.schema([("fp", pa.binary()), ("host", pa.string()), ("simhash", pa.int64())])
+
+
+def _new_simhashes(con, crawl: CrawlDir) -> pa.Table:
+    """Simhashes of the parsed pages that have none yet, from their latest parse_text in the
+    segments the crawldb holds."""
+    applied = set(crawl.crawldb.meta().get("segments", []))
+    files = [p for seg in crawl.segments() if seg.name in applied for p in seg.parts(Segment.PARSE_TEXT)]
+    texts = parquet_relation(files, schemas.PARSE_TEXT, segment=True)
+    rows = con.execute(f"""
+        SELECT t.fp, p.host, t.text FROM {texts} t
+        JOIN (SELECT fp, host FROM pages WHERE simhash IS NULL AND signature IS NOT NULL) p USING (fp)
+        QUALIFY row_number() OVER (PARTITION BY t.fp ORDER BY t.segment DESC) = 1""").fetchall()
+    return pa.table([pa.array([r[0] for r in rows], pa.binary()), pa.array([r[1] for r in rows], pa.string()),
+                     pa.array([simhash(r[2]) for r in rows], pa.int64())], schema=_SIMHASHES)
 
 
 def _near_duplicates(con, distance: int, known: dict) -> dict[bytes, tuple[str, str]]:
@@ -119,27 +144,33 @@ def _near_duplicates(con, distance: int, known: dict) -> dict[bytes, tuple[str, 
 
 
 def _mark_bucket(task: BucketTask) -> dict[str, int]:
+    dupes, simhashes = task.extra
     con = connect()
-    con.register("dupes", task.extra)
+    con.register("dupes", dupes)
+    con.register("simhashes", simhashes)
     db = parquet_relation([task.old] if task.old else [], schemas.CRAWLDB)
     sql = f"""
         SELECT * REPLACE (CASE
             WHEN d.fp IS NOT NULL THEN '{schemas.DB_DUPLICATE}'
             WHEN status = '{schemas.DB_DUPLICATE}' THEN '{schemas.DB_FETCHED}'
-            ELSE status END AS status)
-        FROM {db} LEFT JOIN (SELECT fp FROM dupes) d USING (fp)"""
+            ELSE status END AS status, coalesce(new_simhash, simhash) AS simhash)
+        FROM {db} LEFT JOIN (SELECT fp FROM dupes) d USING (fp)
+        LEFT JOIN (SELECT fp, simhash AS new_simhash FROM simhashes) USING (fp)"""
     rows = write_result(con, sql, schemas.CRAWLDB, task.out)
-    return {"duplicates": len(task.extra), "rows": rows}
+    return {"duplicates": len(dupes), "rows": rows}
 
 
 def dedup(crawl: CrawlDir, settings: Settings) -> dict[str, int]:
     """Mark duplicates in the crawldb; earlier marks are re-evaluated."""
     crawl.require()
-    dupes = find_duplicates(crawl, settings)
+    dupes, simhashes = find_duplicates(crawl, settings)
     buckets = crawl.buckets(settings)
     by_bucket: dict[int, list[bytes]] = {b: [] for b in range(buckets)}
     for fp, (host, _) in dupes.items():
         by_bucket[bucket_of(host, buckets)].append(fp)
-    extra = {b: pa.table({"fp": pa.array(fps, pa.binary())}) for b, fps in by_bucket.items()}
+    simhash_buckets = pa.array([bucket_of(host, buckets) for host in simhashes["host"].to_pylist()], pa.int64())
+    extra = {b: (pa.table({"fp": pa.array(fps, pa.binary())}),
+                 simhashes.filter(pc.equal(simhash_buckets, b)))
+             for b, fps in by_bucket.items()}
     totals = rewrite(crawl.crawldb, buckets, settings, _mark_bucket, extra, {})
     return {"duplicates": len(dupes), "rows": totals.get("rows", 0)}

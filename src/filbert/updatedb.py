@@ -83,8 +83,7 @@ def _update_bucket(task: BucketTask) -> dict[str, int]:
     WITH f AS (
         SELECT * FROM {fetch} QUALIFY row_number() OVER (PARTITION BY fp ORDER BY fetch_time DESC) = 1
     ), parsed AS (  -- what the parser found in the same segment as the latest fetch
-        SELECT fp AS pfp, segment AS pseg, signature AS new_sig, simhash AS new_simhash,
-               canonical AS new_canonical FROM {data}
+        SELECT fp AS pfp, segment AS pseg, signature AS new_sig, canonical AS new_canonical FROM {data}
     ), l AS (
         SELECT fp, min(url) AS url, min(host) AS host, sum(score)::FLOAT AS score FROM {links} GROUP BY fp
     ), d AS (SELECT * FROM {db})
@@ -122,7 +121,8 @@ def _update_bucket(task: BucketTask) -> dict[str, int]:
         CASE WHEN f.status IN ('{s.FETCH_SUCCESS}', '{s.FETCH_NOTMODIFIED}') THEN f.etag ELSE d.etag END AS etag,
         CASE WHEN f.status IN ('{s.FETCH_SUCCESS}', '{s.FETCH_NOTMODIFIED}')
              THEN f.last_modified ELSE d.last_modified END AS last_modified,
-        CASE WHEN f.status = '{s.FETCH_SUCCESS}' THEN new_simhash ELSE d.simhash END AS simhash,
+        -- dedup computes the simhash of the new text when it needs it
+        CASE WHEN f.status = '{s.FETCH_SUCCESS}' THEN NULL ELSE d.simhash END AS simhash,
         CASE WHEN f.status = '{s.FETCH_SUCCESS}' THEN new_canonical ELSE d.canonical END AS canonical
     FROM d FULL OUTER JOIN f USING (fp) FULL OUTER JOIN l USING (fp)
     LEFT JOIN parsed ON pfp = f.fp AND pseg = f.segment

@@ -1,4 +1,5 @@
-"""The fetch step: fetch a segment's fetch list, writing crawl_fetch and content."""
+"""The fetch step: fetch a segment's fetch list, writing crawl_fetch and content, and with
+fetcher.parse the parse outputs too (each page is parsed as it arrives)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from filbert import schemas
 from filbert.config import Settings
 from filbert.executor import make_executor
 from filbert.fetch.fetcher import FetchItem, FetchResult, HostClock, run_fetcher
+from filbert.parse.segment import FetchedPage, SegmentParser
 from filbert.robots import RobotsCache
 from filbert.storage import CrawlDir, CrawlDirError, PartWriter, Segment, read_parts
 from filbert.urls import bucket_of
@@ -27,6 +29,7 @@ class FetchStats:
     by_status: Counter = field(default_factory=Counter)
     by_http: Counter = field(default_factory=Counter)
     bytes: int = 0
+    parsed: Counter = field(default_factory=Counter)   # pages by parse status, and "outlinks"
 
     @property
     def fetched(self) -> int:
@@ -39,6 +42,7 @@ class FetchStats:
         self.by_status.update(other.by_status)
         self.by_http.update(other.by_http)
         self.bytes += other.bytes
+        self.parsed.update(other.parsed)
 
     @property
     def pages_per_second(self) -> float:
@@ -59,20 +63,30 @@ class FetchTask:
 
 def fetch_partition(task: FetchTask, on_result: Callable[[FetchResult], None] | None = None,
                     robots_cache: RobotsCache | None = None, clock: HostClock | None = None) -> FetchStats:
-    """Fetch one partition's URLs into the temporary crawl_fetch and content directories."""
+    """Fetch one partition's URLs into the temporary crawl_fetch and content directories
+    (and parse them into the parse directories)."""
     segment = Segment(Path(task.segment))
     settings = Settings(task.settings)
     items = _fetch_items(segment, task.buckets)
-    fetch_out = PartWriter(Path(task.out) / Segment.FETCH, schemas.CRAWL_FETCH)
-    content_out = PartWriter(Path(task.out) / Segment.CONTENT, schemas.CONTENT)
+    out = Path(task.out)
+    fetch_out = PartWriter(out / Segment.FETCH, schemas.CRAWL_FETCH, batch=PartWriter.SMALL_BATCH)
+    content_out = PartWriter(out / Segment.CONTENT, schemas.CONTENT)
+    parser = (SegmentParser(out, settings, task.bucket_count, min(task.buckets, default=0))
+              if settings["fetcher.parse"] else None)
     stats = FetchStats(segment.name, len(items))
 
     def record(result: FetchResult) -> None:
-        bucket = bucket_of(result.item.host, task.bucket_count)
+        item = result.item
+        bucket = bucket_of(item.host, task.bucket_count)
         fetch_out.add(bucket, _fetch_row(result))
         if result.content is not None:
             content_out.add(bucket, _content_row(result))
             stats.bytes += len(result.content)
+            if parser:
+                parser.add(FetchedPage(bucket, item.url, item.fp, result.content, result.content_type,
+                                       result.headers, item.score))
+        if parser and result.redirect_url:
+            parser.redirect(item.url, result.redirect_url, item.score)
         stats.by_status[result.status] += 1
         stats.by_http[result.http_status] += 1
         if on_result:
@@ -82,8 +96,10 @@ def fetch_partition(task: FetchTask, on_result: Callable[[FetchResult], None] | 
     buckets = set(task.buckets)
     stats.seconds = run_fetcher(items, settings, task.threads, record, robots_cache,
                                 lambda host: bucket_of(host, task.bucket_count) in buckets, clock)
-    fetch_out.close()
+    fetched = fetch_out.close()
     content_out.close()
+    if parser:
+        stats.parsed = parser.close(fetched)
     return stats
 
 
@@ -91,7 +107,8 @@ def fetch_segment(crawl: CrawlDir, name: str, settings: Settings, threads: int |
                   on_result: Callable[[FetchResult], None] | None = None,
                   on_start: Callable[[int], None] | None = None,
                   robots_cache: RobotsCache | None = None, clock: HostClock | None = None) -> FetchStats:
-    """Fetch every URL of the segment's fetch list; re-running replaces a partial fetch.
+    """Fetch every URL of the segment's fetch list; re-running replaces an earlier fetch
+    (and its parse). With fetcher.parse the pages are parsed as they arrive.
 
     With fetcher.partitions > 1 the partitions run through the executor (one event loop
     per process) and report per partition instead of per page.
@@ -101,9 +118,10 @@ def fetch_segment(crawl: CrawlDir, name: str, settings: Settings, threads: int |
         raise CrawlDirError(f"segment {name} has no fetch list")
     if on_start:
         on_start(_count_items(segment))
+    outputs = [Segment.CONTENT, Segment.FETCH, *(Segment.PARSE_OUTPUTS if settings["fetcher.parse"] else ())]
     tmp = segment.begin()
-    (tmp / Segment.FETCH).mkdir()
-    (tmp / Segment.CONTENT).mkdir()
+    for sub in outputs:
+        (tmp / sub).mkdir()
     tasks = _partition(segment, tmp, settings, crawl.buckets(settings),
                        threads or settings["fetcher.threads.fetch"])
     if len(tasks) == 1:
@@ -112,7 +130,7 @@ def fetch_segment(crawl: CrawlDir, name: str, settings: Settings, threads: int |
         stats = FetchStats(name)
         for part in make_executor(settings).map(fetch_partition, tasks):
             stats.add(part)
-    segment.publish(tmp, [Segment.CONTENT, Segment.FETCH])
+    segment.publish(tmp, outputs, stale=Segment.PARSE_OUTPUTS)
     return stats
 
 

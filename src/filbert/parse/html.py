@@ -11,7 +11,7 @@ The canonical URL comes from ``<link rel="canonical">`` and the ``Link`` respons
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from selectolax.lexbor import LexborDocumentOptions, LexborHTMLParser, LexborNode
@@ -57,22 +57,36 @@ _AGENT_TOKEN = re.compile(r"^[\w.*-]+$")
 _LINK = re.compile(r'<([^>]*)>((?:\s*;(?:[^;,"]|"[^"]*")*)*)')
 _LINK_PARAM = re.compile(r';((?:[^;,"]|"[^"]*")*)')
 
+
+def _tag_ids(names: Iterable[str]) -> frozenset[int]:
+    """lexbor's ids of standard tag names: comparing ids is cheaper than names or CSS."""
+    doc = LexborHTMLParser("")
+    return frozenset(doc.create_node(name).tag_id for name in names)
+
+
 # Elements whose boundaries separate words. Inline ones (a, b, span...) must not, or
 # "<b>W</b>ord" would be split and "word</a>," would gain a space before the comma.
-_BLOCKS = ",".join((
+_BLOCKS = _tag_ids((
     "address", "article", "aside", "blockquote", "br", "caption", "dd", "details", "dialog",
     "div", "dl", "dt", "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2", "h3",
     "h4", "h5", "h6", "header", "hgroup", "hr", "li", "main", "nav", "ol", "option", "p",
     "pre", "section", "summary", "table", "td", "th", "tr", "ul",
 ))
-_INVISIBLE = "script, style, noscript, template, head, title, iframe"
+# The elements the parser reads, by kind; the invisible ones and <title> are dropped
+# before the text is taken.
+_KINDS = {tag: kind for kind, names in {
+    "links": ("a", "area"), "hints": ("meta", "link"), "base": ("base",), "title": ("title",),
+    "h1": ("h1",), "invisible": ("script", "style", "noscript", "template", "head", "iframe"),
+}.items() for tag in _tag_ids(names)}
+# What _walk does with an element, by tag id: (put spaces around it, kind to gather).
+_ACTIONS = {tag: (tag in _BLOCKS, _KINDS.get(tag)) for tag in _BLOCKS | _KINDS.keys()}
 
 # lexbor's tree builder rescans the stack of open elements for many start and end
 # tags, so parse time grows with depth x tags: 200,000 nested <div>s (1 MB) take over
 # a minute. Like Chrome (which caps the depth at 512) we bound the nesting, here by
 # cutting the document where a tag-count estimate of the depth passes _MAX_DEPTH.
 _MAX_DEPTH = 1024
-_DEPTH_CHECK_TAGS = 20_000  # fewer tags than this parse fast however they nest
+_DEPTH_CHECK_TAGS = 20_000
 _TAG = re.compile(r"<(/?)([a-zA-Z][\w:-]*)[^>]*?(/?)>")
 # Void elements, and elements a new sibling closes implicitly: they never nest deep.
 _FLAT = frozenset((
@@ -146,33 +160,51 @@ def _empty(status: str, message: str, found: _Found | None = None) -> ParseResul
 def _parse_html(url: str, content: bytes, content_type: str | None, agent: str,
                 found: _Found) -> ParseResult:
     html, _ = decode_html(content, content_type, url)
+    if content.count(b"<") >= _DEPTH_CHECK_TAGS:  # fewer tags parse fast however they nest
+        html = _cap_nesting(html)
     # WO_EVENTS: without it lexbor mirrors each <option> into <selectedcontent>,
     # which is quadratic in a <select> of many options.
-    tree = LexborHTMLParser(_cap_nesting(html), options=LexborDocumentOptions.WO_EVENTS)
-    base = _base_url(tree, url)
-    _page_hints(tree, agent, base, found)
+    tree = LexborHTMLParser(html, options=LexborDocumentOptions.WO_EVENTS)
     _remove(tree, "svg")  # its <title>s and <a>s are not the page's
-    for block in tree.css(_BLOCKS):
-        block.insert_before(" ")
-        block.insert_after(" ")
-    title = _title(tree)
-    outlinks = [] if found.nofollow else _outlinks(tree, base)
-    _remove(tree, _INVISIBLE)
+    elements = _walk(tree)
+    base = _base_url(elements["base"], url)
+    _page_hints(elements["hints"], agent, base, found)
+    title = _title(elements["title"]) or _title(elements["h1"])
+    outlinks = [] if found.nofollow else _outlinks(elements["links"], base)
+    for node in (*elements["invisible"], *elements["title"]):
+        node.decompose()
     body = tree.body
     text = _collapse(body.text()) if body else ""
     return _success(title, text, outlinks, found)
 
 
 def _remove(tree: LexborHTMLParser, selector: str) -> None:
-    # One CSS pass; strip_tags() would scan the whole tree once per tag name.
     for node in tree.css(selector):
         node.decompose()
 
 
+def _walk(tree: LexborHTMLParser) -> dict[str, list[LexborNode]]:
+    """One pass over the document (cheaper than a CSS query per kind): puts a space on
+    both sides of every block element, so its words stay apart, and gathers the elements
+    the parser reads, by kind, in document order."""
+    elements: dict[str, list[LexborNode]] = {kind: [] for kind in _KINDS.values()}
+    if tree.root is None:
+        return elements
+    for node in tree.root.traverse():
+        action = _ACTIONS.get(node.tag_id)
+        if action is None:
+            continue
+        spaced, kind = action
+        if spaced:
+            node.insert_before(" ")
+            node.insert_after(" ")
+        if kind:
+            elements[kind].append(node)
+    return elements
+
+
 def _cap_nesting(html: str) -> str:
     """Cut the document where elements would nest deeper than _MAX_DEPTH."""
-    if html.count("<") < _DEPTH_CHECK_TAGS:
-        return html
     depth = 0
     open_tags: dict[str, int] = {}
     for tag in _TAG.finditer(html):
@@ -195,12 +227,12 @@ def _collapse(text: str) -> str:
     return " ".join(text.split())
 
 
-def _page_hints(tree: LexborHTMLParser, agent: str, base: str, found: _Found) -> None:
+def _page_hints(nodes: list[LexborNode], agent: str, base: str, found: _Found) -> None:
     """Robots directives from <meta name="robots"> or <meta name="{agent}"> and the
-    rel=canonical links, searched in the whole document (one pass) because a stray
-    element in <head> makes the parser move the rest into <body>."""
-    for node in tree.css("meta[name], link[rel]"):
-        attrs = node.attrs
+    rel=canonical links, from the whole document because a stray element in <head> makes
+    the parser move the rest into <body>."""
+    for node in nodes:
+        attrs = node.attributes
         if node.tag == "meta":
             name = (attrs.get("name") or "").strip().lower()
             if name == "robots" or (name == agent and agent):
@@ -211,10 +243,9 @@ def _page_hints(tree: LexborHTMLParser, agent: str, base: str, found: _Found) ->
 
 def _add_canonical(href: str, base: str, found: _Found) -> None:
     if href.strip():  # an empty href would resolve to the page itself: a template bug
-        try:
-            found.canonicals.add(resolve_url(href, base))
-        except InvalidUrl:
-            pass
+        url = _resolve_link(href, base)
+        if url is not None:
+            found.canonicals.add(url)
 
 
 def _header_hints(headers: Mapping[str, str], agent: str, url: str, found: _Found) -> None:
@@ -256,39 +287,59 @@ def _x_robots_tag(value: str, agent: str) -> set[str]:
     return directives
 
 
-def _title(tree: LexborHTMLParser) -> str:
-    for selector in ("title", "h1"):
-        node = tree.css_first(selector)
-        title = _collapse(node.text()) if node else ""
-        if title:
-            return title
-    return ""
+def _title(nodes: list[LexborNode]) -> str:
+    return _collapse(nodes[0].text()) if nodes else ""
 
 
-def _base_url(tree: LexborHTMLParser, url: str) -> str:
-    base = tree.css_first("base[href]")
-    if base:
+def _base_url(nodes: list[LexborNode], url: str) -> str:
+    href = next((node.attributes["href"] or "" for node in nodes if "href" in node.attributes), None)
+    if href is not None:
         try:
-            return resolve_url(base.attrs.get("href") or "", url)
+            return resolve_url(href, url)
         except InvalidUrl:
             pass
     return url
 
 
-def _outlinks(tree: LexborHTMLParser, base: str) -> list[tuple[str, str]]:
+def _outlinks(nodes: list[LexborNode], base: str) -> list[tuple[str, str]]:
     """Followable links in document order, one per URL with its first non-empty anchor."""
     anchors: dict[str, str] = {}
-    for node in tree.css("a[href], area[href]"):
-        attrs = node.attrs
-        if "nofollow" in (attrs.get("rel") or "").lower().split():
+    for node in nodes:
+        attrs = node.attributes
+        if "href" not in attrs or "nofollow" in (attrs.get("rel") or "").lower().split():
             continue
-        try:
-            url = resolve_url(attrs.get("href") or "", base)
-        except InvalidUrl:
-            continue
-        if not anchors.get(url):
+        url = _resolve_link(attrs["href"] or "", base)
+        if url is not None and not anchors.get(url):
             anchors[url] = _anchor_text(node)
     return list(anchors.items())
+
+
+_RESOLVED: dict[tuple[str, str], str | None] = {}
+_RESOLVED_LIMIT = 100_000
+
+
+def _resolve_link(href: str, base: str) -> str | None:
+    """resolve_url, or None for an unusable link. Remembered for links whose target
+    depends only on the base's directory (sites repeat their navigation on every page);
+    the query and empty references depend on the whole base. The fragment is dropped
+    first: resolve_url drops it anyway, and pages link to many anchors of a page."""
+    href = href.split("#", 1)[0].strip()
+    slash = base.rfind("/", base.find("//") + 2)
+    if slash < 0 or not href or href[0] == "?" or href[0] < " ":
+        return _resolve_or_none(href, base)
+    key = (base[:slash + 1], href)
+    if key not in _RESOLVED:
+        if len(_RESOLVED) >= _RESOLVED_LIMIT:
+            _RESOLVED.clear()
+        _RESOLVED[key] = _resolve_or_none(href, base)
+    return _RESOLVED[key]
+
+
+def _resolve_or_none(href: str, base: str) -> str | None:
+    try:
+        return resolve_url(href, base)
+    except InvalidUrl:
+        return None
 
 
 def _anchor_text(node: LexborNode) -> str:
@@ -297,5 +348,6 @@ def _anchor_text(node: LexborNode) -> str:
     if text:
         return text
     img = node.css_first("img[alt]")
-    fallbacks = (img.attrs.get("alt") if img else None, node.attrs.get("alt"), node.attrs.get("title"))
+    attrs = node.attributes
+    fallbacks = (img.attributes.get("alt") if img else None, attrs.get("alt"), attrs.get("title"))
     return next((text for text in map(_collapse, filter(None, fallbacks)) if text), "")

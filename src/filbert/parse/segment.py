@@ -1,15 +1,16 @@
 """The parse step: parse a segment's content into parse_text, parse_data and crawl_parse.
 
-Runs one task per bucket. Outlinks are normalized, filtered and capped here; crawl_parse
-rows are written split by the *target's* bucket so updatedb and invertlinks read one file
-set per bucket.
+A SegmentParser does the work page by page: in the fetcher as pages arrive (fetcher.parse),
+or here, one task per bucket reading the stored content back. Outlinks are normalized,
+filtered and capped; crawl_parse rows are written split by the *target's* bucket so
+updatedb and invertlinks read one file set per bucket.
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,19 +20,21 @@ import xxhash
 
 from filbert import schemas
 from filbert.config import Settings
-from filbert.dedup import simhash
 from filbert.executor import make_executor
 from filbert.parse.html import ParseResult, parse_content
-from filbert.storage import (
-    CrawlDir,
-    CrawlDirError,
-    PartWriter,
-    Segment,
-    part_name,
-    read_parts,
-    write_table,
-)
+from filbert.storage import CrawlDir, CrawlDirError, PartWriter, Segment, read_parts
 from filbert.urls import UrlFilter, UrlNormalizer, bucket_of, fingerprint, host_of
+
+
+@dataclass(frozen=True)
+class FetchedPage:
+    bucket: int                          # the page's host bucket
+    url: str
+    fp: bytes
+    content: bytes
+    content_type: str | None
+    headers: Mapping[str, str] | None    # the response headers
+    score: float                         # what the page passes on to its outlinks
 
 
 @dataclass(frozen=True)
@@ -43,8 +46,9 @@ class ParseTask:
     buckets: int
 
 
-def crawl_parse_name(target_bucket: int, source_bucket: int) -> str:
-    return f"part-{target_bucket:05d}-{source_bucket:05d}.parquet"
+def crawl_parse_name(target_bucket: int, writer: int) -> str:
+    """One file per target bucket and writer (the source bucket, or the fetch partition)."""
+    return f"part-{target_bucket:05d}-{writer:05d}.parquet"
 
 
 def crawl_parse_parts(segment: Segment, target_bucket: int) -> list[Path]:
@@ -88,34 +92,77 @@ class _Outlinks:
         return self.seen[url]
 
 
+class SegmentParser:
+    """Parses fetched pages into a segment's temporary parse_text, parse_data and
+    crawl_parse directories (which must exist), streaming the rows out in bounded memory.
+
+    Pages are parsed in batches of BATCH pages or BATCH_BYTES of content: in the fetcher's
+    event loop one longer pause costs less than a short one per page (the connections'
+    answers are then handled together), and a bounded one keeps in-flight requests from
+    timing out. `writer` names this parser's crawl_parse files; parsers writing into the
+    same directory side by side need different ones."""
+
+    BATCH = 64
+    BATCH_BYTES = 4 << 20
+
+    def __init__(self, out: Path, settings: Settings | dict, buckets: int, writer: int):
+        self.outlinks = _Outlinks(settings)
+        self.agent = settings["http.agent.name"]
+        self.texts = PartWriter(out / Segment.PARSE_TEXT, schemas.PARSE_TEXT)
+        self.datas = PartWriter(out / Segment.PARSE_DATA, schemas.PARSE_DATA, batch=PartWriter.SMALL_BATCH)
+        self.links = _LinkWriter(out / Segment.PARSE, writer, buckets)
+        self.counts: Counter = Counter()
+        self.pending: list[FetchedPage] = []
+        self.pending_bytes = 0
+
+    def add(self, page: FetchedPage) -> None:
+        self.pending.append(page)
+        self.pending_bytes += len(page.content)
+        if len(self.pending) >= self.BATCH or self.pending_bytes >= self.BATCH_BYTES:
+            self._parse_pending()
+
+    def redirect(self, url: str, target: str, score: float) -> None:
+        self.links.add(target, url, "", "redirect", score)
+
+    def close(self, buckets: Iterable[int]) -> Counter:
+        """Finish the files (each of `buckets` gets parse_text and parse_data, empty if
+        nothing was parsed); returns the pages by parse status, and "outlinks"."""
+        self._parse_pending()
+        buckets = set(buckets)
+        self.texts.close(buckets)
+        self.datas.close(buckets)
+        self.counts["outlinks"] += self.links.close()
+        return self.counts
+
+    def _parse_pending(self) -> None:
+        for page in self.pending:
+            self._parse(page)
+        self.pending.clear()
+        self.pending_bytes = 0
+
+    def _parse(self, page: FetchedPage) -> None:
+        result = parse_content(page.url, page.content, page.content_type, page.headers, self.agent)
+        kept = self.outlinks.select(page.url, result.outlinks)
+        self.counts[result.status] += 1
+        self.texts.add(page.bucket, {"url": page.url, "fp": page.fp, "text": result.text})
+        self.datas.add(page.bucket, _data_row(page, result, kept))
+        share = page.score / max(1, len(kept))
+        for target, anchor in kept:
+            self.links.add(target, page.url, anchor, "link", share)
+
+
 def _parse_bucket(task: ParseTask) -> Counter:
-    """Parse one bucket's content, batch by batch, streaming the outputs (bounded memory)."""
+    """Parse one bucket's stored content."""
     segment = Segment(Path(task.segment))
-    outlinks = _Outlinks(task.settings)
-    agent = task.settings["http.agent.name"]
+    parser = SegmentParser(Path(task.out), task.settings, task.buckets, task.bucket)
     fetched = read_parts([segment.part(Segment.FETCH, task.bucket)], schemas.CRAWL_FETCH)
     scores = dict(zip(fetched["fp"].to_pylist(), fetched["score"].to_pylist()))
-    out = Path(task.out)
-    texts = PartWriter(out / Segment.PARSE_TEXT, schemas.PARSE_TEXT)
-    datas = PartWriter(out / Segment.PARSE_DATA, schemas.PARSE_DATA)
-    links = _LinkWriter(out / Segment.PARSE, task.bucket, task.buckets)
-    counts: Counter = Counter()
     for row in _content_rows(segment.part(Segment.CONTENT, task.bucket)):
-        result = parse_content(row["url"], row["content"], row["content_type"], _headers(row["headers"]), agent)
-        kept = outlinks.select(row["url"], result.outlinks)
-        counts[result.status] += 1
-        texts.add(task.bucket, {"url": row["url"], "fp": row["fp"], "text": result.text})
-        datas.add(task.bucket, _data_row(row, result, kept))
-        share = scores.get(row["fp"], 0.0) / max(1, len(kept))
-        for url, anchor in kept:
-            links.add(url, row["url"], anchor, "link", share)
+        parser.add(FetchedPage(task.bucket, row["url"], row["fp"], row["content"], row["content_type"],
+                               _headers(row["headers"]), scores.get(row["fp"], 0.0)))
     for row in fetched.filter(pc.is_valid(fetched["redirect_url"])).to_pylist():
-        links.add(row["redirect_url"], row["url"], "", "redirect", row["score"])
-    for writer in (texts, datas):
-        if not writer.close():  # a bucket with nothing parsed still gets its (empty) files
-            write_table(writer.schema.empty_table(), writer.directory / part_name(task.bucket))
-    counts["outlinks"] += links.close()
-    return counts
+        parser.redirect(row["url"], row["redirect_url"], row["score"])
+    return parser.close([task.bucket])
 
 
 def _content_rows(path: Path) -> Iterator[dict]:
@@ -124,15 +171,15 @@ def _content_rows(path: Path) -> Iterator[dict]:
             yield from batch.to_pylist()
 
 
-def _data_row(row: dict, result: ParseResult, kept: list[tuple[str, str]]) -> dict:
+def _data_row(page: FetchedPage, result: ParseResult, kept: list[tuple[str, str]]) -> dict:
     parsed = result.status == schemas.PARSE_SUCCESS
     return {
-        "url": row["url"], "fp": row["fp"], "status": result.status, "message": result.message,
-        "content_type": row["content_type"], "title": result.title,
+        "url": page.url, "fp": page.fp, "status": result.status, "message": result.message,
+        "content_type": page.content_type, "title": result.title,
         "outlinks": [{"url": u, "anchor": a} for u, a in kept],
         "noindex": result.noindex, "nofollow": result.nofollow,
         "signature": xxhash.xxh3_128_digest(result.text.encode("utf-8")) if parsed else None,
-        "simhash": simhash(result.text) if parsed else None,
+        "simhash": None,   # computed by dedup, when needed
         "canonical": result.canonical,
     }
 
@@ -150,10 +197,10 @@ class _LinkWriter:
     """crawl_parse rows, streamed into one file per target bucket; what a target URL hashes
     to is remembered, as pages of a site link to the same URLs again and again."""
 
-    def __init__(self, directory: Path, source_bucket: int, buckets: int):
+    def __init__(self, directory: Path, writer: int, buckets: int):
         self.buckets = buckets
-        self.rows = PartWriter(directory, schemas.CRAWL_PARSE,
-                               lambda target: crawl_parse_name(target, source_bucket))
+        self.rows = PartWriter(directory, schemas.CRAWL_PARSE, lambda target: crawl_parse_name(target, writer),
+                               PartWriter.SMALL_BATCH)
         self.targets: dict[str, tuple[bytes, str, int]] = {}
         self.count = 0
 
@@ -176,12 +223,12 @@ class _LinkWriter:
 
 
 def parse_segment(crawl: CrawlDir, name: str, settings: Settings) -> Counter:
-    """Parse every bucket of a fetched segment; re-running replaces a partial parse."""
+    """Parse every bucket of a fetched segment; re-running replaces an earlier parse."""
     segment = crawl.segment(name)
     if not segment.fetched:
         raise CrawlDirError(f"segment {name} is not fetched yet: run `filbert fetch {name}` first")
     tmp = segment.begin()
-    for sub in (Segment.PARSE_TEXT, Segment.PARSE_DATA, Segment.PARSE):
+    for sub in Segment.PARSE_OUTPUTS:
         (tmp / sub).mkdir()
     buckets = crawl.buckets(settings)
     tasks = [ParseTask(str(segment.path), b, str(tmp), dict(settings), buckets)
@@ -189,5 +236,5 @@ def parse_segment(crawl: CrawlDir, name: str, settings: Settings) -> Counter:
     totals: Counter = Counter()
     for counts in make_executor(settings).map(_parse_bucket, tasks):
         totals.update(counts)
-    segment.publish(tmp, [Segment.PARSE_TEXT, Segment.PARSE_DATA, Segment.PARSE])
+    segment.publish(tmp, Segment.PARSE_OUTPUTS)
     return totals
