@@ -15,10 +15,13 @@ from filbert.search import Searcher
 
 FILLER = ("orange pencil window garden river bottle ladder candle mirror basket "
           "tunnel carpet rocket violin meadow")
+OTHER_FILLER = ("lemon crayon door bench lake jar stair torch glass crate "
+                "bridge rug comet cello prairie")  # as many words: not a near-duplicate
 PAGES = {
     "/": html("Library", " ".join(link(p, p) for p in ("/en.html", "/ru.html", "/zh.html",
                                                       "/en2.html", "/ru2.html", "/near.html",
-                                                      "/far.html"))),
+                                                      "/far.html", "/heading.html",
+                                                      "/running.html"))),
     "/en.html": html("Walrus facts", "<p>The walrus lives in the Arctic sea. Walruses are "
                                      "large marine mammals with long tusks.</p>"),
     "/en2.html": html("Narwhal facts", "<p>The narwhal and the walrus share the Arctic ocean; "
@@ -32,6 +35,9 @@ PAGES = {
     # the same words in two orders: only proximity tells them apart
     "/near.html": html("Notes one", f"<p>quantum lattice {FILLER}</p>"),
     "/far.html": html("Notes two", f"<p>quantum {FILLER} lattice</p>"),
+    # the same words, once in a heading and once in running text
+    "/heading.html": html("Guide one", f"<h2>Kernel tuning</h2><p>{FILLER}</p>"),
+    "/running.html": html("Guide two", f"<p>kernel tuning {OTHER_FILLER}</p>"),
 }
 
 
@@ -84,10 +90,18 @@ def test_phrases_and_exclusion(site):
 def test_site_and_lang_filters(site):
     server, _, searcher = site
     host = server.url("/").split("//")[1].split(":")[0]
-    assert len(found(searcher, f"site:{host}")) == 8
+    assert len(found(searcher, f"site:{host}")) == 10
     assert found(searcher, "walrus site:example.org") == []
     assert set(found(searcher, f"lang:ru site:{host}")) == {"ru.html", "ru2.html"}
     assert found(searcher, "системы lang:zh") == []
+
+
+def test_headings_are_their_own_hit_type(site):
+    _, _, searcher = site
+    assert found(searcher, "kernel tuning") == ["heading.html", "running.html"]
+    without = Searcher(searcher.crawl, searcher.settings.with_overrides({"search.boost.headings": 0}))
+    first = without.search("kernel tuning").hits
+    assert first[0].score == pytest.approx(first[1].score, rel=0.02)  # only headings told them apart
 
 
 def test_nearby_words_rank_first(site):
@@ -152,7 +166,8 @@ def test_explain_adds_up_to_the_score(site):
 
     def check(node: dict) -> None:
         children = node.get("details", [])
-        if node["description"].startswith(("BooleanClause. sum of", "score = ")):
+        if node["description"].startswith(("BooleanClause. sum of", "score = ", "text score",
+                                           "proximity")):
             assert node["value"] == pytest.approx(sum(c["value"] for c in children), rel=1e-4)
         for child in children:
             check(child)
@@ -161,6 +176,9 @@ def test_explain_adds_up_to_the_score(site):
         for hit in searcher.search(query, explain=True).hits:
             check(hit.explanation)
             assert hit.explanation["value"] == pytest.approx(hit.score, abs=1e-3)
-            text, pagerank = hit.explanation["details"]
+            text, *proximity, pagerank = hit.explanation["details"]
             assert text["value"] == pytest.approx(hit.signals["text"], rel=1e-4)
+            assert sum(p["value"] for p in proximity) == pytest.approx(hit.signals["proximity"],
+                                                                       abs=1e-4)
+            assert pagerank["value"] == hit.signals["pagerank_score"]
     assert searcher.search("walrus").hits[0].explanation is None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+
 import duckdb
 import networkx as nx
 import numpy as np
@@ -140,6 +142,7 @@ def test_hits_ranking_in_search(tmp_path):
 
     with SiteServer(PAGES) as server:
         crawl, settings, _ = crawl_site(tmp_path / "crawl", [server.url("/")])
+    shutil.rmtree(crawl.path / "webgraph")  # the crawl computed it
     searcher = Searcher(crawl, settings)
     with pytest.raises(QueryError, match="run `filbert pagerank` first"):
         searcher.search("leaf", ranking="hits")

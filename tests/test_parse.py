@@ -39,6 +39,15 @@ def test_title_falls_back_to_first_h1():
     assert parse("<p>no title at all</p>").title == ""
 
 
+def test_headings_h1_to_h3_one_per_line():
+    result = parse("<title>T</title><h2>Setup <b>guide</b></h2><p>text</p><h4>small</h4>"
+                   "<h1>Main</h1><h3>  Part\n two </h3><h2></h2>")
+    assert result.headings == "Setup guide\nMain\nPart two"
+    assert "Setup guide" in result.text   # still body text too
+    many = parse("".join(f"<h2>h{i}</h2>" for i in range(150)))
+    assert many.headings.count("\n") == html_module.MAX_HEADINGS - 1
+
+
 def test_svg_title_is_not_the_page_title():
     result = parse("<body><svg><title>icon</title></svg><h1>Real</h1></body>")
     assert result.title == "Real"

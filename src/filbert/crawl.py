@@ -1,4 +1,5 @@
-"""crawl: inject → (generate → fetch → parse → updatedb) × depth → invertlinks → dedup → index.
+"""crawl: inject → (generate → fetch → parse → updatedb) × depth → invertlinks → pagerank →
+dedup → index.
 
 With fetcher.parse (the default) the fetch step parses the pages as they arrive.
 
@@ -115,7 +116,11 @@ def run_crawl(crawl: CrawlDir, seeds: list[str], settings: Settings, reporter: R
     invertlinks(crawl, settings)
     if index:
         from filbert.index import build_index  # tantivy is only needed here
+        from filbert.links.pagerank import compute_pagerank  # and scipy here
 
+        ranked = compute_pagerank(crawl, settings)
+        reporter.step(f"pagerank: {ranked['pages']} pages, {ranked['links']} links, "
+                      f"{ranked['iterations']} iterations")
         reporter.step(f"dedup: {dedup(crawl, settings)['duplicates']} duplicate pages")
         reporter.step("index")
         summary.documents = build_index(crawl, settings)["documents"]

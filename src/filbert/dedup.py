@@ -26,8 +26,11 @@ SAMPLE_SIXTEENTHS = np.uint64(6)   # keep 6/16 of the features: voting costs les
 MIN_FEATURES = 64
 BANDS = 4                      # simhash split into 4 bands of 16 bits for candidate pairs
 ORDER_TERMS = {
-    "score": "score DESC",
-    "fetchTime": "fetch_time DESC",
+    # Scores differing only by float noise, and pages fetched the same day (one crawl
+    # round apart at most), count as equal, so the later terms (and finally the URL) decide
+    # instead of milliseconds or rounding.
+    "score": "round(score, 4) DESC",
+    "fetchTime": "date_trunc('day', fetch_time) DESC",
     "httpsOverHttp": "(url LIKE 'https:%') DESC",
     "urlLength": "length(url)",
 }

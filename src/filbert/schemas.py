@@ -90,6 +90,7 @@ PARSE_DATA = pa.schema([
     ("message", pa.string()),
     ("content_type", pa.string()),
     ("title", pa.string()),
+    ("headings", pa.string()),     # h1–h3 texts, one per line
     ("outlinks", pa.list_(OUTLINK)),
     ("noindex", pa.bool_()),
     ("nofollow", pa.bool_()),

@@ -27,6 +27,7 @@ from filbert.buckets import connect, parquet_relation
 from filbert.config import Settings
 from filbert.executor import make_executor
 from filbert.index.schema import TEXT_FIELDS, index_schema, shard_name
+from filbert.search.ranking import COLUMNS_FILE, Columns
 from filbert.storage import CrawlDir, Segment, part_name
 from filbert.urls import fingerprint
 
@@ -58,12 +59,14 @@ def _docs_bucket(task: DocsTask) -> int:
     links = parquet_relation([task.linkdb] if task.linkdb else [], schemas.LINKDB)
     data = parquet_relation(task.parse_data, schemas.PARSE_DATA, segment=True)
     text = parquet_relation(task.parse_text, schemas.PARSE_TEXT, segment=True)
+    columns = {row[0] for row in connect().sql(f"DESCRIBE SELECT * FROM {data}").fetchall()}
+    headings = "headings" if "headings" in columns else "NULL"  # segments parsed by older versions
     sql = f"""
     WITH pages AS (
         SELECT fp, url, host, score, coalesce(simhash, 0) AS simhash FROM {db}
         WHERE status IN ('{schemas.DB_FETCHED}', '{schemas.DB_NOTMODIFIED}')
     ), latest AS (
-        SELECT fp, title, noindex, segment FROM {data}
+        SELECT fp, title, {headings} AS headings, noindex, segment FROM {data}
         WHERE status = '{schemas.PARSE_SUCCESS}'
         QUALIFY row_number() OVER (PARTITION BY fp ORDER BY segment DESC) = 1
     ), body AS (
@@ -73,7 +76,7 @@ def _docs_bucket(task: DocsTask) -> int:
                AS anchor
         FROM {links}
     )
-    SELECT p.url, p.host, coalesce(l.title, '') AS title, '' AS headings,
+    SELECT p.url, p.host, coalesce(l.title, '') AS title, coalesce(l.headings, '') AS headings,
            coalesce(a.anchor, '') AS anchor,
            left(coalesce(b.text, ''), {task.max_text}) AS body, l.segment, p.score, p.simhash
     FROM pages p JOIN latest l USING (fp)
@@ -96,7 +99,7 @@ def _analyze(task: AnalyzeTask) -> pa.Table:
 ANALYZED = pa.schema([
     ("url", pa.string()), ("host", pa.string()), ("site", pa.list_(pa.string())),
     ("lang", pa.string()), ("segment", pa.string()), ("score", pa.float32()),
-    ("simhash", pa.int64()), ("host_id", pa.int64()),
+    ("simhash", pa.int64()), ("host_id", pa.int64()), ("uid", pa.int64()),
     ("title_text", pa.binary()), ("body_text", pa.binary()),
     *[(name, pa.string()) for name in TEXT_FIELDS],
 ])
@@ -112,7 +115,9 @@ def analyze_document(doc: dict) -> dict:
     return {
         "url": doc["url"], "host": doc["host"], "site": parent_domains(doc["host"]),
         "lang": lang, "segment": doc["segment"], "score": doc["score"],
-        "simhash": doc["simhash"], "host_id": xxhash.xxh3_64_intdigest(doc["host"].encode()) >> 1,  # fits i64
+        # 63-bit ids so they fit tantivy's i64 fields
+        "simhash": doc["simhash"], "host_id": xxhash.xxh3_64_intdigest(doc["host"].encode()) >> 1,
+        "uid": int.from_bytes(fingerprint(doc["url"])[:8], "big") >> 1,
         "title_text": title.encode(), "body_text": body.encode(),
         **{name: text.joined(value) for name, value in fields.items()},
     }
@@ -174,9 +179,11 @@ def index_documents(doc_files: list[Path], out: Path, settings: Settings,
         languages.update(table.column("lang").to_pylist())
         if on_doc:
             on_doc(table.num_rows)
-    for writer in writers:
+    for shard, writer in enumerate(writers):
         writer.commit()
         writer.wait_merging_threads()
+        index = tantivy.Index.open(str(out / shard_name(shard)))
+        Columns.read(index.searcher()).save(out / shard_name(shard) / COLUMNS_FILE)
     documents = languages.total()
     del languages[""]  # pages too short to tell
     return {"documents": documents, "shards": shards, "languages": dict(languages.most_common())}

@@ -30,10 +30,11 @@ def index_schema() -> tantivy.Schema:
     builder.add_float_field("score", stored=True, fast=True)       # crawldb score: PageRank
     builder.add_integer_field("simhash", fast=True)                # near-duplicate collapsing
     builder.add_integer_field("host_id", fast=True)                # host crowding
+    builder.add_integer_field("uid", indexed=True, fast=True)      # picks candidates by id
     return builder.build()
 
 
-FAST_FIELDS = ("score", "simhash", "host_id")
+FAST_FIELDS = ("score", "simhash", "host_id", "uid")
 FIELD_NAMES = (*TEXT_FIELDS, *STORED_TEXT, *KEYWORD_FIELDS, *FAST_FIELDS)  # schema order
 
 

@@ -33,6 +33,7 @@ class ParseResult:
     # rel=canonical (HTML <link> or HTTP Link header), absolute and normalized; None when
     # absent, invalid or ambiguous (sources naming different URLs). May equal the page URL.
     canonical: str | None = None
+    headings: str = ""                # h1–h3 texts, one per line (the paper's "large font")
 
 
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
@@ -76,7 +77,8 @@ _BLOCKS = _tag_ids((
 # before the text is taken.
 _KINDS = {tag: kind for kind, names in {
     "links": ("a", "area"), "hints": ("meta", "link"), "base": ("base",), "title": ("title",),
-    "h1": ("h1",), "invisible": ("script", "style", "noscript", "template", "head", "iframe"),
+    "headings": ("h1", "h2", "h3"),
+    "invisible": ("script", "style", "noscript", "template", "head", "iframe"),
 }.items() for tag in _tag_ids(names)}
 # What _walk does with an element, by tag id: (put spaces around it, kind to gather).
 _ACTIONS = {tag: (tag in _BLOCKS, _KINDS.get(tag)) for tag in _BLOCKS | _KINDS.keys()}
@@ -86,6 +88,7 @@ _ACTIONS = {tag: (tag in _BLOCKS, _KINDS.get(tag)) for tag in _BLOCKS | _KINDS.k
 # a minute. Like Chrome (which caps the depth at 512) we bound the nesting, here by
 # cutting the document where a tag-count estimate of the depth passes _MAX_DEPTH.
 _MAX_DEPTH = 1024
+MAX_HEADINGS = 100
 _DEPTH_CHECK_TAGS = 20_000
 _TAG = re.compile(r"<(/?)([a-zA-Z][\w:-]*)[^>]*?(/?)>")
 # Void elements, and elements a new sibling closes implicitly: they never nest deep.
@@ -146,9 +149,10 @@ class _Found:
         return next(iter(self.canonicals)) if len(self.canonicals) == 1 else None
 
 
-def _success(title: str, text: str, outlinks: list[tuple[str, str]], found: _Found) -> ParseResult:
+def _success(title: str, text: str, outlinks: list[tuple[str, str]], found: _Found,
+             headings: str = "") -> ParseResult:
     return ParseResult(PARSE_SUCCESS, "", title, text, outlinks, found.noindex, found.nofollow,
-                       found.canonical)
+                       found.canonical, headings)
 
 
 def _empty(status: str, message: str, found: _Found | None = None) -> ParseResult:
@@ -169,13 +173,14 @@ def _parse_html(url: str, content: bytes, content_type: str | None, agent: str,
     elements = _walk(tree)
     base = _base_url(elements["base"], url)
     _page_hints(elements["hints"], agent, base, found)
-    title = _title(elements["title"]) or _title(elements["h1"])
+    headings = _headings(elements["headings"])
+    title = _title(elements["title"]) or _title([h for h in elements["headings"] if h.tag == "h1"])
     outlinks = [] if found.nofollow else _outlinks(elements["links"], base)
     for node in (*elements["invisible"], *elements["title"]):
         node.decompose()
     body = tree.body
     text = _collapse(body.text()) if body else ""
-    return _success(title, text, outlinks, found)
+    return _success(title, text, outlinks, found, headings)
 
 
 def _remove(tree: LexborHTMLParser, selector: str) -> None:
@@ -289,6 +294,12 @@ def _x_robots_tag(value: str, agent: str) -> set[str]:
 
 def _title(nodes: list[LexborNode]) -> str:
     return _collapse(nodes[0].text()) if nodes else ""
+
+
+def _headings(nodes: list[LexborNode]) -> str:
+    """The h1–h3 texts, one per line, at most MAX_HEADINGS of them."""
+    texts = (_collapse(node.text()) for node in nodes[:MAX_HEADINGS])
+    return "\n".join(text for text in texts if text)
 
 
 def _base_url(nodes: list[LexborNode], url: str) -> str:

@@ -175,7 +175,7 @@ def _data_row(page: FetchedPage, result: ParseResult, kept: list[tuple[str, str]
     parsed = result.status == schemas.PARSE_SUCCESS
     return {
         "url": page.url, "fp": page.fp, "status": result.status, "message": result.message,
-        "content_type": page.content_type, "title": result.title,
+        "content_type": page.content_type, "title": result.title, "headings": result.headings,
         "outlinks": [{"url": u, "anchor": a} for u, a in kept],
         "noindex": result.noindex, "nofollow": result.nofollow,
         "signature": xxhash.xxh3_128_digest(result.text.encode("utf-8")) if parsed else None,

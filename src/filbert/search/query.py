@@ -24,6 +24,7 @@ from filbert.index.schema import TEXT_FIELDS
 QUERY_TOKEN = re.compile(r'(-?)(?:"([^"]*)"?|\b(site|lang):(\S+)|(\S+))', re.IGNORECASE)
 CJK_PHRASE_SLOP = 2  # jieba's search mode puts sub-words between a phrase's words
 PROXIMITY_BINS = ("phrase", "near", "far")
+PROXIMITY_FIELDS = ("title", "headings", "body")  # where words' distances mean something
 _HAN = re.compile(f"[{HAN}]")
 
 
@@ -147,28 +148,39 @@ class QueryBuilder:
         self.boosts = {name: settings[f"search.boost.{name}"] for name in TEXT_FIELDS}
         self.lang_boost = settings["search.boost.lang"]
         # proximity bins (the Google paper): words as a phrase, near each other, or far apart
-        self.proximity = [(settings[f"search.proximity.{b}.slop"], settings[f"search.proximity.{b}.weight"])
+        self.bins = [(settings[f"search.proximity.{b}.slop"], settings[f"search.proximity.{b}.weight"])
                           for b in PROXIMITY_BINS]
 
     def build(self, query: AnalyzedQuery, conjunction: bool = True) -> Query:
+        """What pages must match, then (outside, so tantivy only scores those pages for it)
+        the preference for the query's language. Proximity comes later (proximity())."""
         positive = [self._word(alternatives) for alternatives in query.clauses]
         if not conjunction and len(positive) > 1:
             positive = [Query.boolean_query([(Occur.Should, q) for q in positive])]
-        clauses = [(Occur.Must, q) for q in positive]
-        clauses += [(Occur.Must, self._phrase(variants)) for variants in query.phrases]
-        if len(query.clauses) > 1:  # the closer the words, the more bins they score in
-            clauses += [(Occur.Should, Query.boost_query(self._phrase(query.words_in_order, slop),
-                                                         weight))
-                        for slop, weight in self.proximity if weight]
-        clauses += [(Occur.Must, q) for q in self._filters(query.parsed)]
-        clauses += [(Occur.MustNot, self._word(x) if isinstance(x, set) else
-                     self._phrase(x)) for x in query.excluded]
-        if not any(occur == Occur.Must for occur, _ in clauses):
-            clauses.append((Occur.Must, Query.all_query()))
-        if query.lang and not query.parsed.lang:  # prefer pages in the query's language
-            same = Query.term_query(self.schema, "lang", query.lang)
-            clauses.append((Occur.Should, Query.const_score_query(same, self.lang_boost)))
-        return Query.boolean_query(clauses)
+        required = [(Occur.Must, q) for q in positive]
+        required += [(Occur.Must, self._phrase(variants)) for variants in query.phrases]
+        required += [(Occur.Must, q) for q in self._filters(query.parsed)]
+        required += [(Occur.MustNot, self._word(x) if isinstance(x, set) else
+                      self._phrase(x)) for x in query.excluded]
+        if not any(occur == Occur.Must for occur, _ in required):
+            required.append((Occur.Must, Query.all_query()))
+        if not (query.lang and not query.parsed.lang and self.lang_boost):
+            return Query.boolean_query(required)
+        same = Query.term_query(self.schema, "lang", query.lang)
+        return Query.boolean_query([(Occur.Must, Query.boolean_query(required)),
+                                    (Occur.Should, Query.const_score_query(same, self.lang_boost))])
+
+    def proximity(self, query: AnalyzedQuery, uids: list[int]) -> Query | None:
+        """The proximity bins, scored for the given candidate pages only (phrase queries over
+        every page holding the words would cost more than the whole first phase): the closer
+        a page's query words, the more bins it scores in. None for a one-word query."""
+        bins = [(Occur.Should, Query.boost_query(
+                    self._phrase(query.words_in_order, slop, PROXIMITY_FIELDS), weight))
+                for slop, weight in self.bins if weight]
+        if len(query.clauses) < 2 or not bins or not uids:
+            return None
+        candidates = Query.const_score_query(Query.term_set_query(self.schema, "uid", uids), 0.0)
+        return Query.boolean_query([(Occur.Must, candidates), *bins])
 
     def _word(self, alternatives: set[str]) -> Query:
         """The word in any field, each field weighted; the best alternative counts."""
@@ -179,14 +191,16 @@ class QueryBuilder:
             per_field.append((Occur.Should, Query.boost_query(query, boost)))
         return Query.boolean_query(per_field)
 
-    def _phrase(self, variants: list[list[str]], slop: int = 0) -> Query:
+    def _phrase(self, variants: list[list[str]], slop: int = 0,
+                fields: tuple[str, ...] = TEXT_FIELDS) -> Query:
         options = []
         for terms in variants:
             if len(terms) == 1:
                 options.append((Occur.Should, self._word(set(terms))))
                 continue
             extra = CJK_PHRASE_SLOP if _HAN.search("".join(terms)) else 0
-            for name, boost in self.boosts.items():
+            for name in fields:
+                boost = self.boosts[name]
                 phrase = Query.phrase_query(self.schema, name, terms, slop + extra)
                 options.append((Occur.Should, Query.boost_query(phrase, boost)))
         return Query.boolean_query(options)

@@ -8,6 +8,7 @@ shards with PageRank, collapses near-duplicates and crowds hosts; HITS can re-or
 
 from __future__ import annotations
 
+import threading
 from dataclasses import asdict, dataclass, field
 
 import pyarrow.parquet as pq
@@ -15,12 +16,12 @@ import tantivy
 
 from filbert.analysis.analyzers import TOKEN
 from filbert.config import Settings
-from filbert.index.schema import index_schema, open_shards
+from filbert.index.schema import index_schema, open_shards, shard_name
 from filbert.search.cache import CachedPage, cached_page
 from filbert.search.query import (
     AnalyzedQuery, QueryBuilder, QueryError, analyze_query, parse_query,
 )
-from filbert.search.ranking import Candidate, Columns, Reranker
+from filbert.search.ranking import COLUMNS_FILE, Candidate, Columns, Reranker
 from filbert.search.snippets import make_snippet
 from filbert.storage import CrawlDir, VersionedTable
 
@@ -57,6 +58,13 @@ class SearchResults:
         return data
 
 
+def main_languages(counts: dict[str, int], min_share: float) -> list[str]:
+    """The index's languages with at least min_share of its documents (a query whose language
+    cannot be told is analyzed in each; stray misidentified pages should not multiply that)."""
+    total = sum(counts.values())
+    return [lang for lang, n in counts.items() if n >= min_share * total] or list(counts)[:1]
+
+
 class Searcher:
     """Opens the current index generation once; reopen() picks up a newer one."""
 
@@ -68,6 +76,7 @@ class Searcher:
         self.hits_inlinks = settings["search.hits.max.inlinks"]
         self.rerank_depth = settings["search.rerank.depth"]
         self.reranker = Reranker(settings)
+        self._lock = threading.Lock()
         self.max_query = settings["search.max.query.length"]
         self.max_terms = settings["search.max.query.terms"]
         self.builder = QueryBuilder(index_schema(), settings)
@@ -80,7 +89,8 @@ class Searcher:
         self.generation = current
         self.shards = [index.searcher() for index in open_shards(current)]
         self._columns: list[Columns | None] = [None] * len(self.shards)
-        self.languages = list(self.crawl.index.meta().get("languages", {}))
+        self.languages = main_languages(self.crawl.index.meta().get("languages", {}),
+                                        self.settings["search.languages.min.share"])
         self._graph = None
 
     def link_graph(self):
@@ -128,11 +138,29 @@ class Searcher:
         if total == 0 and len(analyzed.clauses) > 1:
             built = self.builder.build(analyzed, conjunction=False)
             total, candidates = self._retrieve(built, depth)
+        proximity = self._proximity(analyzed, candidates)
         ranked = self.reranker.rerank(candidates)
         if ranking == "hits":
             ranked = self._by_authority(ranked)
-        hits = [self._hit(analyzed, c, built if explain else None) for c in ranked[offset: offset + n]]
+        hits = [self._hit(analyzed, c, (built, proximity.get(c.shard)) if explain else None)
+                for c in ranked[offset: offset + n]]
         return SearchResults(text, total, offset, hits)
+
+    def _proximity(self, analyzed: AnalyzedQuery,
+                   candidates: list[Candidate]) -> dict[int, tantivy.Query]:
+        """Scores the proximity bins on the candidates; returns each shard's query."""
+        queries = {}
+        for shard, searcher in enumerate(self.shards):
+            mine = [c for c in candidates if c.shard == shard]
+            query = self.builder.proximity(analyzed, [c.uid for c in mine])
+            if query is None:
+                continue
+            queries[shard] = query
+            scores = {(a.segment_ord, a.doc): score
+                      for score, a in searcher.search(query, limit=len(mine)).hits}
+            for candidate in mine:
+                candidate.proximity = scores.get((candidate.segment, candidate.doc), 0.0)
+        return queries
 
     def _retrieve(self, query: tantivy.Query, depth: int) -> tuple[int, list[Candidate]]:
         candidates: list[Candidate] = []
@@ -147,8 +175,13 @@ class Searcher:
         return total, candidates
 
     def columns(self, shard: int) -> Columns:
+        """The shard's fast-field columns: saved by the index step, read once otherwise."""
         if self._columns[shard] is None:
-            self._columns[shard] = Columns(self.shards[shard])
+            with self._lock:
+                if self._columns[shard] is None:
+                    saved = self.generation / shard_name(shard) / COLUMNS_FILE
+                    self._columns[shard] = (Columns.load(saved) if saved.exists()
+                                            else Columns.read(self.shards[shard]))
         return self._columns[shard]
 
     def _by_authority(self, ranked: list[Candidate]) -> list[Candidate]:
@@ -175,7 +208,7 @@ class Searcher:
         return self.shards[candidate.shard].doc(candidate.address)
 
     def _hit(self, analyzed: AnalyzedQuery, candidate: Candidate,
-             explain_query: tantivy.Query | None) -> Hit:
+             explain: tuple[tantivy.Query, tantivy.Query | None] | None) -> Hit:
         doc = self._doc(candidate)
         url = doc.get_first("url")
         lang = doc.get_first("lang") or ""
@@ -183,8 +216,7 @@ class Searcher:
         body = doc.get_first("body_text").decode()
         snippet = make_snippet(body, lang, analyzed.terms, analyzed.probes, self.snippet_chars)
         explanation = None
-        if explain_query is not None:
-            explanation = self.reranker.explain(explain_query, self.shards[candidate.shard],
-                                                candidate)
+        if explain is not None:
+            explanation = self.reranker.explain(*explain, self.shards[candidate.shard], candidate)
         return Hit(url, title or url, lang, round(candidate.score, 4), snippet.text,
                    snippet.html, candidate.signals, explanation)

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import html
 import re
+from bisect import bisect_left
 from dataclasses import dataclass
 
 from filbert.analysis import analyzer
 
-MAX_CANDIDATES = 40  # passages examined per page
+MAX_MATCHES = 200   # probe matches looked at per page
+MAX_ANALYZED = 5    # passages analyzed per page, those with the most different probes
 
 
 @dataclass
@@ -39,18 +41,25 @@ def make_snippet(text: str, lang: str, terms: set[str], probes: list[str],
 
 
 def _candidates(text: str, probes: list[str], length: int) -> list[int]:
-    """Window starts a quarter of a snippet before each place a probe occurs."""
+    """Window starts a quarter of a snippet before places a probe occurs: the MAX_ANALYZED
+    windows holding the most different probes (only these are analyzed)."""
     if not probes:
         return []
     pattern = "|".join(re.escape(p).replace("е", "[её]") for p in probes)
+    matches = [(m.start(), m.group().casefold())
+               for m, _ in zip(re.finditer(pattern, text, re.IGNORECASE), range(MAX_MATCHES))]
     starts: list[int] = []
-    for match in re.finditer(pattern, text, re.IGNORECASE):
-        start = _word_start(text, max(0, match.start() - length // 4))
+    for position, _ in matches:
+        start = _word_start(text, max(0, position - length // 4))
         if not starts or start >= starts[-1] + length // 4:
             starts.append(start)
-            if len(starts) == MAX_CANDIDATES:
-                break
-    return starts
+    positions = [position for position, _ in matches]
+
+    def variety(start: int) -> int:
+        inside = matches[bisect_left(positions, start):bisect_left(positions, start + length)]
+        return len({probe for _, probe in inside})
+
+    return sorted(starts, key=lambda start: (-variety(start), start))[:MAX_ANALYZED]
 
 
 def _word_start(text: str, pos: int) -> int:

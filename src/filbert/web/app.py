@@ -9,12 +9,12 @@ logged to CRAWL/logs/queries.jsonl (time, query, results, latency).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import urlencode
@@ -97,11 +97,11 @@ class SearchService:
         self.slots = threading.BoundedSemaphore(settings["search.threads"])
         self.log = log
 
-    def search(self, query: str, *args) -> SearchResults:
+    async def search(self, query: str, *args) -> SearchResults:
         start = time.perf_counter()
         status, total = 200, None
         try:
-            results = self._run(query, *args)
+            results = await self._run(query, *args)
             total = results.total
             return results
         except QueryError:
@@ -113,20 +113,17 @@ class SearchService:
         finally:
             self.log.write(query, total, time.perf_counter() - start, status)
 
-    def _run(self, query: str, *args) -> SearchResults:
+    async def _run(self, query: str, *args) -> SearchResults:
         if not self.slots.acquire(blocking=False):
             raise Unavailable("too many searches at once; try again")
-        try:
-            searcher = self.holder.get()
-        except FileNotFoundError as exc:
-            self.slots.release()
-            raise Unavailable(str(exc)) from None
-        future = self.pool.submit(searcher.search, query, *args)
+        future = self.pool.submit(lambda: self.holder.get().search(query, *args))
         future.add_done_callback(lambda _: self.slots.release())
         try:
-            return future.result(timeout=self.deadline)
-        except FutureTimeout:
+            return await asyncio.wait_for(asyncio.wrap_future(future), self.deadline)
+        except asyncio.TimeoutError:
             raise Unavailable(f"the search took longer than {self.deadline:g} s") from None
+        except FileNotFoundError as exc:
+            raise Unavailable(str(exc)) from None
 
 
 def clamp(value: int, low: int, high: int) -> int:
@@ -174,10 +171,10 @@ def create_app(crawl: CrawlDir, settings: Settings) -> FastAPI:
         return response
 
     @app.get("/api/search")
-    def api_search(q: str = "", n: int = PAGE_SIZE, offset: int = 0,
-                   ranking: str = "bm25", explain: bool = False) -> JSONResponse:
+    async def api_search(q: str = "", n: int = PAGE_SIZE, offset: int = 0,
+                         ranking: str = "bm25", explain: bool = False) -> JSONResponse:
         try:
-            results = service.search(q, clamp(n, 1, MAX_RESULTS), clamp(offset, 0, MAX_OFFSET),
+            results = await service.search(q, clamp(n, 1, MAX_RESULTS), clamp(offset, 0, MAX_OFFSET),
                                      ranking, explain)
         except QueryError as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
@@ -199,13 +196,13 @@ def create_app(crawl: CrawlDir, settings: Settings) -> FastAPI:
             "X-Robots-Tag": "noindex", "X-Filbert-Segment": page.segment})
 
     @app.get("/", response_class=HTMLResponse)
-    def search_page(request: Request, q: str = "", offset: int = 0) -> HTMLResponse:
+    async def search_page(request: Request, q: str = "", offset: int = 0) -> HTMLResponse:
         context: dict = {"query": q, "results": None, "error": None, "seconds": 0.0, "pager": None}
         status = 200
         if q.strip():
             start = time.perf_counter()
             try:
-                results = service.search(q, PAGE_SIZE, clamp(offset, 0, MAX_OFFSET))
+                results = await service.search(q, PAGE_SIZE, clamp(offset, 0, MAX_OFFSET))
                 context.update(results=results, pager=pager(results))
             except QueryError as exc:
                 context["error"], status = str(exc), 400
