@@ -75,6 +75,7 @@ class Searcher:
         self.hits_root = settings["search.hits.root"]
         self.hits_inlinks = settings["search.hits.max.inlinks"]
         self.rerank_depth = settings["search.rerank.depth"]
+        self.proximity_depth = settings["search.proximity.depth"]
         self.reranker = Reranker(settings)
         self._lock = threading.Lock()
         self.max_query = settings["search.max.query.length"]
@@ -148,10 +149,12 @@ class Searcher:
 
     def _proximity(self, analyzed: AnalyzedQuery,
                    candidates: list[Candidate]) -> dict[int, tantivy.Query]:
-        """Scores the proximity bins on the candidates; returns each shard's query."""
+        """Scores the proximity bins on the best candidates (each costs a seek per phrase
+        query); returns each shard's query."""
         queries = {}
+        best = sorted(candidates, key=lambda c: -c.text_score)[:self.proximity_depth]
         for shard, searcher in enumerate(self.shards):
-            mine = [c for c in candidates if c.shard == shard]
+            mine = [c for c in best if c.shard == shard]
             query = self.builder.proximity(analyzed, [c.uid for c in mine])
             if query is None:
                 continue
