@@ -185,11 +185,54 @@ def dedup(dir: Dir = Path("crawl"), define: Define = None) -> None:
 
 @app.command()
 def index(dir: Dir = Path("crawl"), define: Define = None) -> None:
-    """Rebuild the search index from the crawl."""
+    """Rebuild the search index from the crawl, and the suggestion dictionary with it."""
     from filbert.index import build_index
+    from filbert.suggest.builder import build_suggest
 
-    counts = _locked(dir, define, build_index)
-    console.print(f"indexed {counts['documents']} documents into {counts['shards']} shard(s)")
+    def step(crawl_dir: CrawlDir, settings: Settings) -> tuple[dict, dict]:
+        return build_index(crawl_dir, settings), build_suggest(crawl_dir, settings)
+
+    counts, suggestions = _locked(dir, define, step)
+    console.print(f"indexed {counts['documents']} documents into {counts['shards']} shard(s); "
+                  f"{suggestions['phrases']} phrases for suggestions")
+
+
+@app.command("suggest-build")
+def suggest_build(dir: Dir = Path("crawl"),
+                  synonyms: Path | None = typer.Option(
+                      None, "--synonyms", help="Synonym rings: one per line, comma-separated, "
+                                               "canonical phrase first (default: suggest.synonyms.file)."),
+                  define: Define = None) -> None:
+    """Build the query-completion dictionary from titles, anchors, headings and the query log."""
+    from filbert.suggest.builder import build_suggest
+
+    counts = _locked(dir, define, lambda crawl_dir, settings: build_suggest(crawl_dir, settings, synonyms))
+    console.print(f"{counts['phrases']} phrases for suggestions ({counts['page phrases']} from pages, "
+                  f"{counts['queries']} from the query log, {counts['synonym rings']} synonym rings)")
+
+
+@app.command()
+def suggest(prefix: str, dir: Dir = Path("crawl"),
+            n: int | None = typer.Option(None, "-n", min=1, help="Completions (default: suggest.count)."),
+            errors: int | None = typer.Option(None, "--errors", min=0,
+                                              help="Edits allowed (default: by prefix length)."),
+            as_json: AsJson = False, define: Define = None) -> None:
+    """Complete a query prefix, typos allowed."""
+    from dataclasses import asdict
+
+    from filbert.suggest.builder import load_suggester
+
+    crawl_dir, settings = _open(dir, define)
+    _, suggester = load_suggester(crawl_dir, settings)
+    count = min(n or settings["suggest.count"], settings["suggest.max.count"])
+    found = suggester.suggest(prefix, count, errors)
+    if as_json:
+        print(json.dumps([asdict(s) for s in found], ensure_ascii=False, indent=1))
+        return
+    for s in found:
+        synonym = f" → {escape(s.canonical)}" if s.canonical else ""
+        stdout.print(f"{escape(s.phrase)}{synonym}  [dim](distance {s.distance}, rank {s.rank:g})[/]",
+                     highlight=False)
 
 
 @app.command()

@@ -1,5 +1,5 @@
 """crawl: inject → (generate → fetch → parse → updatedb) × depth → invertlinks → pagerank →
-dedup → index.
+dedup → index (and the suggestion dictionary).
 
 With fetcher.parse (the default) the fetch step parses the pages as they arrive.
 
@@ -117,6 +117,7 @@ def run_crawl(crawl: CrawlDir, seeds: list[str], settings: Settings, reporter: R
     if index:
         from filbert.index import build_index  # tantivy is only needed here
         from filbert.links.pagerank import compute_pagerank  # and scipy here
+        from filbert.suggest.builder import build_suggest
 
         ranked = compute_pagerank(crawl, settings)
         reporter.step(f"pagerank: {ranked['pages']} pages, {ranked['links']} links, "
@@ -124,5 +125,6 @@ def run_crawl(crawl: CrawlDir, seeds: list[str], settings: Settings, reporter: R
         reporter.step(f"dedup: {dedup(crawl, settings)['duplicates']} duplicate pages")
         reporter.step("index")
         summary.documents = build_index(crawl, settings)["documents"]
+        reporter.step(f"suggestions: {build_suggest(crawl, settings)['phrases']} phrases")
     summary.seconds = time.monotonic() - start
     return summary

@@ -1,5 +1,5 @@
-"""The FastAPI application serving the index: `/` (HTML), `/api/search` (JSON), `/cache`
-(a page as it was fetched), `/healthz`.
+"""The FastAPI application serving the index: `/` (HTML), `/api/search` and `/api/suggest`
+(JSON), `/cache` (a page as it was fetched), `/healthz`.
 
 One Searcher per application, opened on the first request that finds an index and
 reopened whenever the index's CURRENT generation changes, so a re-index is picked up
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import asdict
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -29,12 +30,15 @@ from fastapi.templating import Jinja2Templates
 from filbert.config import Settings
 from filbert.search.searcher import MAX_RESULTS, QueryError, Searcher, SearchResults
 from filbert.storage import CrawlDir
+from filbert.suggest import SuggestError
+from filbert.suggest.builder import SuggesterHolder
 
 HERE = Path(__file__).parent
 PAGE_SIZE = 10
 MAX_OFFSET = 10_000  # deeper pages cost memory in the collector and nobody reads them
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; style-src 'self'; img-src 'self'; "
+                               "script-src 'self'; connect-src 'self'; "
                                "form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
@@ -159,6 +163,7 @@ def create_app(crawl: CrawlDir, settings: Settings) -> FastAPI:
     app = FastAPI(title="filbert", docs_url=None, redoc_url=None)
     holder = SearcherHolder(crawl, settings)
     service = SearchService(holder, settings, QueryLog(crawl.path / "logs" / "queries.jsonl"))
+    suggestions = SuggesterHolder(crawl, settings)
     templates = make_templates()
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
 
@@ -181,6 +186,16 @@ def create_app(crawl: CrawlDir, settings: Settings) -> FastAPI:
         except Unavailable as exc:
             return JSONResponse({"error": str(exc)}, status_code=503)
         return JSONResponse(results.to_dict())
+
+    @app.get("/api/suggest")
+    def api_suggest(q: str = "", n: int = settings["suggest.count"]) -> JSONResponse:
+        if len(q) > settings["search.max.query.length"]:
+            return JSONResponse({"error": "the prefix is too long"}, status_code=400)
+        try:
+            found = suggestions.get().suggest(q, clamp(n, 1, settings["suggest.max.count"]))
+        except SuggestError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=503)
+        return JSONResponse({"query": q, "suggestions": [asdict(s) for s in found]})
 
     @app.get("/cache")
     def cache(url: str = "") -> Response:

@@ -1,0 +1,166 @@
+"""The suggestion dictionary of a crawl: `filbert suggest-build` (and `filbert index`).
+
+Phrases, each ranked by how often it occurs:
+- the title of every page the index holds (fetched, parsed, not noindex): one per page;
+- the anchor text of every link to such a page: one per link;
+- the headings (h1-h3) of such pages that `suggest.headings.min.pages` pages or more have
+  (one per page): a heading on one page is mostly a part of that page, not a topic;
+- every query of CRAWL/logs/queries.jsonl that found results: one per search (a query
+  counts from `suggest.queries.min.count` searches, so a rare one stays private);
+plus the synonym rings of a synonyms file. The dictionary is written into CRAWL/suggest/
+as a new generation and published atomically.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from pathlib import Path
+
+from filbert import schemas
+from filbert.buckets import connect, parquet_relation
+from filbert.config import ConfigError, Settings
+from filbert.storage import CrawlDir, Segment, VersionedTable
+from filbert.suggest.suggester import Suggester, SuggestError
+
+QUERY_LOG = Path("logs") / "queries.jsonl"
+
+
+def suggest_table(crawl: CrawlDir) -> VersionedTable:
+    return VersionedTable(crawl.path / "suggest")
+
+
+def build_suggest(crawl: CrawlDir, settings: Settings,
+                  synonyms: Path | None = None) -> dict[str, int]:
+    """Build the dictionary from the crawl, the query log and the synonyms file (by default
+    `suggest.synonyms.file`); returns counts."""
+    crawl.require()
+    pages = crawl_phrases(crawl, settings["suggest.headings.min.pages"])
+    queries = Counter({q: n for q, n in logged_queries(crawl.path / QUERY_LOG).items()
+                       if n >= settings["suggest.queries.min.count"]})
+    if synonyms is None and settings["suggest.synonyms.file"]:
+        synonyms = Path(settings["suggest.synonyms.file"])
+    rings = read_synonyms(synonyms) if synonyms else []
+    suggester = Suggester.build((pages + queries).items(), rings, settings["suggest.max.length"])
+    counts = {"phrases": len(suggester), "page phrases": len(pages), "queries": len(queries),
+              "synonym rings": len(rings)}
+    table = suggest_table(crawl)
+    tmp = table.begin()
+    suggester.save(tmp)
+    table.publish(tmp, counts)
+    return counts
+
+
+def crawl_phrases(crawl: CrawlDir, heading_pages: int = 2) -> Counter[str]:
+    """Titles of the indexed pages, anchor texts of the links to them, and the headings
+    found on at least `heading_pages` of them, with counts (pages, links, pages)."""
+    segments = [seg for seg in crawl.segments() if seg.parsed]
+    db = parquet_relation(crawl.crawldb.files(), schemas.CRAWLDB)
+    links = parquet_relation(crawl.linkdb.files(), schemas.LINKDB)
+    data = parquet_relation([p for seg in segments for p in seg.parts(Segment.PARSE_DATA)],
+                            schemas.PARSE_DATA, segment=True)
+    con = connect()
+    columns = {row[0] for row in con.sql(f"DESCRIBE SELECT * FROM {data}").fetchall()}
+    headings = "headings" if "headings" in columns else "NULL"  # segments parsed before them
+    sql = f"""
+    WITH pages AS (
+        SELECT fp FROM {db} WHERE status IN ('{schemas.DB_FETCHED}', '{schemas.DB_NOTMODIFIED}')
+    ), latest AS (
+        SELECT fp, title, {headings} AS headings, noindex FROM {data}
+        WHERE status = '{schemas.PARSE_SUCCESS}'
+        QUALIFY row_number() OVER (PARTITION BY fp ORDER BY segment DESC) = 1
+    ), indexed AS (
+        SELECT fp, title, headings FROM pages JOIN latest USING (fp) WHERE NOT noindex
+    ), named AS (
+        SELECT title AS phrase FROM indexed
+        UNION ALL
+        SELECT unnest(inlinks).anchor AS phrase FROM {links} WHERE fp IN (SELECT fp FROM indexed)
+    ), page_headings AS (
+        SELECT DISTINCT fp, trim(heading) AS phrase
+        FROM (SELECT fp, unnest(string_split(coalesce(headings, ''), chr(10))) AS heading
+              FROM indexed)
+    ), counted AS (
+        SELECT phrase, count(*) AS n FROM named WHERE trim(coalesce(phrase, '')) <> ''
+        GROUP BY phrase
+        UNION ALL
+        SELECT phrase, count(*) AS n FROM page_headings WHERE phrase <> ''
+        GROUP BY phrase HAVING count(*) >= {int(heading_pages)}
+    )
+    SELECT phrase, sum(n)::BIGINT FROM counted GROUP BY phrase
+    """
+    return Counter(dict(con.sql(sql).fetchall()))
+
+
+def logged_queries(path: Path) -> Counter[str]:
+    """How often each query was searched with results; unreadable lines are skipped."""
+    counts: Counter[str] = Counter()
+    if not path.exists():
+        return counts
+    with path.open(encoding="utf-8", errors="replace") as lines:
+        for line in lines:
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue  # a line cut short by a crash
+            if (isinstance(entry, dict) and isinstance(entry.get("query"), str)
+                    and isinstance(entry.get("results"), int) and entry["results"] > 0):
+                counts[entry["query"]] += 1
+    return counts
+
+
+def read_synonyms(path: Path) -> list[list[str]]:
+    """Synonym rings: one per line, comma-separated, the canonical phrase first; '#' starts
+    a comment line."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SuggestError(f"cannot read the synonyms file {path}: {exc}") from None
+    rings = []
+    for line in lines:
+        members = [m.strip() for m in line.split(",") if m.strip()]
+        if len(members) >= 2 and not line.lstrip().startswith("#"):
+            rings.append(members)
+    return rings
+
+
+def error_lengths(settings: Settings) -> tuple[int, ...]:
+    """`suggest.errors.lengths`: the prefix lengths from which 1, 2, ... errors are allowed."""
+    text = settings["suggest.errors.lengths"]
+    try:
+        lengths = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        lengths = ()
+    increasing = all(n >= 1 for n in lengths) and list(lengths) == sorted(lengths)
+    if (text.strip() and not lengths) or not increasing:
+        raise ConfigError("suggest.errors.lengths must be increasing lengths like '4, 8', "
+                          f"got {text!r}")
+    return lengths
+
+
+def load_suggester(crawl: CrawlDir, settings: Settings) -> tuple[Path, Suggester]:
+    """The current dictionary and its generation directory."""
+    current = suggest_table(crawl).current()
+    if current is None:
+        raise SuggestError(f"{crawl.path} has no suggestion dictionary yet: "
+                           "run `filbert suggest-build`")
+    return current, Suggester.load(current, error_lengths(settings))
+
+
+class SuggesterHolder:
+    """A server's suggester, reloaded when a new dictionary is published."""
+
+    def __init__(self, crawl: CrawlDir, settings: Settings):
+        self.crawl, self.settings = crawl, settings
+        self._loaded: tuple[Path, Suggester] | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> Suggester:
+        """The current suggester; SuggestError if there is none or it cannot be read."""
+        loaded = self._loaded
+        if loaded is not None and loaded[0] == suggest_table(self.crawl).current():
+            return loaded[1]
+        with self._lock:
+            if self._loaded is None or self._loaded[0] != suggest_table(self.crawl).current():
+                self._loaded = load_suggester(self.crawl, self.settings)
+            return self._loaded[1]

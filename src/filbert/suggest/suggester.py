@@ -1,0 +1,302 @@
+"""Query autocompletion: ranked phrases, synonym rings, fuzzy prefixes.
+
+A Suggester holds phrases with a rank each (how often they were searched or linked). Given
+a prefix it returns the completions: the phrases starting with it first, best rank first,
+then those starting with something a few edits away (substitution, insertion, deletion,
+transposition of neighbours), by distance and then rank. A phrase of a synonym ring carries
+its ring's canonical phrase. Phrases and prefixes are matched folded (NFKC, case, ё → е)
+with whitespace runs as one space, so a prefix may run over several words.
+"""
+
+from __future__ import annotations
+
+import math
+import zipfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from filbert.analysis import fold
+from filbert.errors import UserError
+from filbert.suggest.ranks import RangeMin, best_first, rank_ids
+from filbert.suggest.trie import ARRAYS, Trie, char_dtype
+
+FORMAT = 1
+FILE = "suggest.npz"
+MAX_LENGTH = 100            # longer phrases are not kept
+ERROR_LENGTHS = (4, 8)      # prefixes this long or longer allow 1, 2 errors
+# the saved arrays besides the trie's (ARRAYS), by name and dtype
+OTHER_ARRAYS = {"alphabet": np.uint32, "text": np.uint8, "text_start": np.int64,
+                "rank": np.float64, "synonym": np.int32, "canonical": np.int32}
+
+
+class SuggestError(UserError, ValueError):
+    """A suggestion dictionary that is missing or cannot be read."""
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    phrase: str
+    distance: int           # edits between the prefix and the start of the phrase
+    rank: float
+    canonical: str | None   # for a synonym, its ring's canonical phrase
+
+
+def normalize(text: str) -> str:
+    """A phrase as matched: folded, whitespace runs as single spaces, stripped."""
+    return " ".join(fold(text).split())
+
+
+def normalize_prefix(text: str) -> str:
+    """A prefix as matched: like a phrase, but a trailing space is kept ("new " is not "new")."""
+    folded = fold(text)
+    words = " ".join(folded.split())
+    return words + " " if words and folded[-1].isspace() else words
+
+
+def errors_for(length: int, lengths: Sequence[int] = ERROR_LENGTHS) -> int:
+    """Errors allowed in a prefix of `length` characters: one per threshold it reaches."""
+    return sum(length >= threshold for threshold in lengths)
+
+
+@dataclass
+class _Entry:
+    rank: float
+    display: str
+    display_rank: float  # the rank the display form had on its own
+
+
+class Suggester:
+    """Ranked phrases in a compact trie (see trie.py), each phrase's display form (UTF-8,
+    `text[text_start[i]:text_start[i + 1]]`) and rank in the trie's sorted order, and the
+    synonyms' canonical phrases. Immutable, so one may serve many threads."""
+
+    def __init__(self, trie: Trie, alphabet: np.ndarray, text: np.ndarray,
+                 text_start: np.ndarray, rank: np.ndarray, synonym: np.ndarray,
+                 canonical: np.ndarray, error_lengths: Sequence[int] = ERROR_LENGTHS):
+        self.trie, self.alphabet, self.rank = trie, alphabet, rank
+        self.text, self.text_start = text, text_start
+        self.synonym, self.canonical = synonym, canonical  # phrase ids → canonical ids
+        self.canonical_of = dict(zip(synonym.tolist(), canonical.tolist()))
+        self.error_lengths = tuple(error_lengths)
+        self.char_ids = {chr(c): i for i, c in enumerate(alphabet.tolist())}
+        self.rank_id, self.by_rank = rank_ids(rank)
+        self.range_min = RangeMin(self.rank_id)
+        self.node_best = _node_best(trie, self.rank_id)
+
+    def __len__(self) -> int:
+        return len(self.rank)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the arrays (not counting the small per-character dict)."""
+        derived = [self.rank_id, self.by_rank, self.node_best]
+        return (sum(a.nbytes for a in [*self._saved().values(), *derived])
+                + self.range_min.nbytes)
+
+    # --- building -----------------------------------------------------------------------
+
+    @classmethod
+    def build(cls, phrases: Iterable[tuple[str, float]],
+              synonyms: Iterable[Sequence[str]] = (), max_length: int = MAX_LENGTH,
+              error_lengths: Sequence[int] = ERROR_LENGTHS) -> Suggester:
+        """From (phrase, rank) pairs and synonym rings (canonical phrase first).
+
+        Phrases equal once folded are one, with their ranks summed, shown as the variant
+        with the highest rank of its own. A ring member that is not among the phrases is
+        added with the best rank of its ring's members that are.
+        """
+        entries = _merge(phrases, max_length)
+        rings = _add_synonyms(entries, synonyms, max_length)
+        keys = sorted(entries)
+        position = {key: i for i, key in enumerate(keys)}
+        pairs = sorted((position[key], position[canon]) for key, canon in rings.items())
+        alphabet, chars = _char_ids("".join(keys))
+        start = _starts([len(key) for key in keys])
+        displays = [entries[key].display.encode() for key in keys]
+        return cls(Trie.build(chars, start), alphabet,
+                   np.frombuffer(b"".join(displays), np.uint8), _starts(list(map(len, displays))),
+                   np.array([entries[key].rank for key in keys], np.float64),
+                   np.array([p for p, _ in pairs], np.int32),
+                   np.array([c for _, c in pairs], np.int32), error_lengths)
+
+    # --- suggesting ---------------------------------------------------------------------
+
+    def suggest(self, prefix: str, n: int = 10, errors: int | None = None) -> list[Suggestion]:
+        """The top n completions of `prefix`: exact ones by rank, then fuzzy ones by distance
+        and rank. `errors` defaults to what the prefix's length allows (`error_lengths`)."""
+        text = normalize_prefix(prefix)
+        if errors is None:
+            errors = errors_for(len(text), self.error_lengths)
+        if errors < 0:
+            raise ValueError(f"errors must be 0 or more, got {errors}")
+        if not text or n <= 0 or not len(self):
+            return []
+        query = np.array([self.char_ids.get(c, -1) for c in text], np.int32)
+        nodes, dists = self.trie.matches(query, errors)
+        return [self._suggestion(p, d) for p, d in self._top(nodes, dists, n)]
+
+    def _top(self, nodes: np.ndarray, dists: np.ndarray, n: int) -> list[tuple[int, int]]:
+        """(phrase, distance) of the best n phrases under the matched nodes. The nodes
+        matched at one distance are disjoint; a phrase also under a closer match was taken
+        at that distance already, if the closer ones did not fill the n."""
+        found: list[tuple[int, int]] = []
+        taken: set[int] = set()
+        for dist in sorted(set(dists.tolist())):
+            candidates = nodes[dists == dist]
+            # the `enough` nodes of best rank hold that many phrases better than all other
+            # nodes' phrases, and at most len(found) of them were taken already
+            enough = n + len(found)
+            if len(candidates) > enough:
+                best = np.argpartition(self.node_best[candidates], enough - 1)[:enough]
+                candidates = candidates[best]
+            ranges = list(zip(self.node_best[candidates].tolist(),
+                              self.trie.lo[candidates].tolist(), self.trie.hi[candidates].tolist()))
+            for phrase in best_first(ranges, self.by_rank, self.range_min, n - len(found), taken):
+                found.append((phrase, dist))
+                taken.add(phrase)
+            if len(found) == n:
+                break
+        return found
+
+    def _suggestion(self, phrase: int, distance: int) -> Suggestion:
+        canonical = self.canonical_of.get(phrase)
+        return Suggestion(self.display(phrase), distance, float(self.rank[phrase]),
+                          None if canonical is None else self.display(canonical))
+
+    def display(self, phrase: int) -> str:
+        return bytes(self.text[self.text_start[phrase]:self.text_start[phrase + 1]]).decode()
+
+    # --- saving and loading ---------------------------------------------------------------
+
+    def save(self, directory: Path) -> Path:
+        """Write the dictionary as one file in `directory` (which must exist)."""
+        path = directory / FILE
+        with open(path, "wb") as out:
+            np.savez(out, format=np.int64(FORMAT), **self._saved())
+        return path
+
+    def _saved(self) -> dict[str, np.ndarray]:
+        return {name: getattr(self.trie if name in ARRAYS else self, name)
+                for name in (*ARRAYS, *OTHER_ARRAYS)}
+
+    @classmethod
+    def load(cls, directory: Path, error_lengths: Sequence[int] = ERROR_LENGTHS) -> Suggester:
+        path = directory / FILE
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                arrays = {name: data[name] for name in ("format", *ARRAYS, *OTHER_ARRAYS)}
+        except FileNotFoundError:
+            raise SuggestError(f"no suggestion dictionary at {path}: "
+                               "run `filbert suggest-build`") from None
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
+            raise SuggestError(f"{path} is not a readable suggestion dictionary ({exc})") from None
+        _check(arrays, path)
+        trie = Trie(**{name: arrays[name] for name in ARRAYS})
+        return cls(trie, **{name: arrays[name] for name in OTHER_ARRAYS},
+                   error_lengths=error_lengths)
+
+
+def _merge(phrases: Iterable[tuple[str, float]], max_length: int) -> dict[str, _Entry]:
+    entries: dict[str, _Entry] = {}
+    for phrase, rank in phrases:
+        rank = float(rank)
+        if not (math.isfinite(rank) and rank >= 0):
+            raise ValueError(f"the rank of {phrase!r} must be a finite number >= 0, got {rank}")
+        display = _valid(" ".join(phrase.split()))
+        key = normalize(display)
+        if not key or len(key) > max_length:
+            continue
+        entry = entries.get(key)
+        if entry is None:
+            entries[key] = _Entry(rank, display, rank)
+            continue
+        entry.rank += rank
+        if rank > entry.display_rank:
+            entry.display, entry.display_rank = display, rank
+    return entries
+
+
+def _add_synonyms(entries: dict[str, _Entry], rings: Iterable[Sequence[str]],
+                  max_length: int) -> dict[str, str]:
+    """Adds the rings' phrases; returns each member's canonical phrase (a phrase in several
+    rings keeps the first)."""
+    canonical: dict[str, str] = {}
+    for ring in rings:
+        members = {normalize(_valid(p)): _valid(" ".join(p.split())) for p in ring}
+        members = {k: v for k, v in members.items() if k and len(k) <= max_length}
+        if len(members) < 2:
+            continue
+        best = max((entries[k].rank for k in members if k in entries), default=0.0)
+        for key, display in members.items():
+            entries.setdefault(key, _Entry(best, display, best))
+        first, *others = members
+        for key in others:
+            canonical.setdefault(key, first)
+    return canonical
+
+
+def _valid(text: str) -> str:
+    """Lone surrogates (from JSON escapes) cannot be stored as UTF-8: they become '?'."""
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
+def _char_ids(text: str) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct characters (code points, sorted, so ids sort like the text) and the
+    text as ids."""
+    alphabet = np.array(sorted(map(ord, set(text))), np.uint32)
+    points = np.frombuffer(text.encode("utf-32-le"), np.uint32)
+    return alphabet, np.searchsorted(alphabet, points).astype(char_dtype(len(alphabet)))
+
+
+def _starts(lengths: list[int]) -> np.ndarray:
+    return np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
+
+
+def _node_best(trie: Trie, rank_id: np.ndarray) -> np.ndarray:
+    """Each node's best rank id: the least over its range. A level's ranges are disjoint
+    and in order, so one reduceat per level covers them (and the gaps between, unused)."""
+    best = np.zeros(trie.nodes, np.int32)
+    padded = np.append(rank_id, np.int32(0))  # reduceat wants every index < len
+    for first, end in trie.levels():
+        bounds = np.stack([trie.lo[first:end], trie.hi[first:end]], axis=1).ravel()
+        best[first:end] = np.minimum.reduceat(padded, bounds)[::2]
+    return best
+
+
+def _check(arrays: dict[str, np.ndarray], path: Path) -> None:
+    """Catch a file of another format or inconsistent arrays before a search trips on them."""
+    def need(condition: bool, what: str) -> None:
+        if not condition:
+            raise SuggestError(f"{path} is not a valid suggestion dictionary: {what}")
+
+    need(arrays["format"].shape == () and int(arrays["format"]) == FORMAT,
+         f"format {arrays['format']!r}, expected {FORMAT}")
+    for name, dtype in (ARRAYS | OTHER_ARRAYS).items():
+        a = arrays[name]
+        need(a.ndim == 1, f"{name} has shape {a.shape}")
+        need(dtype is None or a.dtype == dtype, f"{name} is {a.dtype}")
+    chars, label, lo, hi, first_child = (arrays[name] for name in ARRAYS)
+    phrases, nodes = len(arrays["rank"]), len(lo)
+    need(chars.dtype == char_dtype(len(arrays["alphabet"])), f"chars are {chars.dtype}")
+    need(chars.max(initial=0) < max(len(arrays["alphabet"]), 1),
+         "a character is not in the alphabet")
+    need(bool(np.all(np.isfinite(arrays["rank"]))), "a rank is not finite")
+    text_start = arrays["text_start"]
+    need(len(text_start) == phrases + 1 and text_start[0] == 0
+         and text_start[-1] == len(arrays["text"]) and bool(np.all(np.diff(text_start) >= 0)),
+         "text_start does not fit")
+    need(nodes >= 1 and len(hi) == nodes and len(label) == nodes + 1
+         and len(first_child) == nodes + 1, "node arrays differ in length")
+    need(label[0] == 0 and label[-1] == len(chars) and bool(np.all(np.diff(label[1:]) > 0)),
+         "edge labels do not fit")  # only the root's is empty
+    need(bool(np.all((0 <= lo) & (lo <= hi) & (hi <= phrases))),
+         "a node's phrases are out of range")
+    need(first_child[-1] == nodes and bool(np.all(np.diff(first_child) >= 0))
+         and bool(np.all(first_child[:-1] > np.arange(nodes))), "first_child does not fit")
+    for name in ("synonym", "canonical"):
+        need(len(arrays[name]) == len(arrays["synonym"])
+             and bool(np.all((0 <= arrays[name]) & (arrays[name] < phrases))),
+             f"{name} out of range")
