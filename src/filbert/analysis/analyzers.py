@@ -173,17 +173,25 @@ def _bigram_spans(run: str, start: int) -> list[Span]:
     return [(gram, start + i, start + i + len(gram)) for i, gram in enumerate(_bigrams(run))]
 
 
+# Two or more one-character words in a row, in jieba's words joined by spaces: where its
+# dictionary had no word. (In search mode too, nothing comes between such neighbours.)
+SINGLE_CHAR_RUN = re.compile(rf"(?<![^ ])[{HAN}](?: [{HAN}])+(?![^ ])")
+
+
+def _with_bigrams(words: str) -> str:
+    """Space-separated words plus the bigrams of their runs of single characters."""
+    grams = [gram for run in SINGLE_CHAR_RUN.findall(words)
+             for gram in _bigrams(run.replace(" ", ""))]
+    return f"{words} {' '.join(grams)}" if grams else words
+
+
 def _single_char_runs(words: list[str]) -> list[tuple[int, int]]:
-    """Index ranges of runs of two or more consecutive one-character words: where jieba's
-    dictionary had no word. (In search mode too, nothing comes between such neighbours.)"""
-    runs, first = [], -1
-    for i, word in enumerate([*words, ""]):
-        if len(word) == 1:
-            first = i if first < 0 else first
-            continue
-        if first >= 0 and i - first > 1:
-            runs.append((first, i))
-        first = -1
+    """Index ranges (first, end) of the words SINGLE_CHAR_RUN finds."""
+    joined = " ".join(words)
+    runs = []
+    for match in SINGLE_CHAR_RUN.finditer(joined):
+        first = joined.count(" ", 0, match.start())
+        runs.append((first, first + match.group().count(" ") + 1))
     return runs
 
 
@@ -267,16 +275,8 @@ class Analyzer:
         jieba = _jieba()
         text = "\n".join(runs)
         words = jieba.cut(text, False) if self.query else jieba.cut_for_search(text, False)
-        segmented, run = [], []
-        for word in [*words, "\n"]:
-            if word != "\n":
-                run.append(word)
-                continue
-            for first, end in _single_char_runs(run):
-                run += _bigrams("".join(run[first:end]))
-            segmented.append(" ".join(run))
-            run = []
-        return segmented
+        # the runs' words, run by run: jieba keeps each "\n" as a word of its own
+        return [_with_bigrams(run) for run in " ".join(words).split(" \n ")]
 
     def _jieba_spans(self, run: str, start: int) -> list[Span]:
         mode = "default" if self.query else "search"
