@@ -30,6 +30,7 @@ HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f"
 KANA_HANGUL = "\u3040-\u30ff\u31f0-\u31ff\u1100-\u11ff\u3130-\u318f\uac00-\ud7af"
 # A Han run, a kana/Hangul run, or a word: letters and digits of any other script.
 TOKEN = re.compile(rf"([{HAN}]+)|([{KANA_HANGUL}]+)|([^\W_{HAN}{KANA_HANGUL}]+)")
+HAN_RUN = re.compile(f"([{HAN}]+)")
 MAX_WORD = 64           # longer "words" (base64, hashes) are not indexed
 MAX_CACHED = 2_000_000  # words cached per language before the cache stops growing
 
@@ -179,10 +180,9 @@ SINGLE_CHAR_RUN = re.compile(rf"(?<![^ ])[{HAN}](?: [{HAN}])+(?![^ ])")
 
 
 def _with_bigrams(words: str) -> str:
-    """Space-separated words plus the bigrams of their runs of single characters."""
-    grams = [gram for run in SINGLE_CHAR_RUN.findall(words)
-             for gram in _bigrams(run.replace(" ", ""))]
-    return f"{words} {' '.join(grams)}" if grams else words
+    """Space-separated words with the bigrams of each run of single characters after it."""
+    return SINGLE_CHAR_RUN.sub(
+        lambda run: f"{run.group()} {' '.join(_bigrams(run.group().replace(' ', '')))}", words)
 
 
 def _single_char_runs(words: list[str]) -> list[tuple[int, int]]:
@@ -231,11 +231,15 @@ class Analyzer:
     def joined(self, text: str) -> str:
         """The terms separated by whitespace, as the index stores them (a stop word leaves
         an extra space, which tantivy's whitespace tokenizer skips)."""
-        if self.lang in CJK_LANGS:
-            return self.analyze_folded(fold(text))
         # Text between spaces repeats ("packages," "(see"): a cache of chunk → terms turns
         # analysis into C loops over str.split().
-        return " ".join(map(self.chunks.__getitem__, text.split()))
+        if self.lang not in CJK_LANGS:
+            return " ".join(map(self.chunks.__getitem__, text.split()))
+        # CJK pages: Han runs segmented in one go, the text between them through the cache
+        pieces = HAN_RUN.split(fold(text))  # text, Han run, text, Han run, ..., text
+        segmented = self._segment(pieces[1::2])
+        out = [" ".join(map(self.chunks.__getitem__, piece.split())) for piece in pieces[::2]]
+        return " ".join(part for pair in zip(out, [*segmented, ""]) for part in pair)
 
     def analyze_folded(self, text: str) -> str:
         parts = TOKEN.findall(text)
@@ -276,7 +280,7 @@ class Analyzer:
         text = "\n".join(runs)
         words = jieba.cut(text, False) if self.query else jieba.cut_for_search(text, False)
         # the runs' words, run by run: jieba keeps each "\n" as a word of its own
-        return [_with_bigrams(run) for run in " ".join(words).split(" \n ")]
+        return _with_bigrams(" ".join(words)).split(" \n ")
 
     def _jieba_spans(self, run: str, start: int) -> list[Span]:
         mode = "default" if self.query else "search"

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from filbert.storage import CrawlDir, Segment, part_name
 from filbert.urls import fingerprint
 
 
+URL_PUNCTUATION = re.compile(r"[\W_]+")  # URL words, split apart so each is analyzed once
 ROWS_PER_GROUP = 128     # documents per Parquet row group of the gathered documents
 GROUPS_PER_TASK = 1      # row groups analyzed per task
 
@@ -111,7 +113,7 @@ def analyze_document(doc: dict) -> dict:
     lang = identify(f"{title}\n{body}")
     text = analyzer(lang)
     fields = {"title": title, "headings": doc["headings"], "anchor": doc["anchor"],
-              "urlwords": doc["url"].partition("://")[2], "body": body}
+              "urlwords": URL_PUNCTUATION.sub(" ", doc["url"].partition("://")[2]), "body": body}
     return {
         "url": doc["url"], "host": doc["host"], "site": parent_domains(doc["host"]),
         "lang": lang, "segment": doc["segment"], "score": doc["score"],
