@@ -149,6 +149,20 @@ class _ScriptDispatch(dict):
         return term
 
 
+class _RawWordTerms(dict):
+    """A word as written (not yet folded) → its term, through a language's word cache."""
+
+    def __init__(self, words: dict[str, str]):
+        super().__init__()
+        self.words = words
+
+    def __missing__(self, word: str) -> str:
+        term = self.words[fold(word)]
+        if len(self) < MAX_CACHED:
+            self[word] = term
+        return term
+
+
 class _ChunkTerms(dict):
     """Text between whitespace → its joined terms, for one analyzer, computed on first sight."""
 
@@ -220,10 +234,11 @@ class Analyzer:
         self.query = query
         self.words = _ScriptDispatch(lang)
         self.chunks = _ChunkTerms(self)
+        self.raw_words = _RawWordTerms(self.words)
 
     def word(self, word: str) -> str:
-        """The term for one word ('' if it is a stop word)."""
-        return self.words[fold(word)]
+        """The term for one word as written ('' if it is a stop word)."""
+        return self.raw_words[word]
 
     def terms(self, text: str) -> list[str]:
         return self.joined(text).split()

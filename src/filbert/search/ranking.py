@@ -113,10 +113,8 @@ class Reranker:
         boost = self.weight * pagerank / (pagerank + self.half)
         for i, candidate in enumerate(candidates):
             candidate.score = float(text[i] + proximity[i] + boost[i])
-            candidate.signals.update(text=round(float(text[i]), 6),
-                                     proximity=round(float(proximity[i]), 6),
-                                     pagerank=round(candidate.pagerank, 6),
-                                     pagerank_score=round(float(boost[i]), 6))
+            candidate.signals.update(text=float(text[i]), proximity=float(proximity[i]),
+                                     pagerank=candidate.pagerank, pagerank_score=float(boost[i]))
         ordered = sorted(candidates, key=lambda c: -c.score)
         return self._crowd(self._collapse(ordered))
 
@@ -149,7 +147,7 @@ class Reranker:
         if proximity is not None:
             parts.append(_explained(proximity, searcher, candidate, "proximity bins"))
         parts.append({
-            "value": candidate.signals["pagerank_score"],
+            "value": round(candidate.signals["pagerank_score"], 6),
             "description": f"PageRank score = {self.weight} × pr / (pr + {self.half}) "
                            f"with pr = {candidate.pagerank:.6g}",
         })

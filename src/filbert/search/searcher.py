@@ -198,9 +198,9 @@ class Searcher:
         position = {node: i for i, node in enumerate(base)}
         for candidate, url in zip(root, urls):
             i = position.get(graph.ids.get(url, -1))
-            candidate.signals["hub"] = round(float(result.hubs[i]), 6) if i is not None else 0.0
+            candidate.signals["hub"] = float(result.hubs[i]) if i is not None else 0.0
             candidate.signals["authority"] = \
-                round(float(result.authorities[i]), 6) if i is not None else 0.0
+                float(result.authorities[i]) if i is not None else 0.0
         return sorted(root, key=lambda c: (-c.signals["authority"], -c.score)) + ranked[len(root):]
 
     def cached(self, url: str) -> CachedPage | None:
@@ -221,5 +221,6 @@ class Searcher:
         explanation = None
         if explain is not None:
             explanation = self.reranker.explain(*explain, self.shards[candidate.shard], candidate)
+        signals = {name: round(value, 6) for name, value in candidate.signals.items()}
         return Hit(url, title or url, lang, round(candidate.score, 4), snippet.text,
-                   snippet.html, candidate.signals, explanation)
+                   snippet.html, signals, explanation)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from filbert.analysis import analyzer
 
 MAX_MATCHES = 200   # probe matches looked at per page
-MAX_ANALYZED = 5    # passages analyzed per page, those with the most different probes
+MAX_ANALYZED = 3    # passages analyzed per page, those with the most different probes
 
 
 @dataclass
