@@ -9,9 +9,9 @@ Run scripts/eval.sh first (it crawls and indexes the handbook into eval-crawl/),
 from __future__ import annotations
 
 import argparse
-from datetime import datetime, timezone
 from pathlib import Path
 
+from results import record
 from filbert import evaluation as ev
 from filbert.config import load_settings
 from filbert.index.schema import TEXT_FIELDS
@@ -30,7 +30,6 @@ WITHOUT = {
     "field weights": [f"search.boost.{f}=1.0" for f in TEXT_FIELDS],
     "language preference": ["search.boost.lang=0"],
 }
-RESULTS = HERE / "RESULTS.md"
 
 
 def run(crawl: CrawlDir, items: list[ev.KnownItem], overrides: list[str], name: str) -> ev.Run:
@@ -76,10 +75,8 @@ def main() -> None:
     report = "\n".join(lines)
     print(report)
     if not args.no_record:
-        stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-        with RESULTS.open("a") as out:
-            out.write(f"\n## {stamp}: ranking ablation (bench/ablation.py)\n\n"
-                      f"Command: `scripts/eval.sh && .venv/bin/python bench/ablation.py`\n\n{report}\n")
+        record("ranking ablation (bench/ablation.py)",
+               "scripts/eval.sh && .venv/bin/python bench/ablation.py", report)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,6 @@ import platform
 import statistics
 import tempfile
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import pyarrow as pa
@@ -31,13 +30,13 @@ import pyarrow.parquet as pq
 import tantivy
 from selectolax.lexbor import LexborHTMLParser
 
+from results import record
 from filbert.analysis import analyzer
 from filbert.config import load_settings
 from filbert.index.builder import ROWS_PER_GROUP, index_documents
 
 ROOT = Path("/usr/share/doc/debian-handbook/html")
 BOOKS = {"en": "en-US", "zh": "zh-CN", "ru": "ru-RU"}
-RESULTS = Path(__file__).with_name("RESULTS.md")
 
 
 def load_documents() -> dict[str, list[dict]]:
@@ -130,13 +129,10 @@ def main() -> None:
     report = "\n".join(lines)
     print(report)
     if not args.no_record:
-        stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-        with RESULTS.open("a") as out:
-            out.write(f"\n## {stamp}: analysis and indexing throughput (bench/analysis.py)\n\n"
-                      f"Command: `.venv/bin/python bench/analysis.py --repeat {args.repeat}`  \n"
-                      f"Python {platform.python_version()}, tantivy {tantivy.__version__ if hasattr(tantivy, '__version__') else 'py'}; "
-                      f"word caches are per process, so 'cold' is a first pass over a new corpus.\n\n"
-                      f"{report}\n")
+        record("analysis and indexing throughput (bench/analysis.py)",
+               f".venv/bin/python bench/analysis.py --repeat {args.repeat}",
+               f"Python {platform.python_version()}; word caches are per process, so 'cold' is "
+               f"a first pass over a new corpus.\n\n{report}")
 
 
 if __name__ == "__main__":

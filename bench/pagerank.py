@@ -14,15 +14,14 @@ from __future__ import annotations
 import argparse
 import resource
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import networkx as nx
 import numpy as np
 
+from results import record
 from filbert.links.pagerank import pagerank
 
-RESULTS = Path(__file__).with_name("RESULTS.md")
 TOL = 1e-6
 
 
@@ -79,11 +78,8 @@ def main() -> None:
     report = "\n".join(lines)
     print(report)
     if not args.no_record:
-        stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-        with RESULTS.open("a") as out:
-            out.write(f"\n## {stamp}: PageRank speed (bench/pagerank.py)\n\n"
-                      f"Command: `.venv/bin/python bench/pagerank.py` (tolerance {TOL} L1, "
-                      f"damping 0.85)\n\n{report}\n")
+        record("PageRank speed (bench/pagerank.py)", ".venv/bin/python bench/pagerank.py",
+               f"Tolerance {TOL} (L1), damping 0.85.\n\n{report}")
 
 
 if __name__ == "__main__":

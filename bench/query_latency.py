@@ -61,7 +61,6 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -72,6 +71,7 @@ import tantivy
 import wordfreq
 from fastapi.responses import JSONResponse
 
+from results import record
 from filbert.analysis.analyzers import stop_words
 from filbert.config import Settings, load_settings
 from filbert.index.builder import ROWS_PER_GROUP, index_documents
@@ -81,7 +81,6 @@ from filbert.search.searcher import Hit, Searcher, SearchResults
 from filbert.search.snippets import make_snippet
 from filbert.storage import CrawlDir
 
-RESULTS = Path(__file__).with_name("RESULTS.md")
 FORMAT = 1                     # bump when generation changes, to invalidate cached indexes
 CHUNK = 128 * ROWS_PER_GROUP   # documents generated at a time
 SEGMENT = "20261130000000"
@@ -619,12 +618,9 @@ def verdict(seconds: dict[str, np.ndarray]) -> list[str]:
              f"{over_logged['p99']:.2f} ms")]
 
 
-def record(args: argparse.Namespace, body: str) -> None:
-    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    command = " ".join(["bench/query_latency.py", *sys.argv[1:]])
-    with RESULTS.open("a") as out:
-        out.write(f"\n## {stamp}: query latency, {args.docs:,} documents "
-                  f"(bench/query_latency.py)\n\nCommand: `.venv/bin/python {command}`  \n{body}\n")
+def record_results(args: argparse.Namespace, body: str) -> None:
+    record(f"query latency, {args.docs:,} documents (bench/query_latency.py)",
+           " ".join([".venv/bin/python bench/query_latency.py", *sys.argv[1:]]), body)
 
 
 def parse_args() -> argparse.Namespace:
@@ -670,7 +666,7 @@ def main() -> None:
     if args.profile:
         print(profile(searcher, queries[:args.profile]))
     if not args.no_record:
-        record(args, report)
+        record_results(args, report)
 
 
 if __name__ == "__main__":

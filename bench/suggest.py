@@ -46,15 +46,14 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 from wordfreq import top_n_list, word_frequency
 
+from results import record
 from filbert.suggest import Suggester, errors_for, normalize, normalize_prefix
 
-RESULTS = Path(__file__).with_name("RESULTS.md")
 N = 10
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
 RSS_OF_LOAD = """
@@ -291,12 +290,10 @@ def main() -> None:
                            (load_before, os.getloadavg()[0]))
     print(report)
     if not args.no_record:
-        stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-        with RESULTS.open("a") as out:
-            out.write(f"\n## {stamp}: autocomplete (bench/suggest.py)\n\n"
-                      f"Command: `.venv/bin/python bench/suggest.py --phrases {args.phrases} "
-                      f"--targets {args.targets} --baseline-targets {args.baseline_targets} "
-                      f"--repeat {args.repeat}`\n\n{report}\n")
+        record("autocomplete (bench/suggest.py)",
+               f".venv/bin/python bench/suggest.py --phrases {args.phrases} --targets "
+               f"{args.targets} --baseline-targets {args.baseline_targets} --repeat {args.repeat}",
+               report)
 
 
 def format_report(args, strokes: int, subset: int, build: float, load: float,

@@ -1,0 +1,15 @@
+"""Appends a dated section to bench/RESULTS.md: shared by the benchmark scripts."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+
+RESULTS = Path(__file__).with_name("RESULTS.md")
+
+
+def record(title: str, command: str, body: str) -> None:
+    """`## <UTC time>: <title>`, the command that produced the figures, then the figures."""
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    with RESULTS.open("a") as out:
+        out.write(f"\n## {stamp}: {title}\n\nCommand: `{command}`\n\n{body}\n")
