@@ -493,3 +493,27 @@ def test_search_prints_page_text_verbatim(site_server, tmp_path: Path) -> None:
 def test_search_prints_query_verbatim(crawled: Crawled) -> None:
     result = invoke("search", "[/b] river", "--dir", crawled.dir)
     assert "results for [/b] river" in result.stdout
+
+
+def test_suggest_completes_page_titles_with_a_typo(crawled: Crawled) -> None:
+    # `crawl` built the dictionary with the index: page titles are phrases
+    word = title_word(7)
+    result = run_cli("suggest", f"page 0007 {word[:3]}", "--dir", crawled.dir, "--json")
+    assert result.returncode == 0, result.stderr
+    found = json.loads(result.stdout)
+    assert found[0]["phrase"] == graph_title(7) and found[0]["distance"] == 0
+    typo = run_cli("suggest", f"pgae 0007 {word[:3]}", "--dir", crawled.dir, "--json")
+    assert graph_title(7) in [s["phrase"] for s in json.loads(typo.stdout)]
+    text = run_cli("suggest", "page 000", "--dir", crawled.dir, "-n", 3).stdout
+    assert text.count("distance 0") == 3
+
+
+def test_suggest_build_and_a_missing_dictionary(crawled: Crawled, tmp_path: Path) -> None:
+    synonyms = tmp_path / "synonyms.txt"
+    synonyms.write_text(f"{graph_title(7)}, seventh page\n")
+    built = run_cli("suggest-build", "--dir", crawled.dir, "--synonyms", synonyms)
+    assert built.returncode == 0 and "1 synonym" in built.stderr
+    [hit] = json.loads(run_cli("suggest", "seventh pa", "--dir", crawled.dir, "--json").stdout)
+    assert hit["canonical"] == graph_title(7)
+    missing = run_cli("suggest", "page", "--dir", tmp_path / "nothing")
+    assert missing.returncode == 2 and "filbert suggest-build" in missing.stderr

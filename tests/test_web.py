@@ -22,6 +22,7 @@ from filbert.inject import inject
 from filbert.links.linkdb import invertlinks
 from filbert.parse.segment import parse_segment
 from filbert.storage import CrawlDir
+from filbert.suggest.builder import build_suggest
 from filbert.updatedb import updatedb
 from filbert.web import create_app
 
@@ -260,3 +261,18 @@ def test_slow_and_excess_searches_get_503(site: Site, monkeypatch: pytest.Monkey
 def test_too_many_words(site: Site) -> None:
     response = site.client.get("/api/search", params={"q": " ".join(f"w{i}" for i in range(40))})
     assert response.status_code == 400 and "at most 32" in response.json()["error"]
+
+
+def test_suggest_api(site: Site) -> None:
+    missing = site.client.get("/api/suggest", params={"q": "pag"})
+    assert missing.status_code == 503 and "suggest-build" in missing.json()["error"]
+    build_suggest(site.crawl, site.settings)
+    body = site.client.get("/api/suggest", params={"q": "Page 000", "n": 3}).json()
+    assert body["query"] == "Page 000" and len(body["suggestions"]) == 3
+    first = body["suggestions"][0]
+    assert set(first) == {"phrase", "distance", "rank", "canonical"}
+    assert first["phrase"].startswith("Page 000") and first["distance"] == 0
+    typo = site.client.get("/api/suggest", params={"q": "pgae 0001"}).json()["suggestions"]
+    assert any(s["phrase"].startswith("Page 0001") and s["distance"] == 1 for s in typo)
+    too_long = site.client.get("/api/suggest", params={"q": "x" * 600})
+    assert too_long.status_code == 400
