@@ -17,7 +17,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 import tantivy
 import xxhash
@@ -27,7 +26,7 @@ from filbert.analysis import analyzer, identify, load_user_dict
 from filbert.buckets import connect, parquet_relation
 from filbert.config import Settings
 from filbert.executor import make_executor
-from filbert.index.schema import TEXT_FIELDS, index_schema, shard_name
+from filbert.index.schema import index_schema, shard_name
 from filbert.search.ranking import COLUMNS_FILE, Columns
 from filbert.storage import CrawlDir, Segment, part_name
 from filbert.urls import fingerprint
@@ -91,20 +90,13 @@ def _docs_bucket(task: DocsTask) -> int:
     return table.num_rows
 
 
-def _analyze(task: AnalyzeTask) -> pa.Table:
+def _analyze(task: AnalyzeTask) -> list[dict]:
     if task.user_dict:
         load_user_dict(Path(task.user_dict))
     rows = pq.ParquetFile(task.path).read_row_groups(task.row_groups).to_pylist()
-    return pa.Table.from_pylist([analyze_document(row) for row in rows], ANALYZED)
+    return [analyze_document(row) for row in rows]
 
 
-ANALYZED = pa.schema([
-    ("url", pa.string()), ("host", pa.string()), ("site", pa.list_(pa.string())),
-    ("lang", pa.string()), ("segment", pa.string()), ("score", pa.float32()),
-    ("simhash", pa.int64()), ("host_id", pa.int64()), ("uid", pa.int64()),
-    ("title_text", pa.binary()), ("body_text", pa.binary()),
-    *[(name, pa.string()) for name in TEXT_FIELDS],
-])
 
 
 def analyze_document(doc: dict) -> dict:
@@ -175,12 +167,12 @@ def index_documents(doc_files: list[Path], out: Path, settings: Settings,
     tasks = [AnalyzeTask(str(path), groups, settings["analysis.zh.userdict"])
              for path in doc_files for groups in _row_group_chunks(path)]
     languages: Counter[str] = Counter()
-    for table in make_executor(settings).map(_analyze, tasks):
-        for row in table.to_pylist():
+    for docs in make_executor(settings).map(_analyze, tasks):
+        for row in docs:
             writers[hash_shard(row["url"], shards)].add_document(tantivy.Document(**row))
-        languages.update(table.column("lang").to_pylist())
+        languages.update(doc["lang"] for doc in docs)
         if on_doc:
-            on_doc(table.num_rows)
+            on_doc(len(docs))
     for shard, writer in enumerate(writers):
         writer.commit()
         writer.wait_merging_threads()
