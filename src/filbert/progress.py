@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
@@ -15,7 +16,8 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from filbert.fetch import FetchResult, FetchStats
+if TYPE_CHECKING:  # the fetcher (aiohttp) costs 0.3 s to import; only crawls need it
+    from filbert.fetch import FetchResult, FetchStats
 
 REFRESH_SECONDS = 0.1
 console = Console(stderr=True)   # progress and messages
