@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import resource
 import time
-from pathlib import Path
 
 import networkx as nx
 import numpy as np

@@ -58,6 +58,13 @@ def test_duplicates_are_marked_and_kept_out_of_the_index(dup_site, tmp_crawl):
     assert dup_site.url("/b.html") not in urls and dup_site.url("/near.html") not in urls
 
 
+def test_default_order_is_not_decided_by_milliseconds(dup_site, tmp_crawl):
+    # a and b: equal PageRank up to float noise, fetched the same day: the URL decides
+    crawl, _, _ = crawl_site(tmp_crawl, [dup_site.url("/")], depth=2)
+    assert status(crawl, dup_site.url("/a.html")) == "db_fetched"
+    assert status(crawl, dup_site.url("/b.html")) == "db_duplicate"
+
+
 def test_canonical_wins(dup_site, tmp_crawl):
     crawl, *_ = crawl_site(tmp_crawl, [dup_site.url("/")], depth=2)
     assert status(crawl, dup_site.url("/print.html")) == "db_duplicate"

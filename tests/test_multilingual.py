@@ -182,3 +182,17 @@ def test_explain_adds_up_to_the_score(site):
                                                                        abs=1e-4)
             assert pagerank["value"] == hit.signals["pagerank_score"]
     assert searcher.search("walrus").hits[0].explanation is None
+
+
+def test_site_names_and_query_languages():
+    from filbert.index.builder import parent_domains
+    from filbert.search.searcher import main_languages
+
+    assert parent_domains("www.debian.org") == ["www.debian.org", "debian.org"]
+    assert parent_domains("a.b.example.org:8080") == [
+        "a.b.example.org:8080", "a.b.example.org", "b.example.org", "example.org"]
+    assert parent_domains("127.0.0.1:8081") == ["127.0.0.1:8081", "127.0.0.1"]
+    assert parent_domains("localhost") == ["localhost"]
+    # stray misidentified pages do not make every query be analyzed in their language
+    assert main_languages({"en": 950, "ru": 40, "wa": 3}, 0.01) == ["en", "ru"]
+    assert main_languages({"xx": 1}, 0.5) == ["xx"]

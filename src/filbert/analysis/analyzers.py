@@ -110,71 +110,38 @@ def _russian_lemmatizer() -> Callable[[str], str]:
     return lemma
 
 
-class _WordTerms(dict):
-    """word → term ('' for a stop word) for one language, computed on first sight."""
+class _Memo(dict):
+    """key → compute(key), computed on first sight and kept until MAX_CACHED entries (keys
+    longer than `longest` are computed but not kept: they rarely come back)."""
 
-    def __init__(self, lang: str):
+    def __init__(self, compute: Callable[[str], str], longest: int | None = None):
         super().__init__()
-        self.stop = stop_words(lang)
-        self.stem = _russian_lemmatizer() if lang == "ru" else _stemmer(lang)
+        self.compute = compute
+        self.longest = longest
 
-    def __missing__(self, word: str) -> str:
-        term = "" if word in self.stop or len(word) > MAX_WORD else self.stem(word)
-        if len(self) < MAX_CACHED:
-            self[word] = term
-        return term
+    def __missing__(self, key: str) -> str:
+        value = self.compute(key)
+        if len(self) < MAX_CACHED and (self.longest is None or len(key) <= self.longest):
+            self[key] = value
+        return value
 
 
 @cache
-def _word_terms(lang: str) -> _WordTerms:
-    return _WordTerms(lang)
+def _word_terms(lang: str) -> _Memo:
+    """word → term ('' for a stop word) for one language."""
+    stop = stop_words(lang)
+    stem = _russian_lemmatizer() if lang == "ru" else _stemmer(lang)
+    return _Memo(lambda word: "" if word in stop or len(word) > MAX_WORD else stem(word))
 
 
-class _ScriptDispatch(dict):
-    """A language's word cache that sends words of another script to that script's default."""
+def _script_dispatch(lang: str) -> _Memo:
+    """A language's word → term that sends words of another script to that script's default."""
+    own, script = _word_terms(lang), language_script(lang)
 
-    def __init__(self, lang: str):
-        super().__init__()
-        self.script = language_script(lang)
-        self.own = _word_terms(lang)
-
-    def __missing__(self, word: str) -> str:
-        script = script_of(word)
-        if script == self.script or script == OTHER:
-            term = self.own[word]
-        else:
-            term = _word_terms(SCRIPT_DEFAULT[script])[word]
-        if len(self) < MAX_CACHED:
-            self[word] = term
-        return term
-
-
-class _RawWordTerms(dict):
-    """A word as written (not yet folded) → its term, through a language's word cache."""
-
-    def __init__(self, words: dict[str, str]):
-        super().__init__()
-        self.words = words
-
-    def __missing__(self, word: str) -> str:
-        term = self.words[fold(word)]
-        if len(self) < MAX_CACHED:
-            self[word] = term
-        return term
-
-
-class _ChunkTerms(dict):
-    """Text between whitespace → its joined terms, for one analyzer, computed on first sight."""
-
-    def __init__(self, analyzer: Analyzer):
-        super().__init__()
-        self.analyzer = analyzer
-
-    def __missing__(self, chunk: str) -> str:
-        terms = self.analyzer.analyze_folded(fold(chunk))
-        if len(chunk) <= MAX_WORD and len(self) < MAX_CACHED:
-            self[chunk] = terms
-        return terms
+    def term(word: str) -> str:
+        of = script_of(word)
+        return own[word] if of == script or of == OTHER else _word_terms(SCRIPT_DEFAULT[of])[word]
+    return _Memo(term)
 
 
 Span = tuple[str, int, int]  # term, start and end offsets in the analyzed text
@@ -232,9 +199,10 @@ class Analyzer:
     def __init__(self, lang: str, query: bool = False):
         self.lang = lang
         self.query = query
-        self.words = _ScriptDispatch(lang)
-        self.chunks = _ChunkTerms(self)
-        self.raw_words = _RawWordTerms(self.words)
+        self.words = _script_dispatch(lang)                       # folded word → term
+        self.raw_words = _Memo(lambda word: self.words[fold(word)])  # word as written → term
+        # text between spaces → its joined terms
+        self.chunks = _Memo(lambda chunk: self.analyze_folded(fold(chunk)), longest=MAX_WORD)
 
     def word(self, word: str) -> str:
         """The term for one word as written ('' if it is a stop word)."""

@@ -12,7 +12,9 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 
-from filbert.analysis.analyzers import CYRILLIC_LANGS, HAN, KANA_HANGUL, LATIN, language_script
+from filbert.analysis.analyzers import (
+    CYRILLIC_LANGS, HAN, HAN_RUN, KANA_HANGUL, LATIN, language_script,
+)
 
 SAMPLE_WINDOWS, SAMPLE_CHARS = 3, 400  # a document is judged on 3 windows of its text
 MIN_LETTERS = 20             # fewer letters than this: no language (too short to tell)
@@ -23,7 +25,6 @@ ALIASES = {"nn": "no", "wuu": "zh", "yue": "zh"}  # dialects folded into what we
 
 _KANA = re.compile("[\u3040-\u30ff\u31f0-\u31ff]")
 _HANGUL = re.compile("[\u1100-\u11ff\u3130-\u318f\uac00-\ud7af]")
-_HAN = re.compile(f"[{HAN}]")
 _CYRILLIC = re.compile("[\u0400-\u052f]")
 _LETTER = re.compile(rf"[^\W\d_{HAN}{KANA_HANGUL}]")
 
@@ -39,7 +40,7 @@ def _ranked(text: str, k: int = 1) -> list[tuple[str, float]]:
 def identify(text: str) -> str:
     """The ISO 639-1 code of a document's language ('' when it cannot be told)."""
     sample = _sample(text)
-    if len(_LETTER.findall(sample)) < MIN_LETTERS and not _HAN.search(sample):
+    if len(_LETTER.findall(sample)) < MIN_LETTERS and not HAN_RUN.search(sample):
         return ""
     lang, probability = _ranked(sample)[0]
     return lang if probability >= MIN_CONFIDENCE else ""
@@ -59,7 +60,7 @@ def query_language(text: str, index_langs: Collection[str]) -> str | None:
         return "ja"
     if _HANGUL.search(text):
         return "ko"
-    if _HAN.search(text):
+    if HAN_RUN.search(text):
         return "zh"
     if _CYRILLIC.search(text):
         cyrillic = [lang for lang in index_langs if lang in CYRILLIC_LANGS]

@@ -3,7 +3,7 @@
 1. Bucket tasks gather each bucket's documents with DuckDB: crawldb status
    fetched/notmodified, the latest successful parse across segments, anchor text from the
    linkdb, no noindex pages.
-2. Analysis tasks, a few row groups of those files each, identify every document's language
+2. Analysis tasks, a row group of those files each, identify every document's language
    and analyze its fields; they run in parallel (executor) while this process adds the
    results to the tantivy shards.
 3. The new index generation is published atomically.

@@ -17,7 +17,7 @@ import tantivy
 from tantivy import Occur, Query
 
 from filbert.analysis import analyzer, query_language
-from filbert.analysis.analyzers import HAN, TOKEN, fold
+from filbert.analysis.analyzers import HAN_RUN, TOKEN, fold
 from filbert.errors import UserError
 from filbert.index.schema import TEXT_FIELDS
 
@@ -25,7 +25,6 @@ QUERY_TOKEN = re.compile(r'(-?)(?:"([^"]*)"?|\b(site|lang):(\S+)|(\S+))', re.IGN
 CJK_PHRASE_SLOP = 2  # jieba's search mode puts sub-words between a phrase's words
 PROXIMITY_BINS = ("phrase", "near", "far")
 PROXIMITY_FIELDS = ("headings", "body")  # where distances told pages apart (each field costs)
-_HAN = re.compile(f"[{HAN}]")
 
 
 class QueryError(UserError, ValueError):
@@ -71,7 +70,6 @@ class AnalyzedQuery:
     """A parsed query's terms: what tantivy looks up and what snippets highlight."""
     parsed: ParsedQuery
     lang: str | None                          # the query's language, when known
-    langs: list[str]                          # analyzers applied
     clauses: list[set[str]]                   # one per word: alternative terms
     words_in_order: list[list[str]]           # the free text's terms per language
     phrases: list[list[list[str]]]            # per phrase: its term sequence per language
@@ -101,7 +99,7 @@ def analyze_query(parsed: ParsedQuery, index_langs: Collection[str]) -> Analyzed
         for x in parsed.excluded
     ]
     probes = _probes(" ".join(parsed.words + parsed.phrases))
-    return AnalyzedQuery(parsed, lang, langs, clauses, _sequences(parsed.text, langs),
+    return AnalyzedQuery(parsed, lang, clauses, _sequences(parsed.text, langs),
                          [p for p in phrases if p], [x for x in excluded if x], probes)
 
 
@@ -201,7 +199,7 @@ class QueryBuilder:
             if len(terms) == 1:
                 options.append((Occur.Should, self._word(set(terms))))
                 continue
-            extra = CJK_PHRASE_SLOP if _HAN.search("".join(terms)) else 0
+            extra = CJK_PHRASE_SLOP if HAN_RUN.search("".join(terms)) else 0
             for name in fields:
                 boost = self.boosts[name]
                 phrase = Query.phrase_query(self.schema, name, terms, slop + extra)
