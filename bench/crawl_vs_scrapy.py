@@ -410,7 +410,7 @@ COMPONENTS = [
     ("simhash (filbert/dedup.py, numpy)", r"simhash|/numpy/"),
     ("Parquet/Arrow I/O (pyarrow)", r"/pyarrow/|filbert/storage\.py|_flush \(filbert/fetch/segment"),
     ("DuckDB (connect + SQL)", r"/duckdb/|\(filbert/buckets\.py|\(filbert/(generate|updatedb|inject|links/linkdb)\.py"),
-    ("HTTP client (aiohttp, asyncio)", r"/aiohttp/|/yarl/|/multidict/|/asyncio/|/selectors\.py|filbert/fetch/fetcher\.py"),
+    ("HTTP client (libcurl, asyncio)", r"/aiohttp/|/yarl/|/multidict/|/asyncio/|/uvloop/|/selectors\.py|filbert/fetch/(fetcher|http)\.py"),
     ("process pool (fork, pickling, workers)", r"/multiprocessing/|/concurrent/futures/"),
     ("dataclass rows, dict building (filbert)", r"filbert/"),
     ("CLI (typer/click)", r"/typer/|/click/"),
@@ -584,7 +584,7 @@ def versions(filbert_src: str | None) -> dict[str, str]:
         out = {"filbert code": f"working tree at {git('rev-parse', '--short', 'HEAD').strip()}" +
                           (f" + uncommitted changes in {', '.join(dirty)}" if dirty else "")}
     for name, python, mods in (
-            ("filbert venv", ROOT / ".venv/bin/python", "aiohttp selectolax pyarrow duckdb ada_url"),
+            ("filbert venv", ROOT / ".venv/bin/python", "pycurl uvloop selectolax pyarrow duckdb ada_url"),
             ("scrapy venv", SCRAPY_PYTHON, "scrapy twisted parsel lxml")):
         if not Path(python).exists():
             continue

@@ -89,7 +89,7 @@ def read_warc(path: Path) -> list:
 
 def expected_body(pages: dict, path: str) -> bytes:
     if path == ZIPPED:
-        return ZIPPED_BODY  # aiohttp decompressed it; the WARC holds the decoded payload
+        return ZIPPED_BODY  # the fetcher decompressed it; the WARC holds the decoded payload
     page = pages[path]
     body = page.payload() if isinstance(page, Page) else page.encode()
     return body[:LIMIT]

@@ -16,7 +16,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-if TYPE_CHECKING:  # the fetcher (aiohttp) costs 0.3 s to import; only crawls need it
+if TYPE_CHECKING:  # the fetcher and parser cost 0.1 s to import; only crawls need them
     from filbert.fetch import FetchResult, FetchStats
 
 REFRESH_SECONDS = 0.1

@@ -66,7 +66,9 @@ class PartWriter:
     def _flush(self, key: int) -> None:
         if key not in self.writers:
             path = self.directory / self.name(key)
-            self.writers[key] = pq.ParquetWriter(path, self.schema, compression="zstd")
+            # No dictionary encoding: most columns are unique per row (URLs, fingerprints,
+            # content), and zstd packs the repeats of the others.
+            self.writers[key] = pq.ParquetWriter(path, self.schema, compression="zstd", use_dictionary=False)
         self.writers[key].write_table(pa.Table.from_pylist(self.rows.pop(key), self.schema))
 
     def close(self, keys: Iterable[int] = ()) -> set[int]:

@@ -5,7 +5,7 @@ record (HTTP status line and headers rebuilt from what the fetcher stored) follo
 ``request`` record that produced it (WARC-Concurrent-To the response). Every record is
 gzipped on its own, so readers can seek to any record.
 
-aiohttp decompressed and de-chunked the bodies before we stored them, so the stored bytes
+The fetcher (libcurl) decompressed and de-chunked the bodies before we stored them, so the stored bytes
 are the payload itself: the Content-Encoding and Transfer-Encoding headers are dropped and
 Content-Length is set to the stored length, keeping the record self-consistent; the
 original values are kept as ``X-Crawler-*`` headers (Common Crawl's convention). Content

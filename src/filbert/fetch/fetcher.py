@@ -1,4 +1,4 @@
-"""The fetcher: aiohttp, polite queues (by host, domain or IP), robots.txt obeyed.
+"""The fetcher: libcurl (fetch.http), polite queues (by host, domain or IP), robots.txt obeyed.
 
 Each queue is served by fetcher.threads.per.queue workers that wait fetcher.server.delay
 seconds (or the robots.txt Crawl-delay, capped) between the end of one request and the
@@ -19,11 +19,24 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 
-import aiohttp
+try:
+    import uvloop
+except ImportError:  # pragma: no cover - uvloop is optional (not on Windows)
+    uvloop = None
 
 from filbert import __version__, schemas
 from filbert.config import ConfigError, Settings
-from filbert.fetch.ipfilter import BlockedAddress, FilteringResolver, IpFilter
+from filbert.fetch.http import (
+    ACCEPT_ENCODING,
+    BadUrl,
+    BlockedAddress,
+    ClientOptions,
+    CurlClient,
+    HttpError,
+    HttpTimeout,
+    Response,
+)
+from filbert.fetch.ipfilter import IpFilter
 from filbert.robots import RobotRules, RobotsCache, rules_from_response
 from filbert.urls import (
     InvalidUrl,
@@ -41,12 +54,6 @@ TEMPORARY_REDIRECTS = {302, 303, 307}
 RETRY_STATUSES = {408, 425, 429}
 BACKOFF_STATUSES = {429, 503}
 QUEUE_MODES = ("byHost", "byDomain", "byIP")
-
-try:  # aiohttp decodes brotli when a brotli module is importable
-    import brotli  # noqa: F401
-    ACCEPT_ENCODING = "gzip, deflate, br"
-except ImportError:  # pragma: no cover
-    ACCEPT_ENCODING = "gzip, deflate"
 
 
 @dataclass(frozen=True)
@@ -154,9 +161,6 @@ class Fetcher:
         self.url_filter = UrlFilter.from_settings(settings)
         self.normalizer = UrlNormalizer.from_settings(settings)
         self.headers = request_headers(settings)
-        self.timeout = aiohttp.ClientTimeout(
-            total=settings["http.timeout"], sock_connect=settings["http.connect.timeout"]
-        )
         self.robots: dict[str, asyncio.Future[RobotRules]] = {}
         self.queues: dict[str, FetchQueue] = {}
         self.addresses: dict[str, str] = {}
@@ -165,19 +169,17 @@ class Fetcher:
 
     async def __aenter__(self) -> Fetcher:
         self.slots = asyncio.Semaphore(self.threads)
-        connector = aiohttp.TCPConnector(
-            limit=self.threads, ttl_dns_cache=self.settings["fetcher.dns.cache.ttl"],
-            ssl=None if self.settings["http.tls.certificates.check"] else False,
-            resolver=FilteringResolver(self.ip_filter) if self.ip_filter.active else None,
-        )
-        self.session = aiohttp.ClientSession(
-            connector=connector, headers=self.headers, timeout=self.timeout,
-            auto_decompress=True, cookie_jar=aiohttp.DummyCookieJar(),
-        )
+        settings = self.settings
+        self.http = CurlClient(ClientOptions(
+            headers=self.headers, timeout=settings["http.timeout"],
+            connect_timeout=settings["http.connect.timeout"],
+            verify=settings["http.tls.certificates.check"], dns_ttl=settings["fetcher.dns.cache.ttl"],
+            max_connections=self.threads, ip_filter=self.ip_filter,
+        ))
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
-        await self.session.close()
+        self.http.close()
 
     async def fetch_all(self, items: Iterable[FetchItem]) -> None:
         """Fetch every item (and redirect targets), reporting each result to on_result."""
@@ -307,15 +309,13 @@ class Fetcher:
         if not self.ip_filter.allows(strip_port(host_of(origin + "/"))):
             return rules_from_response(200, b"User-agent: *\nDisallow: /\n")
         try:
-            async with self.slots, self.session.get(f"{origin}/robots.txt", max_redirects=5) as resp:
-                body = (await self._read_body(resp, limit))[0] if resp.status < 300 else b""
-                return rules_from_response(resp.status, body)
-        except aiohttp.ClientConnectorError as exc:
-            if isinstance(exc.os_error, BlockedAddress):
-                return rules_from_response(200, b"User-agent: *\nDisallow: /\n")
-            return rules_from_response(None, b"", str(exc))
-        except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+            async with self.slots:
+                resp = await self.http.get(f"{origin}/robots.txt", limit=limit, max_redirects=5)
+        except BlockedAddress:
+            return rules_from_response(200, b"User-agent: *\nDisallow: /\n")
+        except HttpError as exc:
             return rules_from_response(None, b"", str(exc) or type(exc).__name__)
+        return rules_from_response(resp.status, resp.body if resp.status < 300 else b"")
 
     # --- one request --------------------------------------------------------------------
 
@@ -331,35 +331,29 @@ class Fetcher:
         if not self.ip_filter.allows(strip_port(item.host)):
             return FetchResult(item, schemas.FETCH_GONE, message="address excluded by the IP filter")
         try:
-            async with self.session.get(item.url, allow_redirects=False,
-                                        headers=self._request_headers(item)) as resp:
-                return await self._result(item, resp)
-        except TimeoutError:
+            resp = await self.http.get(item.url, self._request_headers(item), self.settings["http.content.limit"])
+        except HttpTimeout:
             return FetchResult(item, schemas.FETCH_RETRY, message="timeout")
-        except aiohttp.ClientConnectorError as exc:
-            if isinstance(exc.os_error, BlockedAddress):
-                return FetchResult(item, schemas.FETCH_GONE, message=str(exc.os_error))
+        except (BlockedAddress, BadUrl) as exc:
+            return FetchResult(item, schemas.FETCH_GONE, message=f"{type(exc).__name__}: {exc}")
+        except HttpError as exc:
             return FetchResult(item, schemas.FETCH_RETRY, message=f"{type(exc).__name__}: {exc}")
-        except aiohttp.ClientError as exc:
-            return FetchResult(item, schemas.FETCH_RETRY, message=f"{type(exc).__name__}: {exc}")
-        except ValueError as exc:  # aiohttp/yarl refused the URL itself
-            return FetchResult(item, schemas.FETCH_GONE, message=f"bad URL: {exc}")
+        return self._result(item, resp)
 
-    async def _result(self, item: FetchItem, resp: aiohttp.ClientResponse) -> FetchResult:
+    def _result(self, item: FetchItem, resp: Response) -> FetchResult:
         code = resp.status
-        headers = {k: ", ".join(resp.headers.getall(k)) for k in resp.headers}  # keep repeats
-        result = FetchResult(item, schemas.FETCH_GONE, code, headers=headers,
-                             content_type=resp.headers.get("Content-Type"),
-                             etag=resp.headers.get("ETag"), last_modified=resp.headers.get("Last-Modified"))
+        result = FetchResult(item, schemas.FETCH_GONE, code, headers=resp.headers,
+                             content_type=resp.header("Content-Type"),
+                             etag=resp.header("ETag"), last_modified=resp.header("Last-Modified"))
         if 200 <= code < 300:
             result.status = schemas.FETCH_SUCCESS
-            result.content, result.truncated = await self._read_body(resp, self.settings["http.content.limit"])
+            result.content, result.truncated = resp.body, resp.truncated
         elif code == 304:
             result.status = schemas.FETCH_NOTMODIFIED
             result.etag = result.etag or item.etag
             result.last_modified = result.last_modified or item.last_modified
         elif code in PERMANENT_REDIRECTS or code in TEMPORARY_REDIRECTS:
-            self._redirect(result, resp.headers.get("Location", ""))
+            self._redirect(result, resp.header("Location") or "")
         elif code in RETRY_STATUSES or code >= 500:
             result.status = schemas.FETCH_RETRY
             result.message = f"HTTP {code}"
@@ -376,15 +370,6 @@ class Fetcher:
         permanent = result.http_status in PERMANENT_REDIRECTS
         result.status = schemas.FETCH_REDIR_PERM if permanent else schemas.FETCH_REDIR_TEMP
 
-    async def _read_body(self, resp: aiohttp.ClientResponse, limit: int) -> tuple[bytes, bool]:
-        """The body, cut at `limit` bytes (-1: no limit); True if it was cut."""
-        chunks, size = [], 0
-        async for chunk in resp.content.iter_chunked(1 << 16):
-            chunks.append(chunk)
-            size += len(chunk)
-            if 0 <= limit < size:
-                return b"".join(chunks)[:limit], True
-        return b"".join(chunks), False
 
 
 def run_fetcher(items: Iterable[FetchItem], settings: Settings, threads: int,
@@ -397,5 +382,8 @@ def run_fetcher(items: Iterable[FetchItem], settings: Settings, threads: int,
             await fetcher.fetch_all(items)
 
     start = time.monotonic()
-    asyncio.run(run())
+    if uvloop is not None:
+        uvloop.run(run())
+    else:
+        asyncio.run(run())
     return time.monotonic() - start

@@ -2,18 +2,14 @@
 
 Rules are comma-separated CIDR ranges, addresses or keywords: loopback, private,
 linklocal, multicast, reserved, ipv4, ipv6, any. An address must match an include rule
-(if any are given) and no exclude rule. Names are checked after DNS resolution through
-FilteringResolver; literal IP hosts are checked before the request.
+(if any are given) and no exclude rule. Literal IP hosts are checked before the request,
+names after DNS resolution (fetch.http refuses to open sockets to excluded addresses).
 """
 
 from __future__ import annotations
 
 import ipaddress
-import socket
 from collections.abc import Callable
-
-from aiohttp.abc import AbstractResolver, ResolveResult
-from aiohttp.resolver import DefaultResolver
 
 from filbert.config import ConfigError
 
@@ -29,10 +25,6 @@ KEYWORDS: dict[str, Callable[[Address], bool]] = {
     "ipv6": lambda a: a.version == 6,
     "any": lambda a: True,
 }
-
-
-class BlockedAddress(OSError):
-    """Every address of a host is excluded by the IP filter."""
 
 
 def _rule(text: str, key: str) -> Callable[[Address], bool]:
@@ -70,22 +62,3 @@ class IpFilter:
         if self.include and not any(rule(address) for rule in self.include):
             return False
         return not any(rule(address) for rule in self.exclude)
-
-
-class FilteringResolver(AbstractResolver):
-    """DNS resolution that drops excluded addresses; none left means BlockedAddress."""
-
-    def __init__(self, ip_filter: IpFilter):
-        self.ip_filter = ip_filter
-        self.resolver = DefaultResolver()
-
-    async def resolve(self, host: str, port: int = 0,
-                      family: socket.AddressFamily = socket.AF_INET) -> list[ResolveResult]:
-        results = [r for r in await self.resolver.resolve(host, port, family)
-                   if self.ip_filter.allows(r["host"])]
-        if not results:
-            raise BlockedAddress(f"every address of {host} is excluded by the IP filter")
-        return results
-
-    async def close(self) -> None:
-        await self.resolver.close()

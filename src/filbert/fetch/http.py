@@ -1,0 +1,273 @@
+"""HTTP for the fetcher: libcurl's multi interface (pycurl), driven by the asyncio loop.
+
+libcurl does the protocol work in C: the keep-alive connection cache, the DNS cache,
+gzip/deflate/brotli, TLS. A request costs about a quarter of aiohttp's CPU time, which was
+the largest cost of a crawl after parsing (bench/RESULTS.md, crawl_vs_scrapy).
+
+The loop watches the sockets libcurl asks for (M_SOCKETFUNCTION) and its timer
+(M_TIMERFUNCTION), and tells libcurl when they are ready (socket_action); finished
+transfers complete the futures `get` awaits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import pycurl
+
+from filbert.fetch.ipfilter import IpFilter
+
+ACCEPT_ENCODING = "gzip, deflate, br"
+_WEB = pycurl.PROTO_HTTP | pycurl.PROTO_HTTPS
+# libcurl's event masks, as the asyncio watchers they need: (read, write).
+_WATCH = {pycurl.POLL_IN: (True, False), pycurl.POLL_OUT: (False, True),
+          pycurl.POLL_INOUT: (True, True)}
+
+
+class HttpError(Exception):
+    """A request that got no usable answer (connection, protocol or TLS failure)."""
+
+
+class HttpTimeout(HttpError):
+    """No complete answer within the time limit."""
+
+
+class BadUrl(HttpError):
+    """libcurl refused the URL itself."""
+
+
+class BlockedAddress(HttpError):
+    """Every address of the host is excluded by the IP filter."""
+
+
+@dataclass
+class Response:
+    status: int
+    headers: dict[str, str]   # as sent, repeated headers joined with ", "
+    body: bytes
+    truncated: bool           # the body was cut at the content limit
+
+    def header(self, name: str) -> str | None:
+        name = name.lower()
+        return next((v for k, v in self.headers.items() if k.lower() == name), None)
+
+
+@dataclass(frozen=True)
+class ClientOptions:
+    headers: Mapping[str, str]   # sent with every request
+    timeout: float               # seconds for the whole request
+    connect_timeout: float
+    verify: bool                 # check TLS certificates
+    dns_ttl: int                 # seconds a host's addresses are cached
+    max_connections: int
+    ip_filter: IpFilter
+
+
+class _Transfer:
+    """One request's state, kept on its handle while libcurl runs it."""
+
+    __slots__ = ("future", "chunks", "size", "limit", "truncated", "header_lines", "blocked")
+
+    def __init__(self, future: asyncio.Future, limit: int):
+        self.future = future
+        self.chunks: list[bytes] = []
+        self.size = 0
+        self.limit = limit
+        self.truncated = False
+        self.header_lines: list[bytes] = []
+        self.blocked = False
+
+    def write(self, data: bytes) -> int | None:
+        """Keeps the body up to the limit; returning 0 makes libcurl stop the transfer."""
+        self.size += len(data)
+        if self.size > self.limit >= 0:
+            self.chunks.append(data[: len(data) - (self.size - self.limit)])
+            self.truncated = True
+            return 0
+        self.chunks.append(data)
+        return None
+
+    def response(self, status: int) -> Response:
+        return Response(status, _headers(self.header_lines), b"".join(self.chunks), self.truncated)
+
+
+class CurlClient:
+    """Concurrent GET requests; use inside a running event loop and close when done."""
+
+    def __init__(self, options: ClientOptions):
+        self.options = options
+        self.loop = asyncio.get_running_loop()
+        self.multi = pycurl.CurlMulti()
+        self.multi.setopt(pycurl.M_SOCKETFUNCTION, self._watch)
+        self.multi.setopt(pycurl.M_TIMERFUNCTION, self._set_timer)
+        self.multi.setopt(pycurl.M_MAX_TOTAL_CONNECTIONS, options.max_connections)
+        self.multi.setopt(pycurl.M_MAXCONNECTS, max(64, 4 * options.max_connections))
+        self.header_list = [f"{k}: {v}" for k, v in options.headers.items()
+                            if k.lower() != "accept-encoding"]
+        self.idle: list[pycurl.Curl] = []
+        self.transfers: dict[pycurl.Curl, _Transfer] = {}
+        self.watched: dict[int, tuple[bool, bool]] = {}
+        self.timer: asyncio.TimerHandle | None = None
+
+    async def get(self, url: str, headers: Mapping[str, str] | None = None, limit: int = -1,
+                  max_redirects: int = 0) -> Response:
+        """The answer to GET url: the body cut at `limit` bytes (-1: no limit), redirects
+        followed up to max_redirects (0: the redirect itself is the answer)."""
+        handle = self.idle.pop() if self.idle else self._new_handle()
+        transfer = _Transfer(self.loop.create_future(), limit)
+        try:
+            self._prepare(handle, transfer, url, headers, max_redirects)
+        except pycurl.error as exc:
+            self.idle.append(handle)
+            raise BadUrl(_message(exc)) from None
+        self.transfers[handle] = transfer
+        self.multi.add_handle(handle)
+        try:
+            return await transfer.future
+        except asyncio.CancelledError:
+            if self.transfers.pop(handle, None) is not None:
+                self.multi.remove_handle(handle)
+                self.idle.append(handle)
+            raise
+
+    def close(self) -> None:
+        for handle in list(self.transfers):
+            self.multi.remove_handle(handle)
+        for fd in list(self.watched):
+            self._unwatch(fd)
+        if self.timer:
+            self.timer.cancel()
+        for handle in (*self.transfers, *self.idle):
+            handle.close()
+        self.transfers.clear()
+        self.idle.clear()
+        self.multi.close()
+
+    # --- handles ---------------------------------------------------------------
+
+    def _new_handle(self) -> pycurl.Curl:
+        options = self.options
+        handle = pycurl.Curl()
+        handle.setopt(pycurl.NOSIGNAL, 1)
+        handle.setopt(pycurl.PROXY, "")   # no proxy from the environment
+        handle.setopt(pycurl.PROTOCOLS, _WEB)
+        handle.setopt(pycurl.REDIR_PROTOCOLS, _WEB)
+        handle.setopt(pycurl.ACCEPT_ENCODING, ACCEPT_ENCODING)
+        handle.setopt(pycurl.TIMEOUT_MS, max(1, int(options.timeout * 1000)))
+        handle.setopt(pycurl.CONNECTTIMEOUT_MS, max(1, int(options.connect_timeout * 1000)))
+        handle.setopt(pycurl.DNS_CACHE_TIMEOUT, options.dns_ttl)
+        if options.verify:
+            import ssl  # 10 ms to import: only when certificates are checked
+            paths = ssl.get_default_verify_paths()
+            if paths.cafile:
+                handle.setopt(pycurl.CAINFO, paths.cafile)
+            if paths.capath:
+                handle.setopt(pycurl.CAPATH, paths.capath)
+        else:
+            handle.setopt(pycurl.SSL_VERIFYPEER, 0)
+            handle.setopt(pycurl.SSL_VERIFYHOST, 0)
+        return handle
+
+    def _prepare(self, handle: pycurl.Curl, transfer: _Transfer, url: str,
+                 headers: Mapping[str, str] | None, max_redirects: int) -> None:
+        handle.setopt(pycurl.URL, url)
+        handle.setopt(pycurl.HTTPHEADER, self.header_list + [f"{k}: {v}" for k, v in (headers or {}).items()])
+        handle.setopt(pycurl.FOLLOWLOCATION, max_redirects > 0)
+        handle.setopt(pycurl.MAXREDIRS, max_redirects)
+        handle.setopt(pycurl.WRITEFUNCTION, transfer.chunks.append if transfer.limit < 0 else transfer.write)
+        handle.setopt(pycurl.HEADERFUNCTION, transfer.header_lines.append)
+        if self.options.ip_filter.active:
+            handle.setopt(pycurl.OPENSOCKETFUNCTION, lambda purpose, address: self._open(transfer, address))
+
+    def _open(self, transfer: _Transfer, address: tuple) -> socket.socket | int:
+        """A socket for an address the IP filter allows (libcurl then tries the next)."""
+        family, socktype, protocol, sockaddr = address
+        if not self.options.ip_filter.allows(str(sockaddr[0])):
+            transfer.blocked = True
+            return pycurl.SOCKET_BAD
+        return socket.socket(family, socktype, protocol)
+
+    # --- the event loop --------------------------------------------------------
+
+    def _watch(self, event: int, fd: int, multi: object, data: object) -> None:
+        wanted = _WATCH.get(event)   # None: libcurl is done with the socket
+        if self.watched.get(fd) == wanted:
+            return
+        self._unwatch(fd)
+        if wanted is None:
+            return
+        read, write = self.watched[fd] = wanted
+        if read:
+            self.loop.add_reader(fd, self._act, fd, pycurl.CSELECT_IN)
+        if write:
+            self.loop.add_writer(fd, self._act, fd, pycurl.CSELECT_OUT)
+
+    def _unwatch(self, fd: int) -> None:
+        read, write = self.watched.pop(fd, (False, False))
+        if read:
+            self.loop.remove_reader(fd)
+        if write:
+            self.loop.remove_writer(fd)
+
+    def _set_timer(self, ms: int) -> None:
+        if self.timer:
+            self.timer.cancel()
+            self.timer = None
+        if ms >= 0:
+            self.timer = self.loop.call_later(ms / 1000, self._act, pycurl.SOCKET_TIMEOUT, 0)
+
+    def _act(self, fd: int, event: int) -> None:
+        while self.multi.socket_action(fd, event)[0] == pycurl.E_CALL_MULTI_PERFORM:
+            pass
+        while True:
+            queued, done, failed = self.multi.info_read()
+            for handle in done:
+                self._finish(handle, None, "")
+            for handle, code, message in failed:
+                self._finish(handle, code, message)
+            if not queued:
+                break
+
+    def _finish(self, handle: pycurl.Curl, code: int | None, message: str) -> None:
+        self.multi.remove_handle(handle)
+        transfer = self.transfers.pop(handle, None)
+        self.idle.append(handle)
+        if transfer is None or transfer.future.done():
+            return
+        if code is None or (code == pycurl.E_WRITE_ERROR and transfer.truncated):
+            transfer.future.set_result(transfer.response(handle.getinfo(pycurl.RESPONSE_CODE)))
+        else:
+            transfer.future.set_exception(_error(code, message, transfer))
+
+
+def _error(code: int, message: str, transfer: _Transfer) -> HttpError:
+    if transfer.blocked and code == pycurl.E_COULDNT_CONNECT:
+        return BlockedAddress("every address of the host is excluded by the IP filter")
+    if code == pycurl.E_OPERATION_TIMEDOUT:
+        return HttpTimeout(message or "timeout")
+    if code in (pycurl.E_URL_MALFORMAT, pycurl.E_UNSUPPORTED_PROTOCOL):
+        return BadUrl(message)
+    return HttpError(message or f"libcurl error {code}")
+
+
+def _message(exc: pycurl.error) -> str:
+    return str(exc.args[-1]) if exc.args else str(exc)
+
+
+def _headers(lines: list[bytes]) -> dict[str, str]:
+    """The last response's headers (redirects and 1xx answers come first)."""
+    last = max((i for i, line in enumerate(lines) if line.startswith(b"HTTP/")), default=-1)
+    headers: dict[str, str] = {}
+    names: dict[str, str] = {}   # lower-case name -> the spelling first seen
+    for line in b"".join(lines[last + 1:]).decode("iso-8859-1").splitlines():
+        name, colon, value = line.partition(":")
+        name = name.strip()
+        if not colon or not name:
+            continue
+        key = names.setdefault(name.lower(), name)
+        value = value.strip()
+        headers[key] = f"{headers[key]}, {value}" if key in headers else value
+    return headers
