@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import gc
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, TypeVar
+
+# filbert does no dense linear algebra, and OpenBLAS's thread pool, started when numpy is
+# imported, costs 50-100 ms of CPU per command. The user's own setting wins.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import typer
 from rich.markup import escape
@@ -52,6 +58,7 @@ def crawl(seeds: Annotated[list[str] | None, typer.Argument(
     """Run inject → (generate → fetch → parse → updatedb) × depth → invertlinks → dedup → index."""
     from filbert.crawl import run_crawl
 
+    gc.freeze()  # the imported modules' objects: not worth re-scanning during a crawl
     crawl_dir, settings = _open(dir, define)
     with crawl_dir.lock():
         summary = run_crawl(crawl_dir, seeds or [], settings, RichReporter(), depth, top_n, threads,
