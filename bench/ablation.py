@@ -1,9 +1,11 @@
 """Ranking ablation: switch each signal off in turn and compare MRR@10 with the full ranking
 (paired bootstrap CIs), on the known-item and navigational query sets, against plain tantivy.
 
-Run scripts/eval.sh first (it crawls and indexes the handbook into eval-crawl/), then:
+Run scripts/eval.sh first (it crawls and indexes the handbook into eval-crawl/) and, for the
+multi-site sets, scripts/eval-sites.sh (four documentation sites, four hosts, into
+eval-sites-crawl/; skipped when that is missing), then:
 
-    .venv/bin/python bench/ablation.py [--dir eval-crawl] [--no-record]
+    .venv/bin/python bench/ablation.py [--dir eval-crawl] [--sites-dir eval-sites-crawl] [--no-record]
 """
 
 from __future__ import annotations
@@ -23,6 +25,12 @@ from filbert.storage import CrawlDir
 HERE = Path(__file__).parent
 QUERY_SETS = {"known-item (headings)": "eval/handbook.tsv",
               "navigational (link names)": "eval/handbook-nav.tsv"}
+SITES_QUERY_SETS = {  # on the multi-site crawl (URLs in the files are absolute)
+    "multi-site navigational (link names, pages drawn uniformly)": "eval/sites-nav.tsv",
+    "multi-site navigational (link names, pages drawn by the pages linking to them)":
+        "eval/sites-popular.tsv",
+    "known-item (handbook headings) on the multi-site crawl": "eval/handbook.tsv",
+}
 WITHOUT = {
     "anchors": ["search.boost.anchor=0"],
     "proximity": [f"search.proximity.{b}.weight=0" for b in PROXIMITY_BINS],
@@ -62,21 +70,28 @@ def section(crawl: CrawlDir, title: str, items: list[ev.KnownItem]) -> list[str]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dir", default="eval-crawl")
+    parser.add_argument("--sites-dir", default="eval-sites-crawl")
     parser.add_argument("--base", default="http://127.0.0.1:8081/")
     parser.add_argument("--no-record", action="store_true")
     args = parser.parse_args()
-    crawl = CrawlDir(Path(args.dir))
-    if not (crawl.path / "webgraph").exists():
-        compute_pagerank(crawl, load_settings(crawl.path))
     lines = ["MRR@10 per language; in brackets the change against the full ranking with its "
              "95 % paired-bootstrap CI.", ""]
-    for title, path in QUERY_SETS.items():
-        lines += section(crawl, title, ev.load_queries(Path(path), args.base))
+    for directory, sets in ((args.dir, QUERY_SETS), (args.sites_dir, SITES_QUERY_SETS)):
+        crawl = CrawlDir(Path(directory))
+        if sets is SITES_QUERY_SETS and not crawl.index.current():
+            print(f"{directory} has no index: run scripts/eval-sites.sh for the multi-site sets")
+            continue
+        if not (crawl.path / "webgraph").exists():
+            compute_pagerank(crawl, load_settings(crawl.path))
+        for title, path in sets.items():
+            lines += section(crawl, f"{title} ({directory})",
+                             ev.load_queries(Path(path), args.base))
     report = "\n".join(lines)
     print(report)
     if not args.no_record:
         record("ranking ablation (bench/ablation.py)",
-               "scripts/eval.sh && .venv/bin/python bench/ablation.py", report)
+               "scripts/eval.sh && scripts/eval-sites.sh && .venv/bin/python bench/ablation.py",
+               report)
 
 
 if __name__ == "__main__":

@@ -8,10 +8,20 @@ For the English, Simplified Chinese and Russian books:
 - handbook-nav.tsv, navigational queries: a page's name as other pages' links call it (the
   most frequent anchor text of links to the page itself, not to a part of it) becomes a
   query whose answer is that page.
+- sites-nav.tsv, navigational queries over the multi-site web of eval/sites.py (the handbook,
+  the Debian reference, the Python and the PostgreSQL documentation, each its own host): a
+  page's name as its site's links call it, the most frequent anchor text of links to the
+  page itself among the texts that never link to another page on any of the sites (so
+  "Next", "Section 5.1", "Пред." or "Preface" are no names); bare numbers are dropped, as "5.1. Table Basics" is typed "table
+  basics". QUERIES_PER_SITE per site and language, drawn uniformly from the named pages.
+- sites-popular.tsv: the same, but pages are drawn in proportion to the number of pages
+  linking to them, as people look for popular pages more often.
 Queries lose numbering, punctuation and capitals, as a user would type them; each set is a
 fixed random sample of QUERIES_PER_LANGUAGE per language.
 
     .venv/bin/python eval/make_queries.py [/usr/share/doc/debian-handbook/html]
+
+(sites-nav.tsv is left alone when a package of eval/sites.py is missing.)
 """
 
 from __future__ import annotations
@@ -21,12 +31,15 @@ import re
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
+from urllib.parse import urljoin, urlsplit
 
 import pymorphy3
 from selectolax.lexbor import LexborHTMLParser
 
 BOOKS = {"en": "en-US", "zh": "zh-CN", "ru": "ru-RU"}
 QUERIES_PER_LANGUAGE = 150
+QUERIES_PER_SITE = 100
+NUMBER = re.compile(r"^\d+$")
 NUMBERING = re.compile(r"^\s*(?:[A-Z](?=\.))?[\d.]+\s*")
 SCRIPT = {"en": re.compile("[a-z]"), "zh": re.compile("[\u4e00-\u9fff]"),
           "ru": re.compile("[а-яё]")}  # untranslated headings are left out
@@ -35,6 +48,12 @@ HERE = Path(__file__).parent
 SECTION_REFERENCE = re.compile(r"^\w+ [\w.]+, “(.*)”$")  # "Section 6.2.3, “System Upgrade”"
 NOT_NAMES = ("home", "prev", "next", "up", "上一页", "下一页", "起始页", "назад", "далее",
              "начало", "вверх")
+NOT_NAME_WORDS = ("пред", "след")  # the Russian book's "Пред."/"След." (Prev/Next)
+
+
+def is_nav_label(text: str) -> bool:
+    """"Next", or "Next" run into a title, "Пред.": links that name no page."""
+    return text.lower().startswith(NOT_NAMES) or as_typed(text).split()[:1] in ([w] for w in NOT_NAME_WORDS)
 
 
 def headings(page: Path) -> list[str]:
@@ -58,7 +77,7 @@ def link_names(book: Path) -> dict[str, str]:
             if "://" in href or "#" in href or not href.endswith(".html") or not text:
                 continue
             text = NUMBERING.sub("", SECTION_REFERENCE.sub(r"\1", text))
-            if not text.lower().startswith(NOT_NAMES):  # "Next", or "Next" run into a title
+            if not is_nav_label(text):
                 names[href][text] += 1
     return {href: counts.most_common(1)[0][0] for href, counts in names.items()}
 
@@ -83,6 +102,72 @@ def reinflect(query: str, morph: pymorphy3.MorphAnalyzer) -> str:
 def main(root: Path) -> None:
     heading_queries(root, HERE / "handbook.tsv")
     navigational_queries(root, HERE / "handbook-nav.tsv")
+    import sites
+    if gone := sites.missing():
+        print(f"left {HERE / 'sites-nav.tsv'} alone: install " + " ".join(s.package for s in gone))
+    else:
+        site_queries(sites.SITES, HERE / "sites-nav.tsv", HERE / "sites-popular.tsv")
+
+
+def site_links(site, targets: dict[str, set[str]]) -> tuple[dict, dict, dict]:
+    """A site's pages' languages, and per page the texts of links to it (without a #fragment,
+    from other pages) and the pages linking to it; `targets` gathers each text's pages."""
+    langs: dict[str, str] = {}
+    texts: dict[str, Counter[str]] = defaultdict(Counter)
+    sources: dict[str, set[str]] = defaultdict(set)
+    for page in sorted(site.root.rglob("*.html")):
+        relative = page.relative_to(site.root).as_posix()
+        if not (lang := site.lang(relative)):
+            continue
+        url = site.base + relative
+        langs[url] = lang
+        tree = LexborHTMLParser(page.read_bytes().decode("utf-8", "replace"))
+        for node in tree.css("a[href]"):
+            target, _, fragment = urljoin(url, node.attributes.get("href") or "").partition("#")
+            text = as_typed(NUMBERING.sub("", SECTION_REFERENCE.sub(r"\1", " ".join(node.text().split()))))
+            text = " ".join(w for w in text.split() if not NUMBER.match(w))
+            if not text or not target.startswith(site.base) or urlsplit(target).query \
+                    or not (site.root / target[len(site.base):]).is_file():
+                continue
+            targets[text].add(target)
+            if not fragment and target != url:
+                texts[target][text] += 1
+                sources[target].add(url)
+    return langs, texts, sources
+
+
+def site_queries(sites, out: Path, popular_out: Path) -> None:
+    """A page's name: its most frequent link text that links to no other page on any site.
+    out samples named pages uniformly; popular_out in proportion to the pages linking to
+    them (the random surfer's idea of which pages people look for)."""
+    targets: dict[str, set[str]] = defaultdict(set)
+    gathered = [(site, *site_links(site, targets)) for site in sites]
+    header = ["# Navigational queries over the sites of eval/sites.py, built by eval/make_queries.py:",
+              "# a page's name as links call it (lang<TAB>query<TAB>page URL)."]
+    uniform, popular = list(header), [header[0], header[1].replace(
+        "call it", "call it, pages drawn in proportion to the pages linking to them")]
+    rng = random.Random(20261130)
+    for site, langs, texts, sources in gathered:
+        by_lang: dict[str, list[tuple[str, str, int]]] = defaultdict(list)
+        for url, counts in sorted(texts.items()):
+            lang = langs.get(url)
+            names = [text for text, _ in counts.most_common()
+                     if len(targets[text]) == 1 and not is_nav_label(text)
+                     and lang and SCRIPT[lang].search(text)]
+            if names:
+                by_lang[lang].append((names[0], url, len(sources[url])))
+        for lang, pages in sorted(by_lang.items()):
+            pages.sort()
+            chosen = rng.sample(pages, min(QUERIES_PER_SITE, len(pages)))
+            uniform += [f"{lang}\t{query}\t{url}" for query, url, _ in sorted(chosen)]
+            # weighted sampling without replacement (Efraimidis and Spirakis): the largest keys
+            keyed = sorted(pages, key=lambda p: rng.random() ** (1.0 / p[2]), reverse=True)
+            chosen = keyed[:min(QUERIES_PER_SITE, len(pages))]
+            popular += [f"{lang}\t{query}\t{url}" for query, url, _ in sorted(chosen)]
+            print(f"{site.name} {lang}: {len(chosen)} navigational queries of {len(pages)} named pages")
+    out.write_text("\n".join(uniform) + "\n", encoding="utf-8")
+    popular_out.write_text("\n".join(popular) + "\n", encoding="utf-8")
+    print(f"wrote {out} and {popular_out}")
 
 
 def navigational_queries(root: Path, out: Path) -> None:
