@@ -30,6 +30,20 @@ def test_simhash_is_close_for_small_edits_and_far_otherwise():
     assert simhash("") == 0 and simhash(ARTICLE) == base
 
 
+def test_a_word_repeated_all_over_a_page_does_not_decide_its_simhash():
+    # Two short reference pages with one word on every line (PostgreSQL's ALTER TABLESPACE
+    # and DROP TABLESPACE pages) and otherwise different words are different pages.
+    def page(words: str) -> str:
+        return " ".join(f"{word} tablespace" for word in words.split())
+    alter = page("change definition owner rename option value reset cost planner estimate "
+                 "sequential random effective concurrency maintenance prefetch superuser "
+                 "member role privileges automatically parameter reserved system")
+    drop = page("remove empty objects database session temporary files transaction block "
+                "notice exists extension compatibility example mystuff residing active "
+                "setting listed dropped current might still fail")
+    assert bin(simhash(alter) ^ simhash(drop)).count("1") > 3
+
+
 @pytest.fixture
 def dup_site(site_server):
     pages = {

@@ -49,18 +49,23 @@ def simhash(text: str) -> int:
 
     Features are the 8 bytes (lowercased UTF-8) starting at each word, so about one per
     word and each spanning into the next word; long texts vote with a content-defined
-    sample of them. All in numpy.
+    sample of them. Each distinct feature votes with weight 1 + ln(count): counting every
+    occurrence let a word repeated all over a short page ("tablespace" on PostgreSQL's
+    ALTER and DROP TABLESPACE pages) outvote the rest, and unrelated pages collided. All
+    in numpy.
     """
     data = np.frombuffer(b" " + text.lower().encode("utf-8") + b" " * SHINGLE_BYTES, dtype=np.uint8)
     starts = np.flatnonzero((data[:-SHINGLE_BYTES - 1] == 32) & (data[1:-SHINGLE_BYTES] != 32)) + 1
     if not len(starts):
         return 0
     grams = data[starts[:, None] + np.arange(SHINGLE_BYTES)].view(np.uint64).ravel()
-    hashes = _mix(grams)
-    sample = hashes[(hashes >> np.uint64(60)) < SAMPLE_SIXTEENTHS]  # same features -> same sample
-    hashes = sample if len(sample) >= MIN_FEATURES else hashes
+    hashes, counts = np.unique(_mix(grams), return_counts=True)
+    sample = (hashes >> np.uint64(60)) < SAMPLE_SIXTEENTHS  # same features -> same sample
+    if np.count_nonzero(sample) >= MIN_FEATURES:
+        hashes, counts = hashes[sample], counts[sample]
+    weights = 1.0 + np.log(counts)
     bits = np.unpackbits(hashes.view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
-    votes = bits.sum(axis=0, dtype=np.int64) * 2 > len(hashes)
+    votes = (weights @ bits) * 2 > weights.sum()
     return int(np.packbits(votes, bitorder="little").view(np.int64)[0])
 
 
