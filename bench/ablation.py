@@ -2,16 +2,28 @@
 (paired bootstrap CIs), on the known-item and navigational query sets, against plain tantivy.
 
 Run scripts/eval.sh first (it crawls and indexes the handbook into eval-crawl/) and, for the
-multi-site sets, scripts/eval-sites.sh (four documentation sites, four hosts, into
-eval-sites-crawl/; skipped when that is missing), then:
+multi-site sets, scripts/eval-sites.sh (documentation sites, one host each, into
+eval-sites-crawl/ and, every edition, eval-sites-home-crawl/; skipped when missing), then:
 
-    .venv/bin/python bench/ablation.py [--dir eval-crawl] [--sites-dir eval-sites-crawl] [--no-record]
+    .venv/bin/python bench/ablation.py [--dir eval-crawl] [--sites-dir eval-sites-crawl]
+        [--home-dir eval-sites-home-crawl] [--no-record]
+    .venv/bin/python bench/ablation.py --tune-pagerank [same options]
+
+The home-page finding set (eval/sites-home.tsv, one query per edition: 26 languages of the
+handbook and so on) is scored per site, not per language (one or two queries a language).
+--tune-pagerank: per home-page query, the home page's rank with and without PageRank, its
+PageRank and the best competitor's; then a grid over search.pagerank.weight and .half
+tuned on the half of the queries whose line has an even crc32, scored on the other half,
+and the best setting's effect on every set of both crawls (paired-bootstrap CIs).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
+import zlib
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from results import record
 from filbert import evaluation as ev
@@ -31,6 +43,13 @@ SITES_QUERY_SETS = {  # on the multi-site crawl (URLs in the files are absolute)
         "eval/sites-popular.tsv",
     "known-item (handbook headings) on the multi-site crawl": "eval/handbook.tsv",
 }
+HOME_QUERY_SETS = {  # on the crawl of all 66 editions of eval/sites.py
+    "multi-site home-page finding (an edition's name: its home page's title), per site":
+        "eval/sites-home.tsv",
+}
+HOME = "eval/sites-home.tsv"
+GRID_WEIGHTS = (1, 4, 16, 64, 256, 1024)
+GRID_HALVES = (0.25, 1, 4, 16)
 WITHOUT = {
     "anchors": ["search.boost.anchor=0"],
     "proximity": [f"search.proximity.{b}.weight=0" for b in PROXIMITY_BINS],
@@ -45,8 +64,22 @@ def run(crawl: CrawlDir, items: list[ev.KnownItem], overrides: list[str], name: 
     return ev.evaluate(name, items, lambda q: [h.url for h in searcher.search(q).hits])
 
 
-def section(crawl: CrawlDir, title: str, items: list[ev.KnownItem]) -> list[str]:
-    full = run(crawl, items, [], "full")
+def by_site(items: list[ev.KnownItem]) -> list[ev.KnownItem]:
+    """The items with their site's name (eval/sites.py) in the language column."""
+    sys.path.insert(0, str(HERE.parent / "eval"))
+    import sites  # eval/sites.py
+    names = {urlsplit(site.base).netloc: site.name for site in sites.SITES}
+    return [ev.KnownItem(names.get(urlsplit(i.url).netloc, "?"), i.query, i.url) for i in items]
+
+
+def load(path: str, base: str) -> list[ev.KnownItem]:
+    items = ev.load_queries(Path(path), base)
+    return by_site(items) if path == HOME else items
+
+
+def section(crawl: CrawlDir, title: str, items: list[ev.KnownItem],
+            baseline: list[str] | None = None) -> list[str]:
+    full = run(crawl, items, baseline or [], "full")
     plain_index = ev.PlainIndex(crawl)
     plain = ev.evaluate("plain tantivy", items, plain_index.search)
     plain_index.close()
@@ -71,27 +104,125 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dir", default="eval-crawl")
     parser.add_argument("--sites-dir", default="eval-sites-crawl")
+    parser.add_argument("--home-dir", default="eval-sites-home-crawl")
     parser.add_argument("--base", default="http://127.0.0.1:8081/")
     parser.add_argument("--no-record", action="store_true")
+    parser.add_argument("--tune-pagerank", action="store_true")
     args = parser.parse_args()
+    if args.tune_pagerank:
+        return tune(args)
     lines = ["MRR@10 per language; in brackets the change against the full ranking with its "
              "95 % paired-bootstrap CI.", ""]
-    for directory, sets in ((args.dir, QUERY_SETS), (args.sites_dir, SITES_QUERY_SETS)):
+    for directory, sets in crawls(args):
         crawl = CrawlDir(Path(directory))
-        if sets is SITES_QUERY_SETS and not crawl.index.current():
+        if sets is not QUERY_SETS and not crawl.index.current():
             print(f"{directory} has no index: run scripts/eval-sites.sh for the multi-site sets")
             continue
         if not (crawl.path / "webgraph").exists():
             compute_pagerank(crawl, load_settings(crawl.path))
         for title, path in sets.items():
-            lines += section(crawl, f"{title} ({directory})",
-                             ev.load_queries(Path(path), args.base))
+            lines += section(crawl, f"{title} ({directory})", load(path, args.base))
     report = "\n".join(lines)
     print(report)
     if not args.no_record:
         record("ranking ablation (bench/ablation.py)",
                "scripts/eval.sh && scripts/eval-sites.sh && .venv/bin/python bench/ablation.py",
                report)
+
+
+def crawls(args: argparse.Namespace) -> tuple:
+    return ((args.dir, QUERY_SETS), (args.sites_dir, SITES_QUERY_SETS),
+            (args.home_dir, HOME_QUERY_SETS))
+
+
+def tuning_half(item: ev.KnownItem) -> bool:
+    return zlib.crc32(f"{item.lang}\t{item.query}\t{item.url}".encode()) % 2 == 0
+
+
+def per_query(crawl: CrawlDir, items: list[ev.KnownItem]) -> list[str]:
+    """Each home-page query: the home page's rank (of 100) with and without PageRank, and the
+    text score and PageRank of the home page and of the first result without PageRank."""
+    full = Searcher(crawl, load_settings(crawl.path))
+    bare = Searcher(crawl, load_settings(crawl.path, ["search.pagerank.weight=0"]))
+    lines = ["| site | lang | query | rank | rank without PR | home: text+prox, pr | "
+             "first without PR: text+prox, pr |", "|---|---|---|---:|---:|---|---|"]
+    for item, site in zip(items, by_site(items)):
+        ranks = []
+        for searcher in (full, bare):
+            hits = searcher.search(item.query, n=100).hits
+            urls = [h.url for h in hits]
+            ranks.append(urls.index(item.url) + 1 if item.url in urls else None)
+
+        def described(hit) -> str:
+            return f"{hit.signals['text'] + hit.signals['proximity']:.1f}, {hit.signals['pagerank']:.2f}"
+        home = next((h for h in hits if h.url == item.url), None)
+        first = hits[0] if hits else None
+        lines.append(f"| {site.lang} | {item.lang} | {item.query} | {ranks[0] or '>100'} | "
+                     f"{ranks[1] or '>100'} | {described(home) if home else '-'} | "
+                     + (f"{first.url.split('//')[1]}: {described(first)}" if first and first is not home
+                        else "(the home page)" if first else "-") + " |")
+    return lines
+
+
+def tune(args: argparse.Namespace) -> None:
+    crawl = CrawlDir(Path(args.home_dir))
+    if not (crawl.path / "webgraph").exists():
+        compute_pagerank(crawl, load_settings(crawl.path))
+    items = ev.load_queries(Path(HOME), args.base)
+    tuning = [i for i in items if tuning_half(i)]
+    held_out = [i for i in items if not tuning_half(i)]
+    lines = [f"Home-page finding (eval/sites-home.tsv, {len(items)} queries), per query:", "",
+             *per_query(crawl, items), "",
+             f"Grid on the tuning half ({len(tuning)} queries, crc32 of the line even), "
+             f"MRR@10 (default: weight 1, half 1):", "",
+             "| weight \\ half | " + " | ".join(map(str, GRID_HALVES)) + " |",
+             "|---|" + "---:|" * len(GRID_HALVES)]
+    best, best_mrr = ["search.pagerank.weight=0"], -1.0
+    base_mrr = ev.scores(run(crawl, tuning, ["search.pagerank.weight=0"], "off")).mrr
+    for weight in GRID_WEIGHTS:
+        cells = []
+        for half in GRID_HALVES:
+            overrides = [f"search.pagerank.weight={weight}", f"search.pagerank.half={half}"]
+            mrr = ev.scores(run(crawl, tuning, overrides, "grid")).mrr
+            cells.append(f"{mrr:.3f}")
+            if mrr > best_mrr + 1e-9:  # the smallest weight of the best, ties to the lighter
+                best, best_mrr = overrides, mrr
+        lines.append(f"| {weight} | " + " | ".join(cells) + " |")
+    lines += ["", f"Without PageRank on the tuning half: {base_mrr:.3f}; best: "
+              f"{' '.join(best)} ({best_mrr:.3f}).", ""]
+    default_run = run(crawl, held_out, [], "default")
+    for name, overrides in (("without PageRank", ["search.pagerank.weight=0"]), ("best", best)):
+        other = run(crawl, held_out, overrides, name)
+        diff = ev.compare(other, default_run)
+        lines.append(f"Held-out half ({len(held_out)} queries): {name} {ev.scores(other).mrr:.3f} "
+                     f"vs default {ev.scores(default_run).mrr:.3f} ({diff.mean:+.3f} "
+                     f"[{diff.low:+.3f}, {diff.high:+.3f}])")
+    lines += ["", f"The best setting ({' '.join(best)}) against the defaults on every set:", ""]
+    for directory, sets in crawls(args):
+        every = CrawlDir(Path(directory))
+        if not every.index.current():
+            continue
+        for title, path in sets.items():
+            lines += section_against(every, f"{title} ({directory})", load(path, args.base), best)
+    report = "\n".join(lines)
+    print(report)
+    if not args.no_record:
+        record("PageRank on home-page finding (bench/ablation.py --tune-pagerank)",
+               "scripts/eval.sh && scripts/eval-sites.sh && "
+               ".venv/bin/python bench/ablation.py --tune-pagerank", report)
+
+
+def section_against(crawl: CrawlDir, title: str, items: list[ev.KnownItem],
+                    overrides: list[str]) -> list[str]:
+    full = run(crawl, items, [], "default")
+    other = run(crawl, items, overrides, "tuned")
+    langs = ev.languages(items)
+    cells = []
+    for lang in langs:
+        diff = ev.compare(other, full, lang)
+        cells.append(f"{ev.scores(full, lang).mrr:.3f} → {ev.scores(other, lang).mrr:.3f} "
+                     f"({diff.mean:+.3f} [{diff.low:+.3f}, {diff.high:+.3f}])")
+    return [f"- {title}: " + "; ".join(f"{lang} {cell}" for lang, cell in zip(langs, cells))]
 
 
 if __name__ == "__main__":

@@ -16,12 +16,20 @@ For the English, Simplified Chinese and Russian books:
   basics". QUERIES_PER_SITE per site and language, drawn uniformly from the named pages.
 - sites-popular.tsv: the same, but pages are drawn in proportion to the number of pages
   linking to them, as people look for popular pages more often.
+- sites-home.tsv, home-page finding (TREC Web track 2001-2003): every edition of eval/sites.py
+  (one language of one book, 66 in all) is a query, its name, whose answer is its home page.
+  The name is the home page's <title> (the part before " — ", where Sphinx appends the
+  project's name and version), folded like sites-nav.tsv (bare numbers dropped, so
+  "PostgreSQL 15.20 Documentation" is typed "postgresql documentation"). The most frequent
+  anchor text of links to the home pages is no name ("Home", "Start", "起始页", "Inhalt"),
+  so the title it is. A name several editions share (an untranslated title) names the
+  English edition when that is one of them (the others are copies) and none otherwise.
 Queries lose numbering, punctuation and capitals, as a user would type them; each set is a
 fixed random sample of QUERIES_PER_LANGUAGE per language.
 
     .venv/bin/python eval/make_queries.py [/usr/share/doc/debian-handbook/html]
 
-(sites-nav.tsv is left alone when a package of eval/sites.py is missing.)
+(the sites-*.tsv sets are left alone when a package of eval/sites.py is missing.)
 """
 
 from __future__ import annotations
@@ -103,10 +111,43 @@ def main(root: Path) -> None:
     heading_queries(root, HERE / "handbook.tsv")
     navigational_queries(root, HERE / "handbook-nav.tsv")
     import sites
-    if gone := sites.missing():
-        print(f"left {HERE / 'sites-nav.tsv'} alone: install " + " ".join(s.package for s in gone))
+    if sites.missing():
+        print(f"left {HERE}/sites-*.tsv alone: install " + " ".join(sites.missing_packages()))
     else:
         site_queries(sites.SITES, HERE / "sites-nav.tsv", HERE / "sites-popular.tsv")
+        home_queries(sites.SITES, HERE / "sites-home.tsv")
+
+
+SPHINX_SUFFIX = re.compile(r"\s+—\s.*$")  # "Debian Entwicklerreferenz — developers-reference 12.18 Dokumentation"
+
+
+def home_name(page: Path) -> str:
+    """An edition's name: its home page's <title>, typed (see the module's docstring)."""
+    tree = LexborHTMLParser(page.read_bytes().decode("utf-8", "replace"))
+    title = tree.css_first("title")
+    text = SPHINX_SUFFIX.sub("", " ".join(title.text().split())) if title else ""
+    return " ".join(w for w in as_typed(text).split() if not NUMBER.match(w))
+
+
+def home_queries(sites, out: Path) -> None:
+    """One query per edition: its name; the answer, its home page."""
+    editions = [(site, lang, home, home_name(site.root / home))
+                for site in sites for lang, home in site.homes]
+    holders: dict[str, list[str]] = defaultdict(list)
+    for _, lang, _, name in editions:
+        holders[name].append(lang)
+    lines = ["# Home-page finding over the sites of eval/sites.py, built by eval/make_queries.py:",
+             "# an edition's name, its home page's title (lang<TAB>query<TAB>home page URL)."]
+    kept: Counter[str] = Counter()
+    for site, lang, home, name in editions:
+        shared = len(holders[name]) > 1
+        if not name or shared and (lang != "en" or holders[name].count("en") > 1):
+            print(f"{site.name} {lang}: no name of its own ({name!r}, also {holders[name]})")
+            continue
+        lines.append(f"{lang}\t{name}\t{site.base}{home}")
+        kept[site.name] += 1
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print(f"wrote {out}: " + ", ".join(f"{n} {s}" for s, n in kept.items()))
 
 
 def site_links(site, targets: dict[str, set[str]]) -> tuple[dict, dict, dict]:
@@ -141,7 +182,7 @@ def site_queries(sites, out: Path, popular_out: Path) -> None:
     out samples named pages uniformly; popular_out in proportion to the pages linking to
     them (the random surfer's idea of which pages people look for)."""
     targets: dict[str, set[str]] = defaultdict(set)
-    gathered = [(site, *site_links(site, targets)) for site in sites]
+    gathered = [(site, *site_links(site, targets)) for site in sites if site.langs]
     header = ["# Navigational queries over the sites of eval/sites.py, built by eval/make_queries.py:",
               "# a page's name as links call it (lang<TAB>query<TAB>page URL)."]
     uniform, popular = list(header), [header[0], header[1].replace(

@@ -1,12 +1,15 @@
 """The multi-site evaluation's small web: documentation that ships as Debian packages, each
-served by Python's static server on its own loopback address, so each is its own host.
+served by Python's static server on its own loopback address, so each is its own host: the
+Debian handbook (26 languages), the Debian reference (11), the New Maintainers' Guide (11),
+the Developer's Reference (6), the Debian FAQ (10), the Python and the PostgreSQL docs.
 
     .venv/bin/python eval/sites.py check     # exit 1, naming the packages, if any is missing
-    .venv/bin/python eval/sites.py seeds     # the start pages, one URL a line
+    .venv/bin/python eval/sites.py seeds     # the page-name sets' start pages, one URL a line
+    .venv/bin/python eval/sites.py homes     # every edition's home page (the home-page crawl)
     .venv/bin/python eval/sites.py serve     # serve every site until killed
 
-scripts/eval-sites.sh crawls them together; eval/make_queries.py builds eval/sites-nav.tsv
-from the same files, with the same URLs.
+scripts/eval-sites.sh crawls them together; eval/make_queries.py builds eval/sites-nav.tsv,
+eval/sites-popular.tsv and eval/sites-home.tsv from the same files, with the same URLs.
 """
 
 from __future__ import annotations
@@ -26,8 +29,14 @@ class Site:
     package: str
     root: Path
     base: str             # the URL the root is served at
-    seeds: tuple[str, ...]  # start pages, relative to the root
-    langs: tuple[tuple[str, str], ...]  # (regex on the page's path relative to root, lang)
+    homes: tuple[tuple[str, str], ...]  # (lang, home page relative to the root): one an edition
+    langs: tuple[tuple[str, str], ...] = ()  # (regex on a page's path under root, lang), for
+    # the page-name query sets (English, Chinese and Russian pages only)
+
+    @property
+    def seeds(self) -> tuple[str, ...]:
+        """The start pages (relative to the root): every edition's home page."""
+        return tuple(home for _, home in self.homes)
 
     def lang(self, relative: str) -> str | None:
         """The language of a page (its path under the root), None for pages left out."""
@@ -42,22 +51,64 @@ class Site:
         return host, int(port)
 
 
+HANDBOOK = ("ar-MA ca-ES cs-CZ da-DK de-DE el-GR en-US es-ES fa-IR fr-FR hr-HR id-ID it-IT ja-JP "
+            "ko-KR nb-NO nl-NL pl-PL pt-BR ro-RO ru-RU sv-SE tr-TR vi-VN zh-CN zh-TW").split()
+REFERENCE = "de en es fr id it ja pt pt-br zh-cn zh-tw".split()
+MAINT_GUIDE = "ca de es fr it ja ru vi zh-cn zh-tw".split()  # and English, in maint-guide/
+DEVREF = "de fr it ja ru".split()  # and English, at the root
+FAQ = "de fr it ja ko nl pt ru zh-cn".split()  # and English, at the root
+
+
+def _lang(code: str) -> str:
+    """The language of a locale code: "pt-BR" -> "pt", but Chinese keeps its script's region."""
+    code = code.lower()
+    return code if code.startswith("zh") else code.split("-")[0]
+
+
+# Every edition (one language of one book) is an eval/sites-home.tsv query: its home page.
 SITES = (
     Site("handbook", "debian-handbook", Path("/usr/share/doc/debian-handbook/html"),
-         "http://127.0.0.1:8081/", ("en-US/index.html", "zh-CN/index.html", "ru-RU/index.html"),
+         "http://127.0.0.1:8081/", tuple((_lang(c), f"{c}/index.html") for c in HANDBOOK),
          (("^en-US/", "en"), ("^zh-CN/", "zh"), ("^ru-RU/", "ru"))),
-    Site("reference", "debian-reference-en debian-reference-zh-cn",
+    Site("reference", " ".join(f"debian-reference-{c}" for c in REFERENCE),
          Path("/usr/share/debian-reference"), "http://127.0.0.2:8082/",
-         ("index.en.html", "index.zh-cn.html"), ((r"\.en\.html$", "en"), (r"\.zh-cn\.html$", "zh"))),
+         tuple((_lang(c), f"index.{c}.html") for c in REFERENCE),
+         ((r"\.en\.html$", "en"), (r"\.zh-cn\.html$", "zh"))),
     Site("python", "python3-doc", Path("/usr/share/doc/python3-doc/html"),
-         "http://127.0.0.3:8083/", ("index.html",), ((r"\.html$", "en"),)),
+         "http://127.0.0.3:8083/", (("en", "index.html"),), ((r"\.html$", "en"),)),
     Site("postgresql", "postgresql-doc-15", Path("/usr/share/doc/postgresql-doc-15/html"),
-         "http://127.0.0.4:8084/", ("index.html",), ((r"\.html$", "en"),)),
+         "http://127.0.0.4:8084/", (("en", "index.html"),), ((r"\.html$", "en"),)),
+    # Each translation of the New Maintainers' Guide is its own package and directory.
+    Site("maint-guide", " ".join(["maint-guide"] + [f"maint-guide-{c}" for c in MAINT_GUIDE]),
+         Path("/usr/share/doc"), "http://127.0.0.5:8085/",
+         (("en", "maint-guide/html/index.en.html"),)
+         + tuple((_lang(c), f"maint-guide-{c}/html/index.{c}.html") for c in MAINT_GUIDE)),
+    Site("devref", " ".join(["developers-reference"] + [f"developers-reference-{c}" for c in DEVREF]),
+         Path("/usr/share/developers-reference"), "http://127.0.0.6:8086/",
+         (("en", "index.html"),) + tuple((_lang(c), f"{c}/index.html") for c in DEVREF)),
+    Site("faq", " ".join(["debian-faq"] + [f"debian-faq-{c}" for c in FAQ]),
+         Path("/usr/share/doc/debian/FAQ"), "http://127.0.0.7:8087/",
+         (("en", "index.en.html"),) + tuple((_lang(c), f"{c}/index.{c}.html") for c in FAQ)),
 )
+
+
+# The crawl of the page-name sets (sites-nav, sites-popular) seeds the English, Chinese and
+# Russian handbook and reference, Python and PostgreSQL only: with every edition, the
+# untranslated chapters of other editions (all of cs-CZ and hr-HR, parts of da-DK, el-GR...)
+# are exact copies of en-US pages, and dedup keeps one copy of the same PageRank, the
+# shortest or alphabetically first URL, so the English sets lose their answers.
+NARROW = {"handbook": ("en-US/index.html", "zh-CN/index.html", "ru-RU/index.html"),
+          "reference": ("index.en.html", "index.zh-cn.html"),
+          "python": ("index.html",), "postgresql": ("index.html",)}
 
 
 def missing() -> list[Site]:
     return [site for site in SITES if not all((site.root / s).exists() for s in site.seeds)]
+
+
+def missing_packages() -> list[str]:
+    """The packages of the sites with missing files (all of a site's, as apt-get is cheap)."""
+    return [package for site in missing() for package in site.package.split()]
 
 
 class QuietHandler(SimpleHTTPRequestHandler):
@@ -79,9 +130,11 @@ def serve() -> None:
 def main(command: str) -> None:
     if command == "check":
         if gone := missing():
-            print("missing: " + " ".join(s.package for s in gone))
+            print("missing: " + " ".join(missing_packages()))
             sys.exit(1)
     elif command == "seeds":
+        print("\n".join(site.base + seed for site in SITES for seed in NARROW.get(site.name, ())))
+    elif command == "homes":
         print("\n".join(site.base + seed for site in SITES for seed in site.seeds))
     elif command == "serve":
         serve()

@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
-# The multi-site evaluation: serve the documentation of eval/sites.py (the Debian handbook and
-# reference, the Python and PostgreSQL docs, from their Debian packages) on 127.0.0.1-4, each
-# its own host, crawl them together, index them, and score eval/sites-nav.tsv with filbert
-# and with plain tantivy. Extra arguments go to `filbert eval`. bench/ablation.py then runs
-# the ranking ablation on this crawl too.
+# The multi-site evaluation: serve the documentation of eval/sites.py (the Debian handbook in
+# 26 languages, the Debian reference, New Maintainers' Guide, Developer's Reference and FAQ in
+# their translations, the Python and PostgreSQL docs, from their Debian packages, ~40 of them)
+# on 127.0.0.1-7, each its own host. Two crawls (under a minute each): the English, Chinese
+# and Russian editions with Python and PostgreSQL into eval-sites-crawl/ for the page-name
+# sets (eval/sites-nav.tsv, sites-popular.tsv), and all 66 editions (~5,500 pages) into
+# eval-sites-home-crawl/ for home-page finding (eval/sites-home.tsv); see eval/sites.py for
+# why the page-name sets do not use the wide crawl. Each is scored with filbert and plain
+# tantivy. Extra arguments go to `filbert eval`. bench/ablation.py then runs the ranking
+# ablation on these crawls too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CRAWL=${FILBERT_SITES_DIR:-eval-sites-crawl}
+HOME_CRAWL=${FILBERT_SITES_HOME_DIR:-eval-sites-home-crawl}
 
 scripts/setup.sh
 if ! missing=$(.venv/bin/python eval/sites.py check); then
@@ -35,9 +41,14 @@ for site in SITES:
             time.sleep(0.1)
 PY
 
-rm -rf "$CRAWL"
-.venv/bin/python eval/sites.py seeds > "$CRAWL.seeds"
-.venv/bin/filbert crawl "$CRAWL.seeds" --dir "$CRAWL" --depth 20 --threads 8 \
-  -D fetcher.server.delay=0 -D db.ignore.external.links=true -D db.max.outlinks.per.page=-1
-rm "$CRAWL.seeds"
+crawl() {  # crawl DIR SEEDS-COMMAND
+  rm -rf "$1"
+  .venv/bin/python eval/sites.py "$2" > "$1.seeds"
+  .venv/bin/filbert crawl "$1.seeds" --dir "$1" --depth 20 --threads 8 \
+    -D fetcher.server.delay=0 -D db.ignore.external.links=true -D db.max.outlinks.per.page=-1
+  rm "$1.seeds"
+}
+crawl "$CRAWL" seeds
+crawl "$HOME_CRAWL" homes
 .venv/bin/filbert eval eval/sites-nav.tsv --dir "$CRAWL" --plain "$@"
+.venv/bin/filbert eval eval/sites-home.tsv --dir "$HOME_CRAWL" --plain "$@"
