@@ -29,8 +29,8 @@ queries on each path, every query is timed on each path in turn (load changes hi
 - filbert over HTTP: `GET /api/search?q=…&n=10` on a uvicorn server (`run_server`, a separate
   process on a free 127.0.0.1 port) through one keep-alive `http.client` connection; the
   server's query log (logs/queries.jsonl) gives its own search time for the same requests,
-  so HTTP − logged is uvicorn, FastAPI, JSON and the client. An empty query (400, rejected
-  in the search thread) measures the web app's fixed cost.
+  so HTTP − logged is uvicorn, the web app (routing, JSON) and the client. An empty query
+  (400, rejected in the search thread) measures the web app's fixed cost.
 
 The index files are read once before timing (page cache warm, as on a serving machine with
 enough memory). The first query of a fresh Searcher (it loads the fast-field columns) is
@@ -69,7 +69,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import tantivy
 import wordfreq
-from fastapi.responses import JSONResponse
 
 from results import record
 from filbert.analysis.analyzers import stop_words
@@ -80,6 +79,7 @@ from filbert.search.query import AnalyzedQuery
 from filbert.search.searcher import Hit, Searcher, SearchResults
 from filbert.search.snippets import make_snippet
 from filbert.storage import CrawlDir
+from filbert.web.app import FastJSONResponse
 
 FORMAT = 1                     # bump when generation changes, to invalidate cached indexes
 CHUNK = 128 * ROWS_PER_GROUP   # documents generated at a time
@@ -433,14 +433,16 @@ def phase_times(searcher: Searcher, query: str) -> dict[str, float]:
     tantivy search of the same query without counting and without the proximity clauses."""
     marks = [("start", time.perf_counter())]
     analyzed = searcher.analyze(query)
-    built = searcher.builder.build(analyzed, conjunction=True)
+    others = searcher.other_languages(analyzed)
+    shift = searcher.builder.lang_boost if others is not None else 0.0
+    built = searcher.builder.build(analyzed, True, others)
     marks.append(("analyze + build query", time.perf_counter()))
     depth = max(10, searcher.rerank_depth)
-    total, candidates = searcher._retrieve(built, depth)
+    total, candidates = searcher._retrieve(built, depth, shift)
     marks.append(("tantivy top-100 + count + columns", time.perf_counter()))
     if total == 0 and len(analyzed.clauses) > 1:
-        built = searcher.builder.build(analyzed, conjunction=False)
-        total, candidates = searcher._retrieve(built, depth)
+        built = searcher.builder.build(analyzed, False, others)
+        total, candidates = searcher._retrieve(built, depth, shift)
     marks.append(("fallback: any word", time.perf_counter()))
     searcher._proximity(analyzed, candidates)
     marks.append(("proximity bins on the candidates", time.perf_counter()))
@@ -456,8 +458,8 @@ def phase_times(searcher: Searcher, query: str) -> dict[str, float]:
         hits.append(Hit(doc.get_first("url"), doc.get_first("title_text").decode(), lang,
                         round(candidate.score, 4), snippet.text, snippet.html, candidate.signals))
     marks.append(("10 snippets", time.perf_counter()))
-    JSONResponse(SearchResults(query, total, 0, hits).to_dict())
-    marks.append(("JSON response (to_dict, JSONResponse)", time.perf_counter()))
+    FastJSONResponse(SearchResults(query, total, 0, hits).to_dict())
+    marks.append(("JSON response (to_dict, orjson)", time.perf_counter()))
     times = {name: end - begin for (_, begin), (name, end) in itertools.pairwise(marks)}
     times["(sum)"] = marks[-1][1] - marks[0][1]
     times.update(tantivy_variants(searcher, analyzed, depth))
@@ -467,7 +469,7 @@ def phase_times(searcher: Searcher, query: str) -> dict[str, float]:
 def tantivy_variants(searcher: Searcher, analyzed: AnalyzedQuery, depth: int) -> dict[str, float]:
     """The first-phase tantivy search alone (proximity is scored later, on the candidates
     only), with and without counting the matches (all shards)."""
-    built = searcher.builder.build(analyzed, conjunction=True)
+    built = searcher.builder.build(analyzed, True, searcher.other_languages(analyzed))
     variants = {"  tantivy first phase (count)": (built, True),
                 "  tantivy first phase without count": (built, False)}
     times = {}
@@ -614,7 +616,7 @@ def verdict(seconds: dict[str, np.ndarray]) -> list[str]:
              f"p99 HTTP / p99 raw tantivy: {p99_ratio:.2f}×"),
             (f"- paired per query: HTTP − in-process p50 {over_http['p50']:.2f} ms, p99 "
              f"{over_http['p99']:.2f} ms; HTTP − the server's logged search time (uvicorn, "
-             f"FastAPI, JSON, the client) p50 {over_logged['p50']:.2f} ms, p99 "
+             f"the web app, JSON, the client) p50 {over_logged['p50']:.2f} ms, p99 "
              f"{over_logged['p99']:.2f} ms")]
 
 

@@ -110,6 +110,24 @@ def test_nearby_words_rank_first(site):
     assert found(searcher, "lattice quantum") == ["near.html", "far.html"]
 
 
+def test_language_preference_as_a_penalty_on_the_other_languages_ranks_the_same(site):
+    _, _, searcher = site
+    assert searcher.other_languages(searcher.analyze("walrus")) is not None  # English: most
+
+    def ranked(others) -> list[tuple[str, float]]:
+        searcher.other_languages = others
+        try:
+            return [(h.url, h.score) for q in ("walrus sea", "поисковые системы", "研究生")
+                    for h in searcher.search(q, n=20).hits]
+        finally:
+            del searcher.other_languages
+
+    penalty = ranked(lambda q: [lang for lang in searcher.language_counts if lang != q.lang] + [""])
+    boost = ranked(lambda q: None)
+    assert [url for url, _ in penalty] == [url for url, _ in boost]
+    assert [score for _, score in penalty] == pytest.approx([score for _, score in boost], abs=1e-3)
+
+
 # -- evaluation ------------------------------------------------------------------
 
 def test_scores_and_paired_bootstrap():

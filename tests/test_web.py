@@ -116,6 +116,16 @@ def test_api_rejects_non_numeric_n(site: Site) -> None:
     assert site.client.get("/api/search", params={"q": COMMON, "n": "abc"}).status_code == 422
 
 
+def test_api_explain_flag_and_security_headers(site: Site) -> None:
+    response = site.client.get("/api/search", params={"q": rare_word(7), "explain": "yes"})
+    hit = response.json()["hits"][0]
+    assert hit["explanation"]["value"] == pytest.approx(hit["score"], abs=1e-3)
+    assert response.headers["x-content-type-options"] == "nosniff"
+    assert "explanation" not in api(site, q=rare_word(7), explain="false")["hits"][0]
+    bad = site.client.get("/api/search", params={"q": COMMON, "explain": "maybe"})
+    assert bad.status_code == 422 and "explain" in bad.json()["error"]
+
+
 def test_api_escapes_page_text_in_snippet_html(site: Site) -> None:
     hit = api(site, q=EVIL_WORD)["hits"][0]
     assert EVIL_TEXT in hit["snippet"]

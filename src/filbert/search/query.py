@@ -145,13 +145,21 @@ class QueryBuilder:
         self.schema = schema
         self.boosts = {name: settings[f"search.boost.{name}"] for name in TEXT_FIELDS}
         self.lang_boost = settings["search.boost.lang"]
-        # proximity bins (the Google paper): words as a phrase, near each other, or far apart
-        self.bins = [(settings[f"search.proximity.{b}.slop"], settings[f"search.proximity.{b}.weight"])
-                          for b in PROXIMITY_BINS]
+        # proximity bins (the Google paper): words as a phrase, near each other, or far apart;
+        # (slop, weight) of those that count, the loosest first
+        bins = [(settings[f"search.proximity.{b}.slop"], settings[f"search.proximity.{b}.weight"])
+                for b in PROXIMITY_BINS]
+        self.bins = sorted(((slop, weight) for slop, weight in bins if weight), reverse=True)
 
-    def build(self, query: AnalyzedQuery, conjunction: bool = True) -> Query:
+    def build(self, query: AnalyzedQuery, conjunction: bool = True,
+              others: list[str] | None = None) -> Query:
         """What pages must match, then (outside, so tantivy only scores those pages for it)
-        the preference for the query's language. Proximity comes later (proximity())."""
+        the preference for the query's language. Proximity comes later (proximity()).
+
+        `others`: the index's other languages, given when the query's is most of the index:
+        the preference is then a penalty of the boost on pages in the others, whose postings
+        are shorter to go through (~0.1 ms less at 1M pages), and the caller adds the boost
+        back to every score."""
         positive = [self._word(alternatives) for alternatives in query.clauses]
         if not conjunction and len(positive) > 1:
             positive = [Query.boolean_query([(Occur.Should, q) for q in positive])]
@@ -162,26 +170,47 @@ class QueryBuilder:
                       self._phrase(x)) for x in query.excluded]
         if not any(occur == Occur.Must for occur, _ in required):
             required.append((Occur.Must, Query.all_query()))
-        if not (query.lang and not query.parsed.lang and self.lang_boost):
+        if not self.prefers_language(query):
             return Query.boolean_query(required)
-        same = Query.term_query(self.schema, "lang", query.lang)
+        if others is None:
+            same = Query.term_query(self.schema, "lang", query.lang)
+            preference = Query.const_score_query(same, self.lang_boost)
+        else:
+            other = Query.boolean_query([(Occur.Should, Query.term_query(self.schema, "lang", lang))
+                                         for lang in others])
+            preference = Query.const_score_query(other, -self.lang_boost)
         return Query.boolean_query([(Occur.Must, Query.boolean_query(required)),
-                                    (Occur.Should, Query.const_score_query(same, self.lang_boost))])
+                                    (Occur.Should, preference)])
 
-    def proximity(self, query: AnalyzedQuery, uids: list[int]) -> Query | None:
-        """The proximity bins, scored for the given candidate pages only (phrase queries over
-        every page holding the words would cost more than the whole first phase): the closer
-        a page's query words, the more bins it scores in. None for a one-word query."""
-        bins = [(Occur.Should, Query.boost_query(
-                    self._phrase(query.words_in_order, slop, PROXIMITY_FIELDS), weight))
-                for slop, weight in self.bins if weight]
+    def prefers_language(self, query: AnalyzedQuery) -> bool:
+        """Whether pages in the query's language get a boost (it was told, not asked for)."""
+        return bool(query.lang and not query.parsed.lang and self.lang_boost)
+
+    def proximity(self, query: AnalyzedQuery, uids: list[int], searcher: tantivy.Searcher,
+                  bins: list[tuple[int, float]] | None = None) -> Query | None:
+        """The proximity `bins` (all by default), scored for the given candidate pages of the
+        searcher only (phrase queries over every page holding the words would cost more than
+        the whole first phase): the closer a page's query words, the more bins it scores in.
+        None for a one-word query."""
+        bins = self.bins if bins is None else bins
         if len(query.clauses) < 2 or not bins or not uids:
             return None
         # a Should of term queries: term_set_query intersects the whole dictionary (~2 ms at 1M)
         ids = Query.boolean_query([(Occur.Should, Query.term_query(self.schema, "uid", uid))
                                    for uid in uids])
         candidates = Query.const_score_query(ids, 0.0)
-        return Query.boolean_query([(Occur.Must, candidates), *bins])
+        # a phrase cannot match in a field that lacks one of its words: leave those out
+        fields = {tuple(terms): tuple(name for name in PROXIMITY_FIELDS
+                                      if all(searcher.doc_freq(name, t) for t in terms))
+                  for terms in query.words_in_order}
+        # each phrase query intersected with the candidates on its own: tantivy advances a
+        # union under an intersection through whole 4,096-document windows, phrase-matching
+        # every page there
+        leaves = [Query.boolean_query([(Occur.Must, candidates),
+                                       (Occur.Must, Query.boost_query(option, weight))])
+                  for slop, weight in bins for terms in query.words_in_order
+                  for option in self._phrase_options([terms], slop, fields[tuple(terms)])]
+        return Query.boolean_query([(Occur.Should, leaf) for leaf in leaves]) if leaves else None
 
     def _word(self, alternatives: set[str]) -> Query:
         """The word in any field, each field weighted; the best alternative counts."""
@@ -192,19 +221,23 @@ class QueryBuilder:
             per_field.append((Occur.Should, Query.boost_query(query, boost)))
         return Query.boolean_query(per_field)
 
-    def _phrase(self, variants: list[list[str]], slop: int = 0,
-                fields: tuple[str, ...] = TEXT_FIELDS) -> Query:
+    def _phrase(self, variants: list[list[str]]) -> Query:
+        options = self._phrase_options(variants, 0, TEXT_FIELDS)
+        return Query.boolean_query([(Occur.Should, option) for option in options])
+
+    def _phrase_options(self, variants: list[list[str]], slop: int,
+                        fields: tuple[str, ...]) -> list[Query]:
+        """Each variant (one per language) in each field, weighted: any of them will do."""
         options = []
         for terms in variants:
             if len(terms) == 1:
-                options.append((Occur.Should, self._word(set(terms))))
+                options.append(self._word(set(terms)))
                 continue
             extra = CJK_PHRASE_SLOP if HAN_RUN.search("".join(terms)) else 0
             for name in fields:
-                boost = self.boosts[name]
                 phrase = Query.phrase_query(self.schema, name, terms, slop + extra)
-                options.append((Occur.Should, Query.boost_query(phrase, boost)))
-        return Query.boolean_query(options)
+                options.append(Query.boost_query(phrase, self.boosts[name]))
+        return options
 
     def _filters(self, parsed: ParsedQuery) -> list[Query]:
         filters = []

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from operator import attrgetter
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +27,7 @@ COLUMNS_FILE = "columns.npz"
 _FIELD_NUMBER = re.compile(r"field=(\d+)")
 
 
-@dataclass
+@dataclass(slots=True)
 class Candidate:
     text_score: float
     shard: int
@@ -37,24 +37,36 @@ class Candidate:
     simhash: int = 0
     host: int = 0
     uid: int = 0
-    proximity: float = 0.0   # the proximity bins' score (phase two)
+    proximity: float = 0.0      # the proximity bins' score (phase two)
+    pagerank_score: float = 0.0  # PageRank's share of the score (phase two)
     score: float = 0.0
-    signals: dict[str, float] = field(default_factory=dict)
+    extra: dict[str, float] | None = None  # more signals: HITS hub and authority
 
     @property
     def address(self) -> tantivy.DocAddress:
         return tantivy.DocAddress(self.segment, self.doc)
 
+    @property
+    def signals(self) -> dict[str, float]:
+        return {"text": self.text_score, "proximity": self.proximity, "pagerank": self.pagerank,
+                "pagerank_score": self.pagerank_score, **(self.extra or {})}
+
 
 class Columns:
-    """One shard's fast fields as arrays, values[field][segment][doc]. tantivy-py has no
-    column access, so they are read by sorting all documents on each field; the index step
-    does that once and saves them beside the shard (COLUMNS_FILE)."""
+    """One shard's fast fields as arrays: per field, its values for each segment's documents,
+    the segments end to end (so one fancy index reads a field for all candidates). tantivy-py
+    had no column access, so they are read by sorting all documents on each field; the index
+    step does that once and saves them beside the shard (COLUMNS_FILE)."""
 
     DTYPES = {"score": np.float64, "simhash": np.int64, "host_id": np.int64, "uid": np.int64}
 
     def __init__(self, values: dict[str, list[np.ndarray]]):
-        self.values = values
+        """values[field][segment][doc]; a segment's fields are padded with zeros to the same
+        length."""
+        self._sizes = [max(len(arrays[s]) for arrays in values.values())
+                       for s in range(len(values[FAST_FIELDS[0]]))]
+        self._starts = [0, *np.cumsum(self._sizes, dtype=np.int64).tolist()]
+        self._flat = {name: _joined(arrays, self._starts) for name, arrays in values.items()}
 
     @classmethod
     def read(cls, searcher: tantivy.Searcher) -> Columns:
@@ -78,8 +90,9 @@ class Columns:
         return arrays
 
     def save(self, path: Path) -> None:
-        np.savez(path, **{f"{name}:{i}": array for name, arrays in self.values.items()
-                          for i, array in enumerate(arrays)})
+        np.savez(path, **{f"{name}:{i}": flat[start: start + size] for name, flat in
+                          self._flat.items() for i, (start, size) in
+                          enumerate(zip(self._starts, self._sizes))})
 
     @classmethod
     def load(cls, path: Path) -> Columns:
@@ -89,12 +102,24 @@ class Columns:
                 values[key.split(":")[0]].append(stored[key])
         return cls(values)
 
-    def fill(self, candidate: Candidate) -> None:
-        segment, doc = candidate.segment, candidate.doc
-        candidate.pagerank = float(self.values["score"][segment][doc])
-        candidate.simhash = int(self.values["simhash"][segment][doc])
-        candidate.host = int(self.values["host_id"][segment][doc])
-        candidate.uid = int(self.values["uid"][segment][doc])
+    def candidates(self, shard: int, hits: list[tuple[float, tantivy.DocAddress]]
+                   ) -> list[Candidate]:
+        """tantivy's hits (score, address) with their fast-field values."""
+        segments = [address.segment_ord for _, address in hits]
+        docs = [address.doc for _, address in hits]
+        at = np.array([self._starts[s] + d for s, d in zip(segments, docs)], dtype=np.intp)
+        columns = [self._flat[name][at].tolist() for name in FAST_FIELDS]  # Candidate's order
+        return [Candidate(score, shard, segment, doc, pagerank, simhash, host, uid)
+                for (score, _), segment, doc, pagerank, simhash, host, uid
+                in zip(hits, segments, docs, *columns)]
+
+
+def _joined(arrays: list[np.ndarray], starts: list[int]) -> np.ndarray:
+    """The arrays one after another, array i from starts[i], zeros between."""
+    joined = np.zeros(starts[-1], dtype=arrays[0].dtype if arrays else np.float64)
+    for array, start in zip(arrays, starts):
+        joined[start: start + len(array)] = array
+    return joined
 
 
 class Reranker:
@@ -105,39 +130,37 @@ class Reranker:
         self.distance = settings["dedup.simhash.distance"]
 
     def rerank(self, candidates: list[Candidate]) -> list[Candidate]:
-        if not candidates:
-            return []
-        text = np.array([c.text_score for c in candidates])
-        proximity = np.array([c.proximity for c in candidates])
-        pagerank = np.maximum(np.array([c.pagerank for c in candidates]), 0.0)
-        boost = self.weight * pagerank / (pagerank + self.half)
-        for i, candidate in enumerate(candidates):
-            candidate.score = float(text[i] + proximity[i] + boost[i])
-            candidate.signals.update(text=float(text[i]), proximity=float(proximity[i]),
-                                     pagerank=candidate.pagerank, pagerank_score=float(boost[i]))
-        ordered = sorted(candidates, key=lambda c: -c.score)
+        """Plain Python: on ~100 candidates, numpy's per-call costs would outweigh its loops."""
+        for candidate in candidates:
+            pagerank = max(candidate.pagerank, 0.0)
+            candidate.pagerank_score = self.weight * pagerank / (pagerank + self.half)
+            candidate.score = candidate.text_score + candidate.proximity + candidate.pagerank_score
+        ordered = sorted(candidates, key=attrgetter("score"), reverse=True)  # stable
         return self._crowd(self._collapse(ordered))
 
     def _collapse(self, ordered: list[Candidate]) -> list[Candidate]:
         """Leaves out pages whose simhash is within `distance` bits of a better result's."""
         hashes = np.array([c.simhash & MASK64 for c in ordered], dtype=np.uint64)
         near = np.bitwise_count(hashes[:, None] ^ hashes[None, :]) <= self.distance
+        if np.count_nonzero(near) == len(ordered):  # each page is near itself only
+            return ordered
         near &= (hashes != 0)[:, None] & (hashes != 0)[None, :]  # 0: simhash unknown
-        dropped = np.zeros(len(ordered), dtype=bool)
-        for i in range(len(ordered)):
-            if not dropped[i]:
-                dropped[i + 1:] |= near[i, i + 1:]
-        return [c for c, gone in zip(ordered, dropped) if not gone]
+        better, worse = np.nonzero(np.triu(near, 1))  # pairs in order of the better page
+        dropped: set[int] = set()
+        for i, j in zip(better.tolist(), worse.tolist()):
+            if i not in dropped:
+                dropped.add(j)
+        return [c for i, c in enumerate(ordered) if i not in dropped]
 
     def _crowd(self, ordered: list[Candidate]) -> list[Candidate]:
         """Beyond `per_host` results of one host, the rest wait behind other hosts' results."""
         if self.per_host <= 0:
             return ordered
-        seen: Counter[int] = Counter()
+        seen: dict[int, int] = {}
         first, later = [], []
         for candidate in ordered:
-            seen[candidate.host] += 1
-            (first if seen[candidate.host] <= self.per_host else later).append(candidate)
+            count = seen[candidate.host] = seen.get(candidate.host, 0) + 1
+            (first if count <= self.per_host else later).append(candidate)
         return first + later
 
     def explain(self, query: tantivy.Query, proximity: tantivy.Query | None,
@@ -147,7 +170,7 @@ class Reranker:
         if proximity is not None:
             parts.append(_explained(proximity, searcher, candidate, "proximity bins"))
         parts.append({
-            "value": round(candidate.signals["pagerank_score"], 6),
+            "value": round(candidate.pagerank_score, 6),
             "description": f"PageRank score = {self.weight} × pr / (pr + {self.half}) "
                            f"with pr = {candidate.pagerank:.6g}",
         })

@@ -9,7 +9,8 @@ shards with PageRank, collapses near-duplicates and crowds hosts; HITS can re-or
 from __future__ import annotations
 
 import threading
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
+from operator import attrgetter
 
 import pyarrow.parquet as pq
 import tantivy
@@ -42,6 +43,14 @@ class Hit:
     signals: dict[str, float] = field(default_factory=dict)  # text, pagerank, hub, authority…
     explanation: dict | None = None  # with explain: the score as a tree of its parts
 
+    def to_dict(self) -> dict:
+        data = {"url": self.url, "title": self.title, "lang": self.lang, "score": self.score,
+                "snippet": self.snippet, "snippet_html": self.snippet_html,
+                "signals": self.signals}
+        if self.explanation is not None:
+            data["explanation"] = self.explanation
+        return data
+
 
 @dataclass
 class SearchResults:
@@ -51,11 +60,8 @@ class SearchResults:
     hits: list[Hit] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        data = asdict(self)
-        for hit in data["hits"]:
-            if hit["explanation"] is None:
-                del hit["explanation"]
-        return data
+        return {"query": self.query, "total": self.total, "offset": self.offset,
+                "hits": [hit.to_dict() for hit in self.hits]}
 
 
 def main_languages(counts: dict[str, int], min_share: float) -> list[str]:
@@ -90,7 +96,10 @@ class Searcher:
         self.generation = current
         self.shards = [index.searcher() for index in open_shards(current)]
         self._columns: list[Columns | None] = [None] * len(self.shards)
-        self.languages = main_languages(self.crawl.index.meta().get("languages", {}),
+        meta = self.crawl.index.meta()
+        self.language_counts: dict[str, int] = meta.get("languages", {})  # "" left out
+        self.documents: int = meta.get("documents", 0)
+        self.languages = main_languages(self.language_counts,
                                         self.settings["search.languages.min.share"])
         self._graph = None
 
@@ -134,47 +143,75 @@ class Searcher:
         if analyzed.empty:  # only stop words
             return SearchResults(text, 0, offset)
         depth = max(offset + n, self.rerank_depth, self.hits_root if ranking == "hits" else 0)
-        built = self.builder.build(analyzed, conjunction=True)
-        total, candidates = self._retrieve(built, depth)
+        others = self.other_languages(analyzed)
+        shift = self.builder.lang_boost if others is not None else 0.0
+        conjunction = True
+        built = self.builder.build(analyzed, conjunction, others)
+        total, candidates = self._retrieve(built, depth, shift)
         if total == 0 and len(analyzed.clauses) > 1:
-            built = self.builder.build(analyzed, conjunction=False)
-            total, candidates = self._retrieve(built, depth)
-        proximity = self._proximity(analyzed, candidates)
+            conjunction = False
+            built = self.builder.build(analyzed, conjunction, others)
+            total, candidates = self._retrieve(built, depth, shift)
+        self._proximity(analyzed, candidates)
         ranked = self.reranker.rerank(candidates)
         if ranking == "hits":
             ranked = self._by_authority(ranked)
-        hits = [self._hit(analyzed, c, (built, proximity.get(c.shard)) if explain else None)
-                for c in ranked[offset: offset + n]]
+        explained = self.builder.build(analyzed, conjunction) if explain else None
+        hits = [self._hit(analyzed, c, explained) for c in ranked[offset: offset + n]]
         return SearchResults(text, total, offset, hits)
 
-    def _proximity(self, analyzed: AnalyzedQuery,
-                   candidates: list[Candidate]) -> dict[int, tantivy.Query]:
+    def _proximity(self, analyzed: AnalyzedQuery, candidates: list[Candidate]) -> None:
         """Scores the proximity bins on the best candidates (each costs a seek per phrase
-        query); returns each shard's query."""
-        queries = {}
-        best = sorted(candidates, key=lambda c: -c.text_score)[:self.proximity_depth]
-        for shard, searcher in enumerate(self.shards):
+        query). The loosest bin first: words closer together are within it too, so only the
+        pages in it can score in the others."""
+        loosest, closer = self.builder.bins[:1], self.builder.bins[1:]
+        by_text = sorted(candidates, key=attrgetter("text_score"), reverse=True)
+        best = by_text[:self.proximity_depth]
+        for shard in range(len(self.shards)):
             mine = [c for c in best if c.shard == shard]
-            query = self.builder.proximity(analyzed, [c.uid for c in mine])
-            if query is None:
-                continue
-            queries[shard] = query
-            scores = {(a.segment_ord, a.doc): score
-                      for score, a in searcher.search(query, limit=len(mine)).hits}
-            for candidate in mine:
-                candidate.proximity = scores.get((candidate.segment, candidate.doc), 0.0)
-        return queries
+            near = self._bin_scores(analyzed, mine, loosest)
+            if closer:
+                self._bin_scores(analyzed, near, closer)
 
-    def _retrieve(self, query: tantivy.Query, depth: int) -> tuple[int, list[Candidate]]:
+    def _bin_scores(self, analyzed: AnalyzedQuery, candidates: list[Candidate],
+                    bins: list[tuple[int, float]]) -> list[Candidate]:
+        """Adds the proximity `bins` to the candidates (of one shard); returns those that
+        scored."""
+        if not candidates:
+            return []
+        searcher = self.shards[candidates[0].shard]
+        query = self.builder.proximity(analyzed, [c.uid for c in candidates], searcher, bins)
+        if query is None:
+            return []
+        scores = {(a.segment_ord, a.doc): score
+                  for score, a in searcher.search(query, limit=len(candidates)).hits}
+        scored = [c for c in candidates if (c.segment, c.doc) in scores]
+        for candidate in scored:
+            candidate.proximity += scores[candidate.segment, candidate.doc]
+        return scored
+
+    def other_languages(self, analyzed: AnalyzedQuery) -> list[str] | None:
+        """The index's languages but the query's ("" too if some pages had none) when the
+        query's is most of the index (QueryBuilder.build looks the preference up on these
+        then); None otherwise."""
+        if (not self.builder.prefers_language(analyzed)
+                or 2 * self.language_counts.get(analyzed.lang or "", 0) <= self.documents):
+            return None
+        others = [lang for lang in self.language_counts if lang != analyzed.lang]
+        return others + [""] if sum(self.language_counts.values()) < self.documents else others
+
+    def _retrieve(self, query: tantivy.Query, depth: int,
+                  shift: float = 0.0) -> tuple[int, list[Candidate]]:
+        """The match count and the top `depth` pages of each shard, `shift` added to scores."""
         candidates: list[Candidate] = []
         total = 0
         for shard, searcher in enumerate(self.shards):
             result = searcher.search(query, limit=max(1, depth), count=True)  # tantivy needs >= 1
             total += result.count
-            for score, address in result.hits:
-                candidate = Candidate(score, shard, address.segment_ord, address.doc)
-                self.columns(shard).fill(candidate)
-                candidates.append(candidate)
+            candidates += self.columns(shard).candidates(shard, result.hits)
+        if shift:
+            for candidate in candidates:
+                candidate.text_score += shift
         return total, candidates
 
     def columns(self, shard: int) -> Columns:
@@ -198,9 +235,8 @@ class Searcher:
         position = {node: i for i, node in enumerate(base)}
         for candidate, url in zip(root, urls):
             i = position.get(graph.ids.get(url, -1))
-            candidate.signals["hub"] = float(result.hubs[i]) if i is not None else 0.0
-            candidate.signals["authority"] = \
-                float(result.authorities[i]) if i is not None else 0.0
+            candidate.extra = {"hub": float(result.hubs[i]) if i is not None else 0.0,
+                               "authority": float(result.authorities[i]) if i is not None else 0.0}
         return sorted(root, key=lambda c: (-c.signals["authority"], -c.score)) + ranked[len(root):]
 
     def cached(self, url: str) -> CachedPage | None:
@@ -211,7 +247,8 @@ class Searcher:
         return self.shards[candidate.shard].doc(candidate.address)
 
     def _hit(self, analyzed: AnalyzedQuery, candidate: Candidate,
-             explain: tuple[tantivy.Query, tantivy.Query | None] | None) -> Hit:
+             explain: tantivy.Query | None) -> Hit:
+        """The hit for a candidate; `explain`: the first phase's query, to explain its score."""
         doc = self._doc(candidate)
         url = doc.get_first("url")
         lang = doc.get_first("lang") or ""
@@ -220,7 +257,9 @@ class Searcher:
         snippet = make_snippet(body, lang, analyzed.terms, analyzed.probes, self.snippet_chars)
         explanation = None
         if explain is not None:
-            explanation = self.reranker.explain(*explain, self.shards[candidate.shard], candidate)
+            searcher = self.shards[candidate.shard]
+            proximity = self.builder.proximity(analyzed, [candidate.uid], searcher)
+            explanation = self.reranker.explain(explain, proximity, searcher, candidate)
         signals = {name: round(value, 6) for name, value in candidate.signals.items()}
         return Hit(url, title or url, lang, round(candidate.score, 4), snippet.text,
                    snippet.html, signals, explanation)

@@ -7,15 +7,20 @@ are query terms (so "систем" highlights "системах" but "system" do
 
 from __future__ import annotations
 
+import heapq
 import html
 import re
 from bisect import bisect_left
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from filbert.analysis import analyzer
+from filbert.analysis.analyzers import HAN, KANA_HANGUL
 
 MAX_MATCHES = 200   # probe matches looked at per page
 MAX_ANALYZED = 3    # passages analyzed per page, those with the most different probes
+CJK = re.compile(f"[{HAN}{KANA_HANGUL}]")
+WORD = re.compile(r"[^\W_]+")  # analyzers.TOKEN's words, in text without CJK characters
 
 
 @dataclass
@@ -30,7 +35,7 @@ def make_snippet(text: str, lang: str, terms: set[str], probes: list[str],
     for start in _candidates(text, probes, length):
         end = min(len(text), start + length)
         window = text[start:end]
-        hits = [(a, b) for term, a, b in analyzer(lang).spans(window) if term in terms]
+        hits = _hits(window, lang, terms)
         found = {window[a:b].casefold() for a, b in hits}
         quality = (len(found), len(hits))
         if best is None or quality > best[0]:
@@ -40,14 +45,26 @@ def make_snippet(text: str, lang: str, terms: set[str], probes: list[str],
     return _render(text, best[1], length, best[2])
 
 
+def _hits(window: str, lang: str, terms: set[str]) -> list[tuple[int, int]]:
+    """Where the words of `window` whose term is a query term are."""
+    if CJK.search(window):
+        return [(a, b) for term, a, b in analyzer(lang).spans(window) if term in terms]
+    # no Han, kana or Hangul: every token is a word, and words are analyzed one by one
+    words = WORD.findall(window)
+    term_of = analyzer(lang).raw_words.__getitem__  # Analyzer.word without a Python call
+    found = [i for i, term in enumerate(map(term_of, words)) if term in terms]
+    if not found:
+        return []
+    matches = list(WORD.finditer(window))
+    return [matches[i].span() for i in found]
+
+
 def _candidates(text: str, probes: list[str], length: int) -> list[int]:
     """Window starts a quarter of a snippet before places a probe occurs: the MAX_ANALYZED
     windows holding the most different probes (only these are analyzed)."""
     if not probes:
         return []
-    pattern = "|".join(re.escape(p).replace("е", "[её]") for p in probes)
-    matches = [(m.start(), m.group().casefold())
-               for m, _ in zip(re.finditer(pattern, text, re.IGNORECASE), range(MAX_MATCHES))]
+    matches = _probe_matches(text, probes)
     starts: list[int] = []
     for position, _ in matches:
         start = _word_start(text, max(0, position - length // 4))
@@ -60,6 +77,35 @@ def _candidates(text: str, probes: list[str], length: int) -> list[int]:
         return len({probe for _, probe in inside})
 
     return sorted(starts, key=lambda start: (-variety(start), start))[:MAX_ANALYZED]
+
+
+def _probe_matches(text: str, probes: list[str]) -> list[tuple[int, str]]:
+    """The first MAX_MATCHES places where a probe begins in `text`, with the text there
+    (casefolded), as a regular expression `probe|probe|…` would find them."""
+    folded = text.casefold().replace("ё", "е")  # as probes are folded
+    if len(folded) != len(text):  # casefolding moved offsets (ß → ss): a regular expression
+        pattern = "|".join(re.escape(p).replace("е", "[её]") for p in probes)
+        found = re.finditer(pattern, text, re.IGNORECASE)
+        return [(m.start(), m.group().casefold()) for m, _ in zip(found, range(MAX_MATCHES))]
+    # str.find: no regular expression to compile for every query
+    occurrences = heapq.merge(*(_find_all(folded, probe, i) for i, probe in enumerate(probes)))
+    matches: list[tuple[int, str]] = []
+    end = 0
+    for at, i in occurrences:  # leftmost first, the earlier probe at one place, no overlaps
+        if at >= end:
+            end = at + len(probes[i])
+            matches.append((at, text[at:end].casefold()))
+            if len(matches) == MAX_MATCHES:
+                break
+    return matches
+
+
+def _find_all(text: str, part: str, tag: int) -> Iterator[tuple[int, int]]:
+    """(offset, tag) for every place `part` occurs in `text`, overlapping ones too."""
+    at = text.find(part)
+    while at >= 0:
+        yield at, tag
+        at = text.find(part, at + 1)
 
 
 def _word_start(text: str, pos: int) -> int:

@@ -11,25 +11,28 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import asdict
+import os
 import threading
 import time
-from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import urlencode
 
 import jinja2
+import orjson
 import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
+from starlette.datastructures import QueryParams
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from filbert.config import Settings
 from filbert.search.searcher import MAX_RESULTS, QueryError, Searcher, SearchResults
-from filbert.storage import CrawlDir
+from filbert.storage import CURRENT, CrawlDir
 from filbert.suggest import SuggestError
 from filbert.suggest.builder import SuggesterHolder
 
@@ -43,6 +46,39 @@ SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
 }
+TRUE, FALSE = frozenset({"1", "true", "yes", "on"}), frozenset({"0", "false", "no", "off"})
+RAW_SECURITY_HEADERS = [(name.lower().encode(), value.encode())
+                        for name, value in SECURITY_HEADERS.items()]
+
+
+class SecurityHeaders:
+    """ASGI middleware adding SECURITY_HEADERS to responses that do not set them (/cache sets
+    a stricter policy). Plain ASGI: Starlette's BaseHTTPMiddleware costs ~0.1 ms a request."""
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                present = {name.lower() for name, _ in headers}
+                message["headers"] = headers + [header for header in RAW_SECURITY_HEADERS
+                                                if header[0] not in present]
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+class FastJSONResponse(JSONResponse):
+    """JSON by orjson, several times faster than the standard library's."""
+
+    def render(self, content: object) -> bytes:
+        return orjson.dumps(content)
 
 
 class SearcherHolder:
@@ -52,19 +88,29 @@ class SearcherHolder:
         self.crawl = crawl
         self.settings = settings
         self._searcher: Searcher | None = None
+        self._seen: tuple[int, int] | None = None  # the CURRENT pointer the searcher is on
         self._lock = threading.Lock()
 
     def get(self) -> Searcher:
         """The searcher on the current index; FileNotFoundError if there is no index."""
         searcher = self._searcher
-        if searcher is not None and searcher.generation == self.crawl.index.current():
-            return searcher
+        if searcher is not None and self._seen == self._pointer():
+            return searcher  # publishing replaces the pointer file: a stat tells (4 µs, not 18)
         with self._lock:
+            seen = self._pointer()
             if self._searcher is None:
                 self._searcher = Searcher(self.crawl, self.settings)
             elif self._searcher.generation != self.crawl.index.current():
                 self._searcher.reopen()
+            self._seen = seen
             return self._searcher
+
+    def _pointer(self) -> tuple[int, int] | None:
+        try:
+            stat = os.stat(self.crawl.index.path / CURRENT)
+        except FileNotFoundError:
+            return None
+        return stat.st_ino, stat.st_mtime_ns
 
 
 class Unavailable(RuntimeError):
@@ -76,17 +122,21 @@ class QueryLog:
 
     def __init__(self, path: Path):
         self.path = path
-        self._lock = threading.Lock()
 
     def write(self, query: str, results: int | None, seconds: float, status: int) -> None:
         line = json.dumps({"time": datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
                            "query": query, "results": results,
                            "latency_ms": round(seconds * 1000, 2), "status": status},
                           ensure_ascii=False)
-        with self._lock:
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except FileNotFoundError:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8") as out:
-                out.write(line + "\n")
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, (line + "\n").encode())  # one append: lines of threads never mix
+        finally:
+            os.close(fd)
 
 
 class SearchService:
@@ -134,6 +184,24 @@ def clamp(value: int, low: int, high: int) -> int:
     return max(low, min(value, high))
 
 
+def int_param(params: QueryParams, name: str, default: int) -> int:
+    value = params.get(name)
+    if value is None:
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"{name} must be an integer, not {value!r}") from None
+
+
+def bool_param(params: QueryParams, name: str) -> bool:
+    """Absent is false; true/false, 1/0, yes/no, on/off as FastAPI reads them."""
+    value = params.get(name, "false").lower()
+    if value not in TRUE | FALSE:
+        raise ValueError(f"{name} must be true or false, not {value!r}")
+    return value in TRUE
+
+
 def is_web_url(url: str) -> bool:
     """Only http(s) URLs become links (never javascript: or data:)."""
     return url.startswith(("http://", "https://"))
@@ -166,26 +234,28 @@ def create_app(crawl: CrawlDir, settings: Settings) -> FastAPI:
     suggestions = SuggesterHolder(crawl, settings)
     templates = make_templates()
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
+    app.add_middleware(SecurityHeaders)
 
-    @app.middleware("http")
-    async def security_headers(request: Request,
-                               call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        response = await call_next(request)
-        for name, value in SECURITY_HEADERS.items():
-            response.headers.setdefault(name, value)  # /cache sets a stricter policy
-        return response
-
-    @app.get("/api/search")
-    async def api_search(q: str = "", n: int = PAGE_SIZE, offset: int = 0,
-                         ranking: str = "bm25", explain: bool = False) -> JSONResponse:
+    async def api_search(request: Request) -> Response:
+        """/api/search?q=&n=&offset=&ranking=&explain=, a plain Starlette route: FastAPI's
+        parameter solving would cost ~0.08 ms a request."""
+        params = request.query_params
         try:
-            results = await service.search(q, clamp(n, 1, MAX_RESULTS), clamp(offset, 0, MAX_OFFSET),
-                                     ranking, explain)
+            n, offset = int_param(params, "n", PAGE_SIZE), int_param(params, "offset", 0)
+            explain = bool_param(params, "explain")
+        except ValueError as exc:
+            return FastJSONResponse({"error": str(exc)}, status_code=422)
+        try:
+            results = await service.search(params.get("q", ""), clamp(n, 1, MAX_RESULTS),
+                                           clamp(offset, 0, MAX_OFFSET),
+                                           params.get("ranking", "bm25"), explain)
         except QueryError as exc:
-            return JSONResponse({"error": str(exc)}, status_code=400)
+            return FastJSONResponse({"error": str(exc)}, status_code=400)
         except Unavailable as exc:
-            return JSONResponse({"error": str(exc)}, status_code=503)
-        return JSONResponse(results.to_dict())
+            return FastJSONResponse({"error": str(exc)}, status_code=503)
+        return FastJSONResponse(results.to_dict())
+
+    app.add_route("/api/search", api_search, methods=["GET"])
 
     @app.get("/api/suggest")
     def api_suggest(q: str = "", n: int = settings["suggest.count"]) -> JSONResponse:
