@@ -163,6 +163,23 @@ def test_anchor_text_finds_a_page(site_server, tmp_crawl):
     assert top_url(crawl, settings, "zqanchorwordx") == server.url("/target.html")
 
 
+def test_anchor_text_scores_only_when_it_holds_every_query_word(site_server, tmp_crawl):
+    server = site_server({
+        "/": html("Home", link("/network.html", "zqnetworkx configuration")),
+        "/network.html": html("Setup", "<p>zqnetworkx and zqprocessx, briefly</p>"),
+    })
+    crawl, settings, _ = crawl_site(tmp_crawl, [server.url("/")])
+
+    def score(query: str, anchor_boost: float) -> float:
+        searcher = Searcher(crawl, load_settings(None, [f"search.boost.anchor={anchor_boost}"]))
+        return next(h.score for h in searcher.search(query).hits if h.url.endswith("/network.html"))
+
+    # one query word in the anchors: a common word there must not win the page points
+    assert score("zqnetworkx zqprocessx", 2.0) == pytest.approx(score("zqnetworkx zqprocessx", 0.0))
+    # every word in the anchors: they name the page
+    assert score("zqnetworkx configuration", 2.0) > score("zqnetworkx configuration", 0.0) + 1.0
+
+
 def test_depth_limits_rounds(site_server, tmp_crawl):
     server = site_server(link_graph(10, 1, index_links=1))
     crawl, _, summary = crawl_site(tmp_crawl, [server.url("/")], depth=3)

@@ -165,6 +165,9 @@ class QueryBuilder:
             positive = [Query.boolean_query([(Occur.Should, q) for q in positive])]
         required = [(Occur.Must, q) for q in positive]
         required += [(Occur.Must, self._phrase(variants)) for variants in query.phrases]
+        anchors = self._anchors(query)
+        if anchors is not None:
+            required.append((Occur.Should, anchors))
         required += [(Occur.Must, q) for q in self._filters(query.parsed)]
         required += [(Occur.MustNot, self._word(x) if isinstance(x, set) else
                       self._phrase(x)) for x in query.excluded]
@@ -213,13 +216,26 @@ class QueryBuilder:
         return Query.boolean_query([(Occur.Should, leaf) for leaf in leaves]) if leaves else None
 
     def _word(self, alternatives: set[str]) -> Query:
-        """The word in any field, each field weighted; the best alternative counts."""
-        per_field = []
-        for name, boost in self.boosts.items():
-            terms = [Query.term_query(self.schema, name, t) for t in sorted(alternatives)]
-            query = terms[0] if len(terms) == 1 else Query.disjunction_max_query(terms)
-            per_field.append((Occur.Should, Query.boost_query(query, boost)))
+        """The word in any field, each field weighted; the best alternative counts. Anchor
+        text matches but scores apart (_anchors)."""
+        per_field = [(Occur.Should, Query.boost_query(self._in_field(name, alternatives),
+                                                      0.0 if name == "anchor" else boost))
+                     for name, boost in self.boosts.items()]
         return Query.boolean_query(per_field)
+
+    def _anchors(self, query: AnalyzedQuery) -> Query | None:
+        """Anchor text names a whole page, so it scores when a page's anchors hold every
+        query word: for one common word, the sparse anchor field's high IDF let pages
+        linked with that word beat the page the query names."""
+        if not query.clauses or not self.boosts.get("anchor"):
+            return None
+        whole = Query.boolean_query([(Occur.Must, self._in_field("anchor", alternatives))
+                                     for alternatives in query.clauses])
+        return Query.boost_query(whole, self.boosts["anchor"])
+
+    def _in_field(self, name: str, alternatives: set[str]) -> Query:
+        terms = [Query.term_query(self.schema, name, t) for t in sorted(alternatives)]
+        return terms[0] if len(terms) == 1 else Query.disjunction_max_query(terms)
 
     def _phrase(self, variants: list[list[str]]) -> Query:
         options = self._phrase_options(variants, 0, TEXT_FIELDS)
