@@ -8,9 +8,11 @@
    generated /index.html linking every <lang>/index.html and a /robots.txt allowing all.
 2. Runs Scrapy (a CrawlSpider in bench/.venv-scrapy, created by this script on first use)
    from that /index.html: LinkExtractor restricted to .html pages on the host,
-   ROBOTSTXT_OBEY, no delay, CONCURRENT_REQUESTS=16, AUTOTHROTTLE and HTTPCACHE off;
+   ROBOTSTXT_OBEY, no delay, CONCURRENT_REQUESTS=16 (8 per host, Scrapy's default),
+   AUTOTHROTTLE and HTTPCACHE off;
    every page yields {url, title, text} (parsel) into a JSON-lines feed.
-3. Runs `filbert crawl SEED --depth 50 --threads 16 ... --no-index` on the same seed:
+3. Runs `filbert crawl SEED --depth 50 --threads 16 ... --no-index` on the same seed, with
+   the same 8 requests at a time to the host (fetcher.threads.per.queue=8):
    inject, generate, fetch (which parses each page as it arrives: fetcher.parse),
    updatedb, invertlinks (all but the tantivy index).
 4. Each crawler is a subprocess; its CPU time is user+sys of that process and of the
@@ -59,8 +61,10 @@ FILBERT = ROOT / ".venv" / "bin" / "filbert"
 RESULTS = HERE / "RESULTS.md"
 OUT = HERE / "out"
 CONCURRENCY = 16
+PER_HOST = 8   # Scrapy's default CONCURRENT_REQUESTS_PER_DOMAIN; filbert's default is Nutch's 1
 FILBERT_DEFINES = [
     "fetcher.server.delay=0",
+    f"fetcher.threads.per.queue={PER_HOST}",
     "db.max.outlinks.per.page=-1",
     "db.ignore.external.links=true",
 ]
@@ -106,6 +110,7 @@ def scrapy_child(seed: str, feed: str, stats_out: str, overrides: list[str]) -> 
         "ROBOTSTXT_OBEY": True,
         "DOWNLOAD_DELAY": 0,
         "CONCURRENT_REQUESTS": CONCURRENCY,
+        "CONCURRENT_REQUESTS_PER_DOMAIN": PER_HOST,
         "AUTOTHROTTLE_ENABLED": False,
         "HTTPCACHE_ENABLED": False,
         "LOG_LEVEL": "WARNING",
