@@ -167,8 +167,12 @@ class Reranker:
                 searcher: tantivy.Searcher, candidate: Candidate) -> dict:
         """The score as a tree, like the Google paper's debug mode: children add up."""
         parts = [_explained(query, searcher, candidate, "text score (tantivy)")]
-        if proximity is not None:
+        if proximity is not None and candidate.proximity:
             parts.append(_explained(proximity, searcher, candidate, "proximity bins"))
+        elif proximity is not None:  # tantivy cannot explain a page its query does not match
+            parts.append({"value": 0.0, "description": "proximity bins: none (the query words "
+                          "are not near each other here, or the page was not among the best "
+                          "by text)"})
         parts.append({
             "value": round(candidate.pagerank_score, 6),
             "description": f"PageRank score = {self.weight} × pr / (pr + {self.half}) "
