@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import datetime, timedelta, timezone
 
 import pyarrow.parquet as pq
@@ -178,6 +179,18 @@ def test_anchor_text_scores_only_when_it_holds_every_query_word(site_server, tmp
     assert score("zqnetworkx zqprocessx", 2.0) == pytest.approx(score("zqnetworkx zqprocessx", 0.0))
     # every word in the anchors: they name the page
     assert score("zqnetworkx configuration", 2.0) > score("zqnetworkx configuration", 0.0) + 1.0
+
+
+def test_a_link_seen_again_keeps_its_latest_anchor(site_server, tmp_crawl):
+    server = site_server({"/": html("Home", link("/t.html", "zz old words")),
+                          "/t.html": html("T", "x")})
+    crawl, settings, _ = crawl_site(tmp_crawl, [server.url("/")], "db.fetch.interval.default=1")
+    time.sleep(1.1)
+    server.add("/", html("Home", link("/t.html", "aa new words")))   # sorts before the old one
+    crawl_site(tmp_crawl, [], "db.fetch.interval.default=1", depth=1)
+    rows = pq.ParquetFile(crawl.linkdb.files()[0]).read().to_pylist()
+    inlinks = next(row["inlinks"] for row in rows if row["url"] == server.url("/t.html"))
+    assert [i["anchor"] for i in inlinks] == ["aa new words"]
 
 
 def test_depth_limits_rounds(site_server, tmp_crawl):

@@ -18,17 +18,18 @@ HOST = r"regexp_extract({}, '^[a-z]+://([^/]+)', 1)"
 def _invert_bucket(task: BucketTask) -> dict[str, int]:
     cfg = task.settings
     old = parquet_relation([task.old] if task.old else [], schemas.LINKDB)
-    new = parquet_relation(task.extra, schemas.CRAWL_PARSE)
+    new = parquet_relation(task.extra, schemas.CRAWL_PARSE, segment=True)
     internal = f"AND {HOST.format('from_url')} <> host" if cfg["linkdb.ignore.internal.links"] else ""
     sql = f"""
     WITH links AS (
-        SELECT url, fp, i.from_url AS from_url, i.anchor AS anchor
+        SELECT url, fp, i.from_url AS from_url, i.anchor AS anchor, '' AS segment
         FROM (SELECT url, fp, unnest(inlinks) AS i FROM {old})
         UNION ALL
-        SELECT url, fp, from_url, anchor FROM {new}
+        SELECT url, fp, from_url, anchor, segment FROM {new}
         WHERE kind = 'link' AND from_url <> url {internal}
     ), unique_links AS (
-        SELECT any_value(url) AS url, fp, from_url, max(anchor) AS anchor
+        -- a link seen again keeps its latest anchor (segment names sort by time)
+        SELECT any_value(url) AS url, fp, from_url, arg_max(anchor, segment) AS anchor
         FROM links GROUP BY fp, from_url
     )
     SELECT any_value(url) AS url, fp,
