@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import socket
+import threading
 import zlib
 
 import brotli
@@ -147,3 +149,28 @@ def test_header_parsing_keeps_the_last_response_and_merges_repeats():
              b"HTTP/1.1 200 OK\r\n", b"Link: <a>; rel=x\r\n", b"link: <b>; rel=canonical\r\n",
              b"X-Odd: caf\xe9\r\n", b"no colon here\r\n", b"\r\n"]
     assert _headers(lines) == {"Link": "<a>; rel=x, <b>; rel=canonical", "X-Odd": "café"}
+
+
+def test_corrupt_compressed_body_is_an_error(site_server):
+    server = site_server({"/": Page(b"not gzip at all", headers={"Content-Encoding": "gzip"})})
+    with pytest.raises(HttpError):
+        get(server.url("/"))
+
+
+def test_connection_closed_before_the_body_ends_is_an_error():
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def answer_short() -> None:
+        connection, _ = listener.accept()
+        with connection:
+            connection.recv(65536)
+            connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\nonly ten b")
+
+    thread = threading.Thread(target=answer_short, daemon=True)
+    thread.start()
+    try:
+        with pytest.raises(HttpError):
+            get(f"http://127.0.0.1:{listener.getsockname()[1]}/")
+    finally:
+        thread.join(5)
+        listener.close()
