@@ -174,3 +174,45 @@ def test_connection_closed_before_the_body_ends_is_an_error():
     finally:
         thread.join(5)
         listener.close()
+
+
+def test_connections_are_kept_alive():
+    listener = socket.create_server(("127.0.0.1", 0))
+    accepted = []
+
+    def serve() -> None:
+        while True:
+            try:
+                connection, _ = listener.accept()
+            except OSError:
+                return
+            accepted.append(connection)
+            threading.Thread(target=answer_all, args=(connection,), daemon=True).start()
+
+    def answer_all(connection: socket.socket) -> None:
+        with connection:
+            buffered = b""
+            while True:
+                while b"\r\n\r\n" not in buffered:
+                    data = connection.recv(65536)
+                    if not data:
+                        return
+                    buffered += data
+                _, buffered = buffered.split(b"\r\n\r\n", 1)
+                connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+
+    threading.Thread(target=serve, daemon=True).start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/"
+
+    async def run() -> list[bytes]:
+        client = CurlClient(options(max_connections=2))
+        try:
+            return [(await client.get(url)).body for _ in range(20)]
+        finally:
+            client.close()
+
+    try:
+        assert asyncio.run(run()) == [b"ok"] * 20
+        assert len(accepted) == 1
+    finally:
+        listener.close()
