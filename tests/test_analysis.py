@@ -103,3 +103,16 @@ def test_query_language_is_cautious_with_short_text():
     assert query_language("packages", langs) is None             # too short to tell
     assert query_language("packages", ["en", "ru"]) == "en"      # the only Latin language
     assert query_language("la configuration automatique du réseau sans fil", langs) == "fr"
+
+
+def test_query_language_of_other_alphabets_and_rare_languages():
+    main, langs = ["en", "de", "fr", "fa"], ["en", "de", "fr", "fa", "ar", "tr"]
+    # an Arabic-script query is told among the index's Arabic-script languages, not Latin ones
+    assert query_language("راهنمای دبیان برای مدیر سیستم ها", main, langs) == "fa"
+    assert query_language("دفتر مدير دبيان", main, langs) == "ar"
+    # a language of few pages (not a main one) is still the query's, and analyzes it
+    assert query_language("debian yöneticisinin el kitabı", main, langs) == "tr"
+    assert query_language("debian yöneticisinin el kitabı", ["en", "ar"], langs) == "en"  # the one
+    from filbert.search.query import analyze_query, parse_query
+    analyzed = analyze_query(parse_query("debian yöneticisinin el kitabı"), ["en", "de", "fr"], langs)
+    assert analyzed.lang == "tr" and {"kitap"} in analyzed.clauses

@@ -3,8 +3,9 @@ model), with care for short queries.
 
 A query of a few words is too short for a statistical guess, so the script decides first
 (kana → ja, Hangul → ko, Han → zh, and Cyrillic when the index has one Cyrillic language);
-Latin-script queries are classified among the index's own languages and only a confident
-answer counts. Otherwise the query is analyzed in every language of the index.
+other queries are classified among the index's languages of their script (Latin, or the
+other alphabets: Arabic, Greek, Hebrew…) and only a confident answer counts. Otherwise the
+query is analyzed in every main language of the index.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import re
 from collections.abc import Collection
 
 from filbert.analysis.analyzers import (
-    CYRILLIC_LANGS, HAN, HAN_RUN, KANA_HANGUL, LATIN, language_script,
+    CYRILLIC_LANGS, HAN, HAN_RUN, KANA_HANGUL, LATIN, OTHER, language_script,
 )
 
 SAMPLE_WINDOWS, SAMPLE_CHARS = 3, 400  # a document is judged on 3 windows of its text
@@ -26,6 +27,7 @@ ALIASES = {"nn": "no", "wuu": "zh", "yue": "zh"}  # dialects folded into what we
 _KANA = re.compile("[\u3040-\u30ff\u31f0-\u31ff]")
 _HANGUL = re.compile("[\u1100-\u11ff\u3130-\u318f\uac00-\ud7af]")
 _CYRILLIC = re.compile("[\u0400-\u052f]")
+_LATIN_LETTER = re.compile("[A-Za-z\u00c0-\u024f\u1e00-\u1eff]")
 _LETTER = re.compile(rf"[^\W\d_{HAN}{KANA_HANGUL}]")
 
 
@@ -54,8 +56,15 @@ def _sample(text: str) -> str:
     return " ".join(text[k * step: k * step + SAMPLE_CHARS] for k in range(1, SAMPLE_WINDOWS + 1))
 
 
-def query_language(text: str, index_langs: Collection[str]) -> str | None:
-    """The language a query is written in, or None when it cannot be told with confidence."""
+def query_language(text: str, index_langs: Collection[str],
+                   present_langs: Collection[str] = ()) -> str | None:
+    """The language a query is written in, or None when it cannot be told with confidence.
+
+    index_langs: the index's main languages; an index with one Latin-script language
+    takes every Latin query to be in it. present_langs (default: index_langs): all its
+    languages, which a query is told among otherwise (few pages in a language, yet a
+    query may be in it)."""
+    present = present_langs or index_langs
     if _KANA.search(text):
         return "ja"
     if _HANGUL.search(text):
@@ -65,12 +74,19 @@ def query_language(text: str, index_langs: Collection[str]) -> str | None:
     if _CYRILLIC.search(text):
         cyrillic = [lang for lang in index_langs if lang in CYRILLIC_LANGS]
         return cyrillic[0] if len(cyrillic) == 1 else ("ru" if not cyrillic else None)
+    if not _LATIN_LETTER.search(text):  # another alphabet: few languages share one
+        return _confident(text, [lang for lang in present if language_script(lang) == OTHER])
     latin = [lang for lang in index_langs if language_script(lang) == LATIN]
     if len(latin) <= 1:
         return latin[0] if latin else None
     if len(_LETTER.findall(text)) < QUERY_MIN_LETTERS:
         return None
-    candidates = [(lang, p) for lang, p in _ranked(text, k=20) if lang in latin]
+    return _confident(text, [lang for lang in present if language_script(lang) == LATIN])
+
+
+def _confident(text: str, langs: list[str]) -> str | None:
+    """The likeliest of `langs`, if it has most of their probability."""
+    candidates = [(lang, p) for lang, p in _ranked(text, k=20) if lang in langs]
     total = sum(p for _, p in candidates)
     if not candidates or candidates[0][1] < QUERY_CONFIDENCE * total:
         return None

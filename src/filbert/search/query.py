@@ -89,8 +89,13 @@ class AnalyzedQuery:
         return not (self.clauses or self.phrases or self.parsed.sites or self.parsed.lang)
 
 
-def analyze_query(parsed: ParsedQuery, index_langs: Collection[str]) -> AnalyzedQuery:
-    lang = parsed.lang or query_language(" ".join(parsed.words + parsed.phrases), index_langs)
+def analyze_query(parsed: ParsedQuery, index_langs: Collection[str],
+                  present_langs: Collection[str] = ()) -> AnalyzedQuery:
+    """index_langs: the index's main languages, every one of which analyzes the query when
+    its language cannot be told; present_langs: all languages with pages in the index
+    (see query_language)."""
+    text = " ".join(parsed.words + parsed.phrases)
+    lang = parsed.lang or query_language(text, index_langs, present_langs)
     langs = [lang] if lang else list(index_langs) or ["en"]
     clauses = _clauses(parsed.text, langs)
     phrases = [_sequences(p, langs) for p in parsed.phrases]

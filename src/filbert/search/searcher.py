@@ -121,7 +121,7 @@ class Searcher:
             raise QueryError("empty query")
         if len(text) > self.max_query:
             raise QueryError(f"query longer than {self.max_query} characters")
-        analyzed = analyze_query(parse_query(text), self.languages)
+        analyzed = analyze_query(parse_query(text), self.languages, self.language_counts.keys())
         if analyzed.empty and not TOKEN.search(text):
             raise QueryError(f"query {text!r} has no words to search for")
         words = len(analyzed.clauses) + sum(len(p[0]) for p in analyzed.phrases) + len(analyzed.excluded)
