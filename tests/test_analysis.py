@@ -115,4 +115,7 @@ def test_query_language_of_other_alphabets_and_rare_languages():
     assert query_language("debian yöneticisinin el kitabı", ["en", "ar"], langs) == "en"  # the one
     from filbert.search.query import analyze_query, parse_query
     analyzed = analyze_query(parse_query("debian yöneticisinin el kitabı"), ["en", "de", "fr"], langs)
-    assert analyzed.lang == "tr" and {"kitap"} in analyzed.clauses
+    assert analyzed.lang == "tr" and {"kitap", "kitabı"} in analyzed.clauses
+    # the main languages' terms too: an Italian title over English text holds English terms
+    italian = analyze_query(parse_query("guida per il nuovo maintainer"), ["en", "it"])
+    assert italian.lang == "it" and {"nuov", "nuovo"} in italian.clauses

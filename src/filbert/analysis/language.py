@@ -4,8 +4,8 @@ model), with care for short queries.
 A query of a few words is too short for a statistical guess, so the script decides first
 (kana → ja, Hangul → ko, Han → zh, and Cyrillic when the index has one Cyrillic language);
 other queries are classified among the index's languages of their script (Latin, or the
-other alphabets: Arabic, Greek, Hebrew…) and only a confident answer counts. Otherwise the
-query is analyzed in every main language of the index.
+other alphabets: Arabic, Greek, Hebrew…) and only a confident answer counts. The query is
+analyzed in its language, when told, and in every main language of the index.
 """
 
 from __future__ import annotations

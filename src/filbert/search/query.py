@@ -91,12 +91,13 @@ class AnalyzedQuery:
 
 def analyze_query(parsed: ParsedQuery, index_langs: Collection[str],
                   present_langs: Collection[str] = ()) -> AnalyzedQuery:
-    """index_langs: the index's main languages, every one of which analyzes the query when
-    its language cannot be told; present_langs: all languages with pages in the index
-    (see query_language)."""
+    """Each word's terms in the query's language and in every main language of the index
+    (index_langs): a page is analyzed in its body's language, title included, so an Italian
+    title over English text holds English terms. The query's language, told among all
+    languages with pages (present_langs, see query_language), gets the preference."""
     text = " ".join(parsed.words + parsed.phrases)
     lang = parsed.lang or query_language(text, index_langs, present_langs)
-    langs = [lang] if lang else list(index_langs) or ["en"]
+    langs = list(dict.fromkeys([lang, *index_langs] if lang else index_langs)) or ["en"]
     clauses = _clauses(parsed.text, langs)
     phrases = [_sequences(p, langs) for p in parsed.phrases]
     excluded: list[set[str] | list[list[str]]] = [
