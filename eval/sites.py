@@ -7,6 +7,7 @@ the Developer's Reference (6), the Debian FAQ (10), the Python and the PostgreSQ
     .venv/bin/python eval/sites.py seeds     # the page-name sets' start pages, one URL a line
     .venv/bin/python eval/sites.py homes     # every edition's home page (the home-page crawl)
     .venv/bin/python eval/sites.py serve     # serve every site until killed
+    .venv/bin/python eval/sites.py wait      # return once every site answers
 
 scripts/eval-sites.sh crawls them together; eval/make_queries.py builds eval/sites-nav.tsv,
 eval/sites-popular.tsv and eval/sites-home.tsv from the same files, with the same URLs.
@@ -18,6 +19,8 @@ import functools
 import re
 import sys
 import threading
+import time
+import urllib.request
 from dataclasses import dataclass
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -111,6 +114,18 @@ def missing_packages() -> list[str]:
     return [package for site in missing() for package in site.package.split()]
 
 
+def wait() -> None:
+    """Returns once every site answers (`serve` runs in the background), at most ~10 s each."""
+    for site in SITES:
+        for _ in range(100):
+            try:
+                with urllib.request.urlopen(site.base + site.seeds[0], timeout=1) as answer:
+                    answer.read()  # read whole, so the server does not write to a closed socket
+                break
+            except OSError:
+                time.sleep(0.1)
+
+
 class QuietHandler(SimpleHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:
         pass
@@ -129,8 +144,8 @@ def serve() -> None:
 
 def main(command: str) -> None:
     if command == "check":
-        if gone := missing():
-            print("missing: " + " ".join(missing_packages()))
+        if packages := missing_packages():
+            print("missing: " + " ".join(packages))
             sys.exit(1)
     elif command == "seeds":
         print("\n".join(site.base + seed for site in SITES for seed in NARROW.get(site.name, ())))
@@ -138,6 +153,8 @@ def main(command: str) -> None:
         print("\n".join(site.base + seed for site in SITES for seed in site.seeds))
     elif command == "serve":
         serve()
+    elif command == "wait":
+        wait()
     else:
         sys.exit(__doc__)
 

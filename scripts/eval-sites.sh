@@ -28,18 +28,7 @@ fi
 .venv/bin/python eval/sites.py serve >/dev/null &
 SERVER_PID=$!
 trap 'kill $SERVER_PID 2>/dev/null || true' EXIT
-.venv/bin/python - <<'PY'
-import sys, time, urllib.request
-sys.path.insert(0, "eval")
-from sites import SITES
-for site in SITES:
-    for _ in range(100):
-        try:
-            urllib.request.urlopen(site.base + site.seeds[0], timeout=1)
-            break
-        except OSError:
-            time.sleep(0.1)
-PY
+.venv/bin/python eval/sites.py wait
 
 crawl() {  # crawl DIR SEEDS-COMMAND
   rm -rf "$1"

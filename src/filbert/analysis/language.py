@@ -45,7 +45,7 @@ def identify(text: str) -> str:
     if len(_LETTER.findall(sample)) < MIN_LETTERS and not HAN_RUN.search(sample):
         return ""
     lang, probability = _ranked(sample)[0]
-    if lang == "ja" and not _KANA.search(sample) or lang == "ko" and not _HANGUL.search(sample):
+    if (lang == "ja" and not _KANA.search(sample)) or (lang == "ko" and not _HANGUL.search(sample)):
         # Japanese is not written in kanji alone, nor Korean in hanja: Chinese that the
         # model took for them (Traditional Chinese is a coin toss against Japanese)
         lang = "zh" if HAN_RUN.search(sample) else lang

@@ -104,7 +104,7 @@ def analyze_query(parsed: ParsedQuery, index_langs: Collection[str],
         _sequences(x, langs) if " " in x.strip() else set().union(*_clauses(x, langs))
         for x in parsed.excluded
     ]
-    probes = _probes(" ".join(parsed.words + parsed.phrases))
+    probes = _probes(text)
     return AnalyzedQuery(parsed, lang, clauses, _sequences(parsed.text, langs),
                          [p for p in phrases if p], [x for x in excluded if x], probes)
 
