@@ -10,6 +10,7 @@ The canonical URL comes from ``<link rel="canonical">`` and the ``Link`` respons
 
 from __future__ import annotations
 
+import codecs
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -77,7 +78,7 @@ _BLOCKS = _tag_ids((
 # before the text is taken.
 _KINDS = {tag: kind for kind, names in {
     "links": ("a", "area"), "hints": ("meta", "link"), "base": ("base",), "title": ("title",),
-    "headings": ("h1", "h2", "h3"),
+    "headings": ("h1", "h2", "h3"), "svg": ("svg",),
     "invisible": ("script", "style", "noscript", "template", "head", "iframe"),
 }.items() for tag in _tag_ids(names)}
 # What _walk does with an element, by tag id: (put spaces around it, kind to gather).
@@ -163,14 +164,21 @@ def _empty(status: str, message: str, found: _Found | None = None) -> ParseResul
 
 def _parse_html(url: str, content: bytes, content_type: str | None, agent: str,
                 found: _Found) -> ParseResult:
-    html, _ = decode_html(content, content_type, url)
-    if content.count(b"<") >= _DEPTH_CHECK_TAGS:  # fewer tags parse fast however they nest
+    html: str | bytes
+    html, codec = decode_html(content, content_type, url)
+    # Fewer tags parse fast however they nest (and each tag takes at least one byte).
+    if len(content) >= _DEPTH_CHECK_TAGS and content.count(b"<") >= _DEPTH_CHECK_TAGS:
         html = _cap_nesting(html)
+    elif codec == "utf-8" and "\ufffd" not in html:
+        # Valid UTF-8 goes in as it came: lexbor reads UTF-8, which a str is encoded to first.
+        html = content.removeprefix(codecs.BOM_UTF8)
     # WO_EVENTS: without it lexbor mirrors each <option> into <selectedcontent>,
     # which is quadratic in a <select> of many options.
     tree = LexborHTMLParser(html, options=LexborDocumentOptions.WO_EVENTS)
-    _remove(tree, "svg")  # its <title>s and <a>s are not the page's
     elements = _walk(tree)
+    if elements["svg"]:  # its <title>s and <a>s are not the page's (rare: walk again)
+        _remove(tree, "svg")
+        elements = _walk(tree)
     base = _base_url(elements["base"], url)
     _page_hints(elements["hints"], agent, base, found)
     headings = _headings(elements["headings"])
@@ -325,20 +333,25 @@ def _outlinks(nodes: list[LexborNode], base: str) -> list[tuple[str, str]]:
     return list(anchors.items())
 
 
+_SCHEMES = ("http://", "https://")
 _RESOLVED: dict[tuple[str, str], str | None] = {}
 _RESOLVED_LIMIT = 100_000
 
 
 def _resolve_link(href: str, base: str) -> str | None:
     """resolve_url, or None for an unusable link. Remembered for links whose target
-    depends only on the base's directory (sites repeat their navigation on every page);
-    the query and empty references depend on the whole base. The fragment is dropped
-    first: resolve_url drops it anyway, and pages link to many anchors of a page."""
+    depends only on the base's directory (sites repeat their navigation on every page),
+    or not on the base at all (absolute http(s) links); the query and empty references
+    depend on the whole base. The fragment is dropped first: resolve_url drops it anyway,
+    and pages link to many anchors of a page."""
     href = href.split("#", 1)[0].strip()
-    slash = base.rfind("/", base.find("//") + 2)
-    if slash < 0 or not href or href[0] == "?" or href[0] < " ":
-        return _resolve_or_none(href, base)
-    key = (base[:slash + 1], href)
+    if href.startswith(_SCHEMES):
+        key = ("", href)
+    else:
+        slash = base.rfind("/", base.find("//") + 2)
+        if slash < 0 or not href or href[0] == "?" or href[0] < " ":
+            return _resolve_or_none(href, base)
+        key = (base[:slash + 1], href)
     if key not in _RESOLVED:
         if len(_RESOLVED) >= _RESOLVED_LIMIT:
             _RESOLVED.clear()
