@@ -3,9 +3,12 @@ import os
 import time
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from filbert.parse import ParseResult, decode_html, parse_content
 from filbert.parse import html as html_module
+from filbert.parse._whitespace import collapse
 from filbert.parse.encoding import codec_for, decode_text
 from filbert.schemas import PARSE_FAILED, PARSE_SUCCESS, PARSE_UNSUPPORTED
 
@@ -25,6 +28,21 @@ def links(body: str, url: str = PAGE) -> list[tuple[str, str]]:
 
 
 # --- title and text -----------------------------------------------------------
+
+WHITESPACE = "".join(c for c in map(chr, range(0x3001)) if c.isspace())
+
+
+@given(st.text(alphabet=st.sampled_from("ab\u00e9\u0416\u4e2d\U0001f600" + WHITESPACE)))
+def test_collapse_is_join_of_split(text):
+    # == also checks the str is canonical: a wider kind than needed never compares equal
+    assert collapse(text) == " ".join(text.split())
+
+
+def test_collapse_narrows_and_rejects_non_text():
+    assert collapse("a\u3000\u2029b") == "a b" and collapse("\u3000") == ""
+    with pytest.raises(TypeError):
+        collapse(b"a  b")
+
 
 def test_title_whitespace_collapsed():
     result = parse("<html><head><title>\n  Hello \t  World\n</title></head><body>x</body></html>")

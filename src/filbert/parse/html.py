@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from selectolax.lexbor import LexborDocumentOptions, LexborHTMLParser, LexborNode
 
+from filbert.parse._whitespace import collapse as _collapse  # " ".join(text.split())
 from filbert.parse.encoding import decode_html, decode_text
 from filbert.schemas import PARSE_FAILED, PARSE_SUCCESS, PARSE_UNSUPPORTED
 from filbert.urls import InvalidUrl, resolve_url
@@ -234,10 +235,6 @@ def _cap_nesting(html: str) -> str:
             open_tags[name] -= 1
             depth -= 1
     return html
-
-
-def _collapse(text: str) -> str:
-    return " ".join(text.split())
 
 
 def _page_hints(nodes: list[LexborNode], agent: str, base: str, found: _Found) -> None:
