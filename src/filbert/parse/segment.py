@@ -144,8 +144,9 @@ class SegmentParser:
         result = parse_content(page.url, page.content, page.content_type, page.headers, self.agent)
         kept = self.outlinks.select(page.url, result.outlinks)
         self.counts[result.status] += 1
-        self.texts.add(page.bucket, {"url": page.url, "fp": page.fp, "text": result.text})
-        self.datas.add(page.bucket, _data_row(page, result, kept))
+        text = result.text.encode("utf-8")  # once, for the signature and the Parquet column
+        self.texts.add(page.bucket, {"url": page.url, "fp": page.fp, "text": text})
+        self.datas.add(page.bucket, _data_row(page, result, kept, text))
         share = page.score / max(1, len(kept))
         for target, anchor in kept:
             self.links.add(target, page.url, anchor, "link", share)
@@ -171,14 +172,15 @@ def _content_rows(path: Path) -> Iterator[dict]:
             yield from batch.to_pylist()
 
 
-def _data_row(page: FetchedPage, result: ParseResult, kept: list[tuple[str, str]]) -> dict:
+def _data_row(page: FetchedPage, result: ParseResult, kept: list[tuple[str, str]],
+              text: bytes) -> dict:
     parsed = result.status == schemas.PARSE_SUCCESS
     return {
         "url": page.url, "fp": page.fp, "status": result.status, "message": result.message,
         "content_type": page.content_type, "title": result.title, "headings": result.headings,
         "outlinks": [{"url": u, "anchor": a} for u, a in kept],
         "noindex": result.noindex, "nofollow": result.nofollow,
-        "signature": xxhash.xxh3_128_digest(result.text.encode("utf-8")) if parsed else None,
+        "signature": xxhash.xxh3_128_digest(text) if parsed else None,
         "simhash": None,   # computed by dedup, when needed
         "canonical": result.canonical,
     }
