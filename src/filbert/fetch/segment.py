@@ -3,12 +3,12 @@ fetcher.parse the parse outputs too (each page is parsed as it arrives)."""
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import orjson
 import pyarrow.parquet as pq
 
 from filbert import schemas
@@ -166,6 +166,6 @@ def _fetch_row(result: FetchResult) -> dict:
 def _content_row(result: FetchResult) -> dict:
     return {
         "url": result.item.url, "fp": result.item.fp, "content_type": result.content_type,
-        "headers": json.dumps(result.headers or {}), "content": result.content,
+        "headers": orjson.dumps(result.headers or {}), "content": result.content,  # UTF-8 JSON
         "truncated": result.truncated,
     }
