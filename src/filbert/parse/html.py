@@ -165,17 +165,10 @@ def _empty(status: str, message: str, found: _Found | None = None) -> ParseResul
 
 def _parse_html(url: str, content: bytes, content_type: str | None, agent: str,
                 found: _Found) -> ParseResult:
-    html: str | bytes
-    html, codec = decode_html(content, content_type, url)
-    # Fewer tags parse fast however they nest (and each tag takes at least one byte).
-    if len(content) >= _DEPTH_CHECK_TAGS and content.count(b"<") >= _DEPTH_CHECK_TAGS:
-        html = _cap_nesting(html)
-    elif codec == "utf-8" and "\ufffd" not in html:
-        # Valid UTF-8 goes in as it came: lexbor reads UTF-8, which a str is encoded to first.
-        html = content.removeprefix(codecs.BOM_UTF8)
     # WO_EVENTS: without it lexbor mirrors each <option> into <selectedcontent>,
     # which is quadratic in a <select> of many options.
-    tree = LexborHTMLParser(html, options=LexborDocumentOptions.WO_EVENTS)
+    tree = LexborHTMLParser(_parser_input(url, content, content_type),
+                            options=LexborDocumentOptions.WO_EVENTS)
     elements = _walk(tree)
     if elements["svg"]:  # its <title>s and <a>s are not the page's (rare: walk again)
         _remove(tree, "svg")
@@ -190,6 +183,18 @@ def _parse_html(url: str, content: bytes, content_type: str | None, agent: str,
     body = tree.body
     text = _collapse(body.text()) if body else ""
     return _success(title, text, outlinks, found, headings)
+
+
+def _parser_input(url: str, content: bytes, content_type: str | None) -> str | bytes:
+    """The page decoded, or as it came when it is valid UTF-8 (lexbor reads UTF-8, which
+    a str would be encoded to first)."""
+    html, codec = decode_html(content, content_type, url)
+    # Fewer tags parse fast however they nest (and each tag takes at least one byte).
+    if len(content) >= _DEPTH_CHECK_TAGS and content.count(b"<") >= _DEPTH_CHECK_TAGS:
+        return _cap_nesting(html)
+    if codec == "utf-8" and "\ufffd" not in html:
+        return content.removeprefix(codecs.BOM_UTF8)
+    return html
 
 
 def _remove(tree: LexborHTMLParser, selector: str) -> None:
