@@ -42,6 +42,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from collections import Counter, defaultdict
@@ -342,10 +343,16 @@ def filbert_env(src: str | None) -> dict | None:
 def compile_filbert(src: str | None) -> None:
     """Write filbert's bytecode, as Python does on a package's first import. Without it,
     under PYTHONDONTWRITEBYTECODE=1 (set on these machines) every timed run would compile
-    filbert's source again (≈ 40 ms of CPU); Scrapy's venv was compiled by pip."""
+    filbert's source again (≈ 40 ms of CPU); Scrapy's venv was compiled by pip. A --filbert-src
+    checkout also gets its C extensions built, as setup.py would."""
     env = filbert_env(src)
-    path = Path(env["PYTHONPATH"]) if env else ROOT / "src"
-    compileall.compile_dir(path / "filbert", quiet=1)
+    package = (Path(env["PYTHONPATH"]) if env else ROOT / "src") / "filbert"
+    compileall.compile_dir(package, quiet=1)
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    for source in package.rglob("*.c"):
+        if not source.with_suffix(suffix).exists():
+            subprocess.run(["gcc", "-O2", "-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}",
+                            str(source), "-o", str(source.with_suffix(suffix))], check=True)
 
 
 def run_filbert(nginx: Nginx, workdir: Path, n: int, defines: list[str]) -> Run:
