@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from filbert import evaluation as ev
 from filbert.cli import app
 from filbert.search import Searcher
+from filbert.search import searcher as searcher_module
 
 FILLER = ("orange pencil window garden river bottle ladder candle mirror basket "
           "tunnel carpet rocket violin meadow")
@@ -126,6 +127,25 @@ def test_language_preference_as_a_penalty_on_the_other_languages_ranks_the_same(
     boost = ranked(lambda q: None)
     assert [url for url, _ in penalty] == [url for url, _ in boost]
     assert [score for _, score in penalty] == pytest.approx([score for _, score in boost], abs=1e-3)
+
+
+@pytest.mark.parametrize("depth", [1, 2, 100])
+def test_language_penalty_after_tantivy_ranks_the_same(site, monkeypatch, depth):
+    """The penalty on pages in other languages scored by tantivy, or applied to its hits (at
+    depth 1, "ru html" finds too many of them among its two hits: tantivy scores it then)."""
+    _, crawl, searcher = site
+    settings = searcher.settings.with_overrides({"search.rerank.depth": depth})
+    queries = ("html", "ru html", "html notes", "walrus", "tusk html")
+
+    def ranked(margin: float) -> list[tuple[str, float, str]]:
+        monkeypatch.setattr(searcher_module, "PENALTY_MARGIN", margin)
+        fresh = Searcher(crawl, settings)
+        return [(h.url, h.signals["text"], h.lang) for q in queries
+                for h in fresh.search(q, n=depth).hits]
+
+    after = ranked(1.0)   # the others' share is at most half of it: after tantivy
+    assert depth == 1 or {lang for _, _, lang in after} > {"en", ""}  # others were found
+    assert after == ranked(0.0)
 
 
 # -- evaluation ------------------------------------------------------------------

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from itertools import repeat
 from operator import attrgetter
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from filbert.index.schema import FAST_FIELDS, FIELD_NAMES
 MASK64 = (1 << 64) - 1
 COLUMNS_FILE = "columns.npz"
 _FIELD_NUMBER = re.compile(r"field=(\d+)")
+_SEGMENT, _DOC = attrgetter("segment_ord"), attrgetter("doc")
 
 
 @dataclass(slots=True)
@@ -66,6 +68,7 @@ class Columns:
         self._sizes = [max(len(arrays[s]) for arrays in values.values())
                        for s in range(len(values[FAST_FIELDS[0]]))]
         self._starts = [0, *np.cumsum(self._sizes, dtype=np.int64).tolist()]
+        self._starts_array = np.array(self._starts, dtype=np.intp)
         self._flat = {name: _joined(arrays, self._starts) for name, arrays in values.items()}
 
     @classmethod
@@ -105,13 +108,14 @@ class Columns:
     def candidates(self, shard: int, hits: list[tuple[float, tantivy.DocAddress]]
                    ) -> list[Candidate]:
         """tantivy's hits (score, address) with their fast-field values."""
-        segments = [address.segment_ord for _, address in hits]
-        docs = [address.doc for _, address in hits]
-        at = np.array([self._starts[s] + d for s, d in zip(segments, docs)], dtype=np.intp)
+        if not hits:
+            return []
+        scores, addresses = zip(*hits)
+        segments = list(map(_SEGMENT, addresses))
+        docs = list(map(_DOC, addresses))
+        at = self._starts_array[segments] + docs
         columns = [self._flat[name][at].tolist() for name in FAST_FIELDS]  # Candidate's order
-        return [Candidate(score, shard, segment, doc, pagerank, simhash, host, uid)
-                for (score, _), segment, doc, pagerank, simhash, host, uid
-                in zip(hits, segments, docs, *columns)]
+        return list(map(Candidate, scores, repeat(shard), segments, docs, *columns))
 
 
 def _joined(arrays: list[np.ndarray], starts: list[int]) -> np.ndarray:

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from functools import partial
 from operator import attrgetter
 
+import numpy as np
 import pyarrow.parquet as pq
 import tantivy
 
@@ -27,6 +29,9 @@ from filbert.search.snippets import make_snippet
 from filbert.storage import CrawlDir, VersionedTable
 
 MAX_RESULTS = 100
+# the language penalty is applied after tantivy, to this share more candidates than needed,
+# when at most half this share of the index is in other languages (Searcher._top_penalized)
+PENALTY_MARGIN = 0.1
 RANKINGS = ("bm25", "hits")
 
 __all__ = ["Hit", "MAX_RESULTS", "QueryError", "SearchResults", "Searcher"]
@@ -96,6 +101,7 @@ class Searcher:
         self.generation = current
         self.shards = [index.searcher() for index in open_shards(current)]
         self._columns: list[Columns | None] = [None] * len(self.shards)
+        self._other_uids: dict[tuple[int, tuple[str, ...]], frozenset[int]] = {}
         meta = self.crawl.index.meta()
         self.language_counts: dict[str, int] = meta.get("languages", {})  # "" left out
         self.documents: int = meta.get("documents", 0)
@@ -143,15 +149,11 @@ class Searcher:
         if analyzed.empty:  # only stop words
             return SearchResults(text, 0, offset)
         depth = max(offset + n, self.rerank_depth, self.hits_root if ranking == "hits" else 0)
-        others = self.other_languages(analyzed)
-        shift = self.builder.lang_boost if others is not None else 0.0
         conjunction = True
-        built = self.builder.build(analyzed, conjunction, others)
-        total, candidates = self._retrieve(built, depth, shift)
+        total, candidates = self._retrieve(analyzed, conjunction, depth)
         if total == 0 and len(analyzed.clauses) > 1:
             conjunction = False
-            built = self.builder.build(analyzed, conjunction, others)
-            total, candidates = self._retrieve(built, depth, shift)
+            total, candidates = self._retrieve(analyzed, conjunction, depth)
         self._proximity(analyzed, candidates)
         ranked = self.reranker.rerank(candidates)
         if ranking == "hits":
@@ -200,19 +202,71 @@ class Searcher:
         others = [lang for lang in self.language_counts if lang != analyzed.lang]
         return others + [""] if sum(self.language_counts.values()) < self.documents else others
 
-    def _retrieve(self, query: tantivy.Query, depth: int,
-                  shift: float = 0.0) -> tuple[int, list[Candidate]]:
-        """The match count and the top `depth` pages of each shard, `shift` added to scores."""
-        candidates: list[Candidate] = []
-        total = 0
-        for shard, searcher in enumerate(self.shards):
-            result = searcher.search(query, limit=max(1, depth), count=True)  # tantivy needs >= 1
-            total += result.count
-            candidates += self.columns(shard).candidates(shard, result.hits)
-        if shift:
+    def _retrieve(self, analyzed: AnalyzedQuery, conjunction: bool,
+                  depth: int) -> tuple[int, list[Candidate]]:
+        """The match count and the top `depth` pages of all shards by text score, the
+        preference for the query's language included."""
+        others = self.other_languages(analyzed)
+        if others is None:
+            top = partial(self._top, self.builder.build(analyzed, conjunction), depth)
+        elif 1 - self.language_counts[analyzed.lang] / self.documents > PENALTY_MARGIN / 2:
+            top = partial(self._top, self.builder.build(analyzed, conjunction, others), depth)
+        else:
+            top = partial(self._top_penalized, self.builder.matching(analyzed, conjunction),
+                          analyzed, conjunction, others, depth)
+        total, candidates = 0, []
+        for shard in range(len(self.shards)):
+            count, found = top(shard)
+            total += count
+            candidates += found
+        if others is not None:  # pages in the others lost the boost: all get it back
             for candidate in candidates:
-                candidate.text_score += shift
+                candidate.text_score += self.builder.lang_boost
         return total, candidates
+
+    def _top(self, query: tantivy.Query, depth: int, shard: int) -> tuple[int, list[Candidate]]:
+        """The shard's match count and top `depth` pages."""
+        result = self.shards[shard].search(query, limit=max(1, depth), count=True)  # tantivy: >= 1
+        return result.count, self.columns(shard).candidates(shard, result.hits)
+
+    def _top_penalized(self, matching: tantivy.Query, analyzed: AnalyzedQuery,
+                       conjunction: bool, others: list[str], depth: int,
+                       shard: int) -> tuple[int, list[Candidate]]:
+        """_top with the language penalty on the pages in `others`, when they are few, for
+        the query `matching` (QueryBuilder.matching: without the preference). In
+        tantivy it costs a seek in the others' postings for every matching page (0.5 ms of
+        1.4 at 1M pages): here it is applied to a margin more pages than needed, ordered as
+        tantivy orders (score, then address), for the same pages with the same (float32)
+        scores; tantivy does it when more than the margin of those pages are in the others."""
+        limit = depth + max(1, int(depth * PENALTY_MARGIN))
+        result = self.shards[shard].search(matching, limit=limit, count=True)
+        candidates = self.columns(shard).candidates(shard, result.hits)
+        other = self._other_pages(shard, others)
+        flagged = [candidate for candidate in candidates if candidate.uid in other]
+        if len(candidates) == limit and len(candidates) - len(flagged) < depth:
+            return self._top(self.builder.build(analyzed, conjunction, others), depth, shard)
+        penalty = np.float32(self.builder.lang_boost)
+        for candidate in flagged:
+            candidate.text_score = float(np.float32(candidate.text_score) - penalty)
+        if flagged:
+            candidates.sort(key=lambda c: (-c.text_score, c.segment, c.doc))
+        return result.count, candidates[:depth]
+
+    def _other_pages(self, shard: int, others: list[str]) -> frozenset[int]:
+        """The uids of the shard's pages in `others` (read once: the others are the same
+        for every query, all languages but the index's main one)."""
+        key = (shard, tuple(others))
+        if key not in self._other_uids:
+            columns = self.columns(shard)  # before the lock: it takes it
+            with self._lock:
+                if key not in self._other_uids:
+                    searcher = self.shards[shard]
+                    query = self.builder.in_languages(others)
+                    count = searcher.search(query, limit=1, count=True).count
+                    hits = searcher.search(query, limit=max(1, count)).hits
+                    pages = columns.candidates(shard, hits)
+                    self._other_uids[key] = frozenset(page.uid for page in pages)
+        return self._other_uids[key]
 
     def columns(self, shard: int) -> Columns:
         """The shard's fast-field columns: saved by the index step, read once otherwise."""

@@ -13,6 +13,7 @@ import re
 from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import compress
 
 from filbert.analysis import analyzer
 from filbert.analysis.analyzers import HAN, KANA_HANGUL
@@ -21,6 +22,7 @@ MAX_MATCHES = 200   # probe matches looked at per page
 MAX_ANALYZED = 3    # passages analyzed per page, those with the most different probes
 CJK = re.compile(f"[{HAN}{KANA_HANGUL}]")
 WORD = re.compile(r"[^\W_]+")  # analyzers.TOKEN's words, in text without CJK characters
+ASCII_WORD = re.compile(r"[A-Za-z0-9]+")  # WORD in ASCII text, a fifth faster to match
 
 
 @dataclass
@@ -47,16 +49,15 @@ def make_snippet(text: str, lang: str, terms: set[str], probes: list[str],
 
 def _hits(window: str, lang: str, terms: set[str]) -> list[tuple[int, int]]:
     """Where the words of `window` whose term is a query term are."""
-    if CJK.search(window):
+    ascii = window.isascii()
+    if not ascii and CJK.search(window):
         return [(a, b) for term, a, b in analyzer(lang).spans(window) if term in terms]
     # no Han, kana or Hangul: every token is a word, and words are analyzed one by one
-    words = WORD.findall(window)
-    term_of = analyzer(lang).raw_words.__getitem__  # Analyzer.word without a Python call
-    found = [i for i, term in enumerate(map(term_of, words)) if term in terms]
-    if not found:
-        return []
-    matches = list(WORD.finditer(window))
-    return [matches[i].span() for i in found]
+    # (mapped in C: Analyzer.word's memo without a Python call, no Python loop)
+    matches = list((ASCII_WORD if ascii else WORD).finditer(window))
+    term_of = analyzer(lang).raw_words.__getitem__
+    found = compress(matches, map(terms.__contains__, map(term_of, map(re.Match.group, matches))))
+    return list(map(re.Match.span, found))
 
 
 def _candidates(text: str, probes: list[str], length: int) -> list[int]:
