@@ -528,6 +528,14 @@ def test_invalid_utf8_falls_back_to_windows_1252():
     assert decode_html(content, "text/html") == ("<p>café € naïve</p>", "cp1252")
 
 
+def test_parsed_text_keeps_stray_bytes_read_as_windows_1252():
+    # valid UTF-8 goes to the parser as bytes; repaired UTF-8 must go as the repaired text
+    utf8 = "<p>Une page en UTF-8 : élève, café, naïve, où, déjà vu, Noël à Besançon.</p>"
+    result = parse(utf8.encode() + b"<p>\x93quoted\x94 na\xefve</p>", "text/html")
+    assert result.text.endswith("Besançon. \u201cquoted\u201d naïve")
+    assert parse(b"\xef\xbb\xbf<p>caf\xc3\xa9</p>", "text/html").text == "café"
+
+
 def test_mixed_encodings_give_text_not_errors():
     # A UTF-8 page with a windows-1252 snippet pasted in, undeclared: UTF-8, and the few
     # stray bytes read as windows-1252 rather than making the whole page mojibake.

@@ -186,15 +186,25 @@ def _parse_html(url: str, content: bytes, content_type: str | None, agent: str,
 
 
 def _parser_input(url: str, content: bytes, content_type: str | None) -> str | bytes:
-    """The page decoded, or as it came when it is valid UTF-8 (lexbor reads UTF-8, which
-    a str would be encoded to first)."""
+    """The page decoded, or as it came when it is valid UTF-8 and decoded as such (lexbor
+    reads UTF-8, which a str would be encoded to first)."""
     html, codec = decode_html(content, content_type, url)
     # Fewer tags parse fast however they nest (and each tag takes at least one byte).
     if len(content) >= _DEPTH_CHECK_TAGS and content.count(b"<") >= _DEPTH_CHECK_TAGS:
         return _cap_nesting(html)
     if codec == "utf-8" and "\ufffd" not in html:
-        return content.removeprefix(codecs.BOM_UTF8)
+        raw = content.removeprefix(codecs.BOM_UTF8)
+        if _is_utf8(raw):  # not when stray bytes were read as windows-1252
+            return raw
     return html
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _remove(tree: LexborHTMLParser, selector: str) -> None:
