@@ -126,6 +126,15 @@ def test_api_explain_flag_and_security_headers(site: Site) -> None:
     assert bad.status_code == 422 and "explain" in bad.json()["error"]
 
 
+def test_api_other_methods_are_405_and_head_has_no_body(site: Site) -> None:
+    posted = site.client.post("/api/search", params={"q": COMMON})
+    assert posted.status_code == 405 and posted.headers["allow"] == "GET, HEAD"
+    assert posted.json()["error"] and posted.headers["x-content-type-options"] == "nosniff"
+    head = site.client.head("/api/search", params={"q": COMMON})
+    assert head.status_code == 200 and head.content == b""
+    assert int(head.headers["content-length"]) > 0
+
+
 def test_api_escapes_page_text_in_snippet_html(site: Site) -> None:
     hit = api(site, q=EVIL_WORD)["hits"][0]
     assert EVIL_TEXT in hit["snippet"]
