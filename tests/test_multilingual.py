@@ -5,14 +5,17 @@ from __future__ import annotations
 import json
 
 import pytest
+import tantivy
 from pipeline import crawl_site
 from sites import SiteServer, html, link
 from typer.testing import CliRunner
 
 from filbert import evaluation as ev
 from filbert.cli import app
+from filbert.index.schema import ALL_FIELD, has_field, index_schema
 from filbert.search import Searcher
 from filbert.search import searcher as searcher_module
+from filbert.search.query import QueryBuilder
 
 FILLER = ("orange pencil window garden river bottle ladder candle mirror basket "
           "tunnel carpet rocket violin meadow")
@@ -146,6 +149,42 @@ def test_language_penalty_after_tantivy_ranks_the_same(site, monkeypatch, depth)
     after = ranked(1.0)   # the others' share is at most half of it: after tantivy
     assert depth == 1 or {lang for _, _, lang in after} > {"en", ""}  # others were found
     assert after == ranked(0.0)
+
+
+def test_words_found_in_the_all_field_are_scored_as_in_each_field(site, monkeypatch):
+    """Several words are matched in the all field, then scored field by field on those pages
+    only: the same pages, totals and scores as each word in any field (the flat query)."""
+    _, _, searcher = site
+    queries = ("walrus sea", "kernel tuning", "quantum lattice", "walrus facts -narwhal",
+               'walrus "arctic sea"', "поисковые системы", "walrus tusks site:127.0.0.1",
+               "narwhal walrus lang:en", "html notes", "walrus поисковых")
+    built = []
+    scored = QueryBuilder._scored_fields
+    monkeypatch.setattr(QueryBuilder, "_scored_fields",
+                        lambda self, *args: built.append(args) or scored(self, *args))
+
+    def ranked() -> list[tuple[int, list[tuple[str, float]]]]:
+        results = [searcher.search(q, n=20) for q in queries]
+        return [(r.total, [(h.url, h.signals["text"]) for h in r.hits]) for r in results]
+
+    assert searcher.builder.all_field
+    chained = ranked()
+    assert len(built) == len(queries) - 1  # every query but the one with no page for both
+    monkeypatch.setattr(searcher.builder, "all_field", False)
+    flat = ranked()
+    assert [total for total, _ in chained] == [total for total, _ in flat]
+    assert all(hits for total, hits in chained if total)
+    for (_, ours), (_, theirs) in zip(chained, flat):
+        assert [url for url, _ in ours] == [url for url, _ in theirs]
+        assert [score for _, score in ours] == pytest.approx([score for _, score in theirs],
+                                                           rel=1e-6)
+
+
+def test_indexes_without_the_all_field_are_told(tmp_path):
+    old = tantivy.SchemaBuilder()
+    old.add_text_field("body", tokenizer_name="whitespace")
+    assert not has_field(tantivy.Index(old.build(), str(tmp_path)), ALL_FIELD)
+    assert has_field(tantivy.Index(index_schema()), ALL_FIELD)
 
 
 # -- evaluation ------------------------------------------------------------------

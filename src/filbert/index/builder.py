@@ -26,7 +26,7 @@ from filbert.analysis import analyzer, identify, load_user_dict
 from filbert.buckets import connect, parquet_relation
 from filbert.config import Settings
 from filbert.executor import make_executor
-from filbert.index.schema import index_schema, shard_name
+from filbert.index.schema import ALL_FIELD, index_schema, shard_name
 from filbert.search.ranking import COLUMNS_FILE, Columns
 from filbert.storage import CrawlDir, Segment, part_name
 from filbert.urls import fingerprint
@@ -106,6 +106,7 @@ def analyze_document(doc: dict) -> dict:
     text = analyzer(lang)
     fields = {"title": title, "headings": doc["headings"], "anchor": doc["anchor"],
               "urlwords": URL_PUNCTUATION.sub(" ", doc["url"].partition("://")[2]), "body": body}
+    analyzed = {name: text.joined(value) for name, value in fields.items()}
     return {
         "url": doc["url"], "host": doc["host"], "site": parent_domains(doc["host"]),
         "lang": lang, "segment": doc["segment"], "score": doc["score"],
@@ -113,7 +114,7 @@ def analyze_document(doc: dict) -> dict:
         "simhash": doc["simhash"], "host_id": xxhash.xxh3_64_intdigest(doc["host"].encode()) >> 1,
         "uid": int.from_bytes(fingerprint(doc["url"])[:8], "big") >> 1,
         "title_text": title.encode(), "body_text": body.encode(),
-        **{name: text.joined(value) for name, value in fields.items()},
+        **analyzed, ALL_FIELD: list(analyzed.values()),
     }
 
 

@@ -14,6 +14,10 @@ import tantivy
 TEXT_FIELDS = ("title", "headings", "anchor", "urlwords", "body")  # analyzed hit types
 STORED_TEXT = ("title_text", "body_text")                           # shown, not indexed
 KEYWORD_FIELDS = ("url", "host", "site", "lang", "segment")         # exact values
+# every text field's terms, without counts or positions: matches a page as a word in any
+# text field does, in one posting list (tantivy intersects those by skipping; the searcher
+# finds multi-word matches with it, then scores the hit-type fields on those pages only)
+ALL_FIELD = "all"
 
 
 def index_schema() -> tantivy.Schema:
@@ -31,11 +35,12 @@ def index_schema() -> tantivy.Schema:
     builder.add_integer_field("simhash", fast=True)                # near-duplicate collapsing
     builder.add_integer_field("host_id", fast=True)                # host crowding
     builder.add_integer_field("uid", indexed=True, fast=True)      # picks candidates by id
+    builder.add_text_field(ALL_FIELD, tokenizer_name="whitespace", index_option="basic")
     return builder.build()
 
 
 FAST_FIELDS = ("score", "simhash", "host_id", "uid")
-FIELD_NAMES = (*TEXT_FIELDS, *STORED_TEXT, *KEYWORD_FIELDS, *FAST_FIELDS)  # schema order
+FIELD_NAMES = (*TEXT_FIELDS, *STORED_TEXT, *KEYWORD_FIELDS, *FAST_FIELDS, ALL_FIELD)  # schema order
 
 
 def shard_name(shard: int) -> str:
@@ -44,3 +49,12 @@ def shard_name(shard: int) -> str:
 
 def open_shards(index_dir: Path) -> list[tantivy.Index]:
     return [tantivy.Index.open(str(p)) for p in sorted(index_dir.glob("shard-*"))]
+
+
+def has_field(index: tantivy.Index, name: str) -> bool:
+    """Whether the index's schema has the field (indexes built by older versions lack some)."""
+    try:
+        tantivy.Query.term_query(index.schema, name, "")
+    except ValueError:
+        return False
+    return True

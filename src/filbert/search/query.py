@@ -19,7 +19,7 @@ from tantivy import Occur, Query
 from filbert.analysis import analyzer, query_language
 from filbert.analysis.analyzers import HAN_RUN, TOKEN, fold
 from filbert.errors import UserError
-from filbert.index.schema import TEXT_FIELDS
+from filbert.index.schema import ALL_FIELD, TEXT_FIELDS
 
 QUERY_TOKEN = re.compile(r'(-?)(?:"([^"]*)"?|\b(site|lang):(\S+)|(\S+))', re.IGNORECASE)
 CJK_PHRASE_SLOP = 2  # jieba's search mode puts sub-words between a phrase's words
@@ -149,6 +149,7 @@ class QueryBuilder:
 
     def __init__(self, schema: tantivy.Schema, settings: Mapping[str, Any]):
         self.schema = schema
+        self.all_field = True  # whether the index has ALL_FIELD (older indexes do not)
         self.boosts = {name: settings[f"search.boost.{name}"] for name in TEXT_FIELDS}
         self.lang_boost = settings["search.boost.lang"]
         # proximity bins (the Google paper): words as a phrase, near each other, or far apart;
@@ -158,7 +159,7 @@ class QueryBuilder:
         self.bins = sorted(((slop, weight) for slop, weight in bins if weight), reverse=True)
 
     def build(self, query: AnalyzedQuery, conjunction: bool = True,
-              others: list[str] | None = None) -> Query:
+              others: list[str] | None = None, flat: bool = False) -> Query:
         """What pages must match (matching()), then (outside, so tantivy only scores those
         pages for it) the preference for the query's language. Proximity comes later
         (proximity()).
@@ -166,8 +167,8 @@ class QueryBuilder:
         `others`: the index's other languages, given when the query's is most of the index:
         the preference is then a penalty of the boost on pages in the others, whose postings
         are shorter to go through (~0.1 ms less at 1M pages), and the caller adds the boost
-        back to every score."""
-        matching = self.matching(query, conjunction)
+        back to every score. `flat`: see matching()."""
+        matching = self.matching(query, conjunction, flat)
         if not self.prefers_language(query):
             return matching
         if others is None:
@@ -177,22 +178,45 @@ class QueryBuilder:
             preference = Query.const_score_query(self.in_languages(others), -self.lang_boost)
         return Query.boolean_query([(Occur.Must, matching), (Occur.Should, preference)])
 
-    def matching(self, query: AnalyzedQuery, conjunction: bool = True) -> Query:
-        """The pages the query finds, scored by text (without the language preference)."""
+    def matching(self, query: AnalyzedQuery, conjunction: bool = True,
+                 flat: bool = False) -> Query:
+        """The pages the query finds, scored by text (without the language preference).
+
+        All of several words: found in ALL_FIELD, then scored field by field on those pages
+        only (_scored_fields), the same scores as the `flat` query (each word in any field,
+        scored there), whose explanation is easier to read: tantivy goes through a union of
+        fields page by page, but intersects single posting lists by skipping (at 1M pages,
+        0.3–0.4 ms instead of 0.8–0.9 for two or three words)."""
+        if conjunction and len(query.clauses) > 1 and self.all_field and not flat:
+            found = [(Occur.Must, self._anywhere(alternatives)) for alternatives in query.clauses]
+            return self._scored_fields(query, self._restricted(query, [
+                (Occur.Must, Query.const_score_query(Query.boolean_query(found), 0.0))]))
         positive = [self._word(alternatives) for alternatives in query.clauses]
         if not conjunction and len(positive) > 1:
             positive = [Query.boolean_query([(Occur.Should, q) for q in positive])]
         required = [(Occur.Must, q) for q in positive]
-        required += [(Occur.Must, self._phrase(variants)) for variants in query.phrases]
         anchors = self._anchors(query)
         if anchors is not None:
             required.append((Occur.Should, anchors))
-        required += [(Occur.Must, q) for q in self._filters(query.parsed)]
-        required += [(Occur.MustNot, self._word(x) if isinstance(x, set) else
-                      self._phrase(x)) for x in query.excluded]
-        if not any(occur == Occur.Must for occur, _ in required):
-            required.append((Occur.Must, Query.all_query()))
-        return Query.boolean_query(required)
+        return self._restricted(query, required)
+
+    def _restricted(self, query: AnalyzedQuery, clauses: list[tuple[Occur, Query]]) -> Query:
+        """The clauses with the query's phrases, filters and exclusions."""
+        clauses = clauses + [(Occur.Must, self._phrase(variants)) for variants in query.phrases]
+        clauses += [(Occur.Must, q) for q in self._filters(query.parsed)]
+        clauses += [(Occur.MustNot, self._anywhere(x) if isinstance(x, set) else
+                     self._phrase(x)) for x in query.excluded]
+        if not any(occur == Occur.Must for occur, _ in clauses):
+            clauses.append((Occur.Must, Query.all_query()))
+        return Query.boolean_query(clauses)
+
+    def _scored_fields(self, query: AnalyzedQuery, found: Query) -> Query:
+        """`found`, scored by each word's weighted score in each field (and the anchors)."""
+        fields = [Query.boost_query(self._in_field(name, alternatives), boost)
+                  for alternatives in query.clauses for name, boost in self.boosts.items()
+                  if boost and name != "anchor"]
+        anchors = self._anchors(query)
+        return _scored_one_by_one(found, fields + ([anchors] if anchors is not None else []))
 
     def in_languages(self, langs: list[str]) -> Query:
         """Pages in any of `langs` ("": pages whose language was not told)."""
@@ -237,6 +261,10 @@ class QueryBuilder:
                      for name, boost in self.boosts.items()]
         return Query.boolean_query(per_field)
 
+    def _anywhere(self, alternatives: set[str]) -> Query:
+        """The pages with the word in any text field, unscored."""
+        return self._in_field(ALL_FIELD, alternatives) if self.all_field else self._word(alternatives)
+
     def _anchors(self, query: AnalyzedQuery) -> Query | None:
         """Anchor text names a whole page, so it scores when a page's anchors hold every
         query word: for one common word, the sparse anchor field's high IDF let pages
@@ -277,3 +305,13 @@ class QueryBuilder:
         if parsed.lang:
             filters.append(Query.term_query(self.schema, "lang", parsed.lang))
         return filters
+
+
+def _scored_one_by_one(found: Query, scores: list[Query]) -> Query:
+    """The pages of `found` with their score plus each of `scores` that matches them, one
+    clause at a time: tantivy then looks each clause up for those pages only (skipping
+    through its posting lists). A union of the clauses would go through every page that
+    matches any of them, 4,096 documents at a time."""
+    for score in scores:
+        found = Query.boolean_query([(Occur.Must, found), (Occur.Should, score)])
+    return found

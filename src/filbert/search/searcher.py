@@ -19,7 +19,7 @@ import tantivy
 
 from filbert.analysis.analyzers import TOKEN
 from filbert.config import Settings
-from filbert.index.schema import index_schema, open_shards, shard_name
+from filbert.index.schema import ALL_FIELD, has_field, index_schema, open_shards, shard_name
 from filbert.search.cache import CachedPage, cached_page
 from filbert.search.query import (
     AnalyzedQuery, QueryBuilder, QueryError, analyze_query, parse_query,
@@ -99,7 +99,9 @@ class Searcher:
         if current is None:
             raise FileNotFoundError(f"{self.crawl.path} has no index yet: run `filbert index` first")
         self.generation = current
-        self.shards = [index.searcher() for index in open_shards(current)]
+        indexes = open_shards(current)
+        self.shards = [index.searcher() for index in indexes]
+        self.builder.all_field = all(has_field(index, ALL_FIELD) for index in indexes)
         self._columns: list[Columns | None] = [None] * len(self.shards)
         self._other_uids: dict[tuple[int, tuple[str, ...]], frozenset[int]] = {}
         meta = self.crawl.index.meta()
@@ -158,7 +160,7 @@ class Searcher:
         ranked = self.reranker.rerank(candidates)
         if ranking == "hits":
             ranked = self._by_authority(ranked)
-        explained = self.builder.build(analyzed, conjunction) if explain else None
+        explained = self.builder.build(analyzed, conjunction, flat=True) if explain else None
         hits = [self._hit(analyzed, c, explained) for c in ranked[offset: offset + n]]
         return SearchResults(text, total, offset, hits)
 
