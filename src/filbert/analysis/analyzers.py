@@ -98,7 +98,9 @@ def _stemmer(lang: str) -> Callable[[str], str]:
     name = SNOWBALL.get(lang)
     if name is None:
         return str
-    return Stemmer.Stemmer(name).stemWord
+    # no PyStemmer cache (maxCacheSize 0): the memos in front of it cache every word, and its
+    # own cache made each new word's stem four times slower (1.4 µs instead of 0.37)
+    return Stemmer.Stemmer(name, 0).stemWord
 
 
 def _russian_lemmatizer() -> Callable[[str], str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import tantivy
@@ -76,7 +77,7 @@ class AnalyzedQuery:
     excluded: list[set[str] | list[list[str]]]
     probes: list[str]                         # surface text to look for in snippets
 
-    @property
+    @cached_property  # snippets look it up for every hit
     def terms(self) -> set[str]:
         found = set().union(*self.clauses)
         for variants in self.phrases:

@@ -164,8 +164,9 @@ class SearchService:
         future = self.pool.submit(lambda: self.holder.get().search(query, *args))
         future.add_done_callback(lambda _: self.slots.release())
         try:
-            return await asyncio.wait_for(asyncio.wrap_future(future), self.deadline)
-        except asyncio.TimeoutError:
+            async with asyncio.timeout(self.deadline):  # no extra task, as wait_for makes
+                return await asyncio.wrap_future(future)
+        except TimeoutError:
             raise Unavailable(f"the search took longer than {self.deadline:g} s") from None
         except FileNotFoundError as exc:
             raise Unavailable(str(exc)) from None
