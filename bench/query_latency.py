@@ -12,9 +12,10 @@ a "gathered documents" Parquet file (the builder's row groups) and indexed twice
   into a crawl directory with `crawl.index.begin()/publish()`;
 - raw tantivy: url (raw, stored), title and body (default tokenizer), body stored.
 
-Both are cached in `--workdir` and rebuilt only when the documents or the shard count change
-(about 3 GB at 1M documents: Parquet 0.6 GB, each index 1.2 GB; filbert indexes them in
-about 9 minutes on 2 cores, raw tantivy in under one).
+Both writers get the same memory (HEAP_MB), so both indexes are in 2 segments. Both are
+cached in `--workdir` and rebuilt only when the documents, the shard count or the memory
+change (about 3 GB at 1M documents: Parquet 0.6 GB, each index 1.2–1.4 GB; filbert indexes
+them in about 8 minutes on 2 cores, raw tantivy in under one).
 
 Queries (another fixed seed): 1–3 distinct words (35 / 40 / 25 %) drawn by frequency from
 the same vocabulary without its 100 most frequent words (the … much: function words) and
@@ -74,8 +75,8 @@ import wordfreq
 from results import record
 from filbert.analysis.analyzers import stop_words
 from filbert.config import Settings, load_settings
-from filbert.index.builder import ROWS_PER_GROUP, index_documents
-from filbert.index.schema import FIELD_NAMES
+from filbert.index.builder import ROWS_PER_GROUP, index_documents, index_writer
+from filbert.index.schema import FIELD_NAMES, open_shards
 from filbert.search.query import AnalyzedQuery
 from filbert.search.searcher import PENALTY_MARGIN, Hit, Searcher, SearchResults
 from filbert.search.snippets import make_snippet
@@ -87,6 +88,10 @@ SEGMENT = "20261130000000"
 QUERY_WORDS = (0.35, 0.40, 0.25)  # share of 1-, 2- and 3-word queries
 QUERY_SKIP_TOP = 100              # query words: not the most frequent (the … much)
 REPORT_SECONDS = 5.0
+# both indexes' writer memory (index.writer.heap.mb, unless -D sets it): enough for each to
+# end in 2 segments, one per indexing thread, as few as tantivy-py can make them (it cannot
+# force-merge); at 1,024 MB filbert's larger documents left 4 segments and raw tantivy's 2
+HEAP_MB = 4096
 DOCS_SCHEMA = pa.schema([
     ("url", pa.string()), ("host", pa.string()), ("title", pa.string()),
     ("headings", pa.string()), ("anchor", pa.string()), ("body", pa.string()),
@@ -214,11 +219,12 @@ def raw_schema() -> tantivy.Schema:
     return builder.build()
 
 
-def build_raw(out: Path, docs_file: Path, docs: int) -> float:
-    """The same documents in a plain tantivy index; returns seconds."""
+def build_raw(out: Path, docs_file: Path, docs: int, settings: Settings) -> float:
+    """The same documents in a plain tantivy index, its writer given the memory filbert's
+    gets (as many segments); returns seconds."""
     meter = Meter("raw tantivy indexed", docs)
     out.mkdir(parents=True)
-    writer = tantivy.Index(raw_schema(), str(out)).writer()
+    writer = index_writer(tantivy.Index(raw_schema(), str(out)), settings)
     for batch in pq.ParquetFile(docs_file).iter_batches(columns=["url", "title", "body"]):
         for doc in batch.to_pylist():
             writer.add_document(tantivy.Document(**doc))
@@ -258,7 +264,10 @@ def ensure_indexes(work: Workdir, args: argparse.Namespace, settings: Settings) 
     work.path.mkdir(parents=True, exist_ok=True)
     docs_key = {"format": FORMAT, "docs": args.docs, "hosts": args.hosts,
                 "vocabulary": args.vocabulary, "seed": args.seed}
-    filbert_key = {**docs_key, "shards": settings["index.shards"], "schema": list(FIELD_NAMES)}
+    heap = settings["index.writer.heap.mb"]
+    filbert_key = {**docs_key, "shards": settings["index.shards"], "schema": list(FIELD_NAMES),
+                   "heap_mb": heap}
+    raw_key = {**docs_key, "heap_mb": heap}
     manifest = work.manifest()
     if manifest.get("docs") != docs_key:
         print(f"generating {args.docs:,} documents → {work.docs_file}", flush=True)
@@ -274,11 +283,11 @@ def ensure_indexes(work: Workdir, args: argparse.Namespace, settings: Settings) 
         manifest["filbert_seconds"] = build_filbert(work.crawl, work.docs_file, args.docs, settings)
         manifest["filbert"] = filbert_key
         work.save(manifest)
-    if manifest.get("raw") != docs_key or not work.raw.exists():
+    if manifest.get("raw") != raw_key or not work.raw.exists():
         print("building the raw tantivy index", flush=True)
         shutil.rmtree(work.raw, ignore_errors=True)
-        manifest["raw_seconds"] = build_raw(work.raw, work.docs_file, args.docs)
-        manifest["raw"] = docs_key
+        manifest["raw_seconds"] = build_raw(work.raw, work.docs_file, args.docs, settings)
+        manifest["raw"] = raw_key
         work.save(manifest)
     return manifest
 
@@ -581,11 +590,15 @@ def measure(work: Workdir, settings: Settings, defines: list[str], warmup: list[
 
 def setup_lines(args: argparse.Namespace, settings: Settings, work: Workdir, manifest: dict,
                 queries: list[str], m: Measured) -> list[str]:
+    segments = sum(i.searcher().num_segments for i in open_shards(work.crawl.index.current()))
+    raw_segments = tantivy.Index.open(str(work.raw)).searcher().num_segments
     docs = (f"Documents: {args.docs:,} generated (seed {args.seed}; {args.hosts:,} hosts, "
             f"top {args.vocabulary:,} wordfreq words); filbert index {settings['index.shards']} "
-            f"shard(s), {dir_size(work.crawl.index.current()) / 2**20:,.0f} MB, built in "
-            f"{manifest['filbert_seconds']:,.0f} s; raw tantivy index "
-            f"{dir_size(work.raw) / 2**20:,.0f} MB, built in {manifest['raw_seconds']:,.0f} s.  ")
+            f"shard(s), {segments} segment(s), "
+            f"{dir_size(work.crawl.index.current()) / 2**20:,.0f} MB, built in "
+            f"{manifest['filbert_seconds']:,.0f} s; raw tantivy index {raw_segments} segment(s), "
+            f"{dir_size(work.raw) / 2**20:,.0f} MB, built in {manifest['raw_seconds']:,.0f} s "
+            f"(both writers given index.writer.heap.mb = {settings['index.writer.heap.mb']}).  ")
     examples = ", ".join(f"`{q}`" for q in queries[:6])
     mix = "/".join(f"{p:.0%}" for p in QUERY_WORDS)
     query_set = (f"Queries: {len(queries):,} timed after {args.warmup} warm-up, 1/2/3 words "
@@ -652,7 +665,7 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> None:
     args = parse_args()
-    settings = load_settings(None, args.define)
+    settings = load_settings(None, [f"index.writer.heap.mb={HEAP_MB}", *args.define])
     work = Workdir(args.workdir)
     manifest = ensure_indexes(work, args, settings)
     vocab = Vocabulary.english(args.vocabulary).for_queries(stop_words("en"))

@@ -41,3 +41,19 @@ def test_bad_settings_file(tmp_path):
     (tmp_path / "filbert.toml").write_text("not toml [")
     with pytest.raises(ConfigError, match="filbert.toml"):
         load_settings(tmp_path)
+
+
+def test_index_writer_memory(tmp_path):
+    import tantivy
+
+    from filbert.index.builder import index_writer
+    from filbert.index.schema import index_schema
+
+    index = tantivy.Index(index_schema(), str(tmp_path))
+    with pytest.raises(ConfigError, match="index.writer.heap.mb must be at least 32, got 1"):
+        index_writer(index, load_settings(None, ["index.writer.heap.mb=1"]))
+    writer = index_writer(index, load_settings(None, ["index.writer.heap.mb=64"]))
+    writer.add_document(tantivy.Document(url="http://a.example/"))
+    writer.commit()
+    index.reload()
+    assert index.searcher().num_docs == 1

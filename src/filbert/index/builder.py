@@ -24,7 +24,7 @@ import xxhash
 from filbert import schemas
 from filbert.analysis import analyzer, identify, load_user_dict
 from filbert.buckets import connect, parquet_relation
-from filbert.config import Settings
+from filbert.config import ConfigError, Settings
 from filbert.executor import make_executor
 from filbert.index.schema import ALL_FIELD, index_schema, shard_name
 from filbert.search.ranking import COLUMNS_FILE, Columns
@@ -35,6 +35,7 @@ from filbert.urls import fingerprint
 URL_PUNCTUATION = re.compile(r"[\W_]+")  # URL words, split apart so each is analyzed once
 ROWS_PER_GROUP = 128     # documents per Parquet row group of the gathered documents
 GROUPS_PER_TASK = 1      # row groups analyzed per task
+MIN_HEAP_MB = 32         # index.writer.heap.mb's least
 
 
 @dataclass(frozen=True)
@@ -164,7 +165,8 @@ def index_documents(doc_files: list[Path], out: Path, settings: Settings,
     writers = []
     for shard in range(shards):
         (out / shard_name(shard)).mkdir()
-        writers.append(tantivy.Index(index_schema(), str(out / shard_name(shard))).writer())
+        writers.append(index_writer(tantivy.Index(index_schema(), str(out / shard_name(shard))),
+                                    settings))
     tasks = [AnalyzeTask(str(path), groups, settings["analysis.zh.userdict"])
              for path in doc_files for groups in _row_group_chunks(path)]
     languages: Counter[str] = Counter()
@@ -182,6 +184,15 @@ def index_documents(doc_files: list[Path], out: Path, settings: Settings,
     documents = languages.total()
     del languages[""]  # pages too short to tell
     return {"documents": documents, "shards": shards, "languages": dict(languages.most_common())}
+
+
+def index_writer(index: tantivy.Index, settings: Settings) -> tantivy.IndexWriter:
+    """A writer with index.writer.heap.mb of memory (tantivy wants 3 MB per thread, one
+    thread per core up to 8)."""
+    heap = settings["index.writer.heap.mb"]
+    if heap < MIN_HEAP_MB:
+        raise ConfigError(f"index.writer.heap.mb must be at least {MIN_HEAP_MB}, got {heap}")
+    return index.writer(heap_size=heap * 1_000_000)
 
 
 def _row_group_chunks(path: Path) -> list[list[int]]:

@@ -192,11 +192,14 @@ class QueryBuilder:
             found = [(Occur.Must, self._anywhere(alternatives)) for alternatives in query.clauses]
             return self._scored_fields(query, self._restricted(query, [
                 (Occur.Must, Query.const_score_query(Query.boolean_query(found), 0.0))]))
-        positive = [self._word(alternatives) for alternatives in query.clauses]
+        # one word: its anchor text holds every query word where it holds the word, so
+        # _anchors' score is the word's in the anchor field, one posting list fewer to go through
+        one = len(query.clauses) == 1
+        positive = [self._word(alternatives, one) for alternatives in query.clauses]
         if not conjunction and len(positive) > 1:
             positive = [Query.boolean_query([(Occur.Should, q) for q in positive])]
         required = [(Occur.Must, q) for q in positive]
-        anchors = self._anchors(query)
+        anchors = None if one else self._anchors(query)
         if anchors is not None:
             required.append((Occur.Should, anchors))
         return self._restricted(query, required)
@@ -228,12 +231,13 @@ class QueryBuilder:
         """Whether pages in the query's language get a boost (it was told, not asked for)."""
         return bool(query.lang and not query.parsed.lang and self.lang_boost)
 
-    def proximity(self, query: AnalyzedQuery, uids: list[int], searcher: tantivy.Searcher,
+    def proximity(self, query: AnalyzedQuery, uids: list[int],
+                  fields: dict[tuple[str, ...], tuple[str, ...]],
                   bins: list[tuple[int, float]] | None = None) -> Query | None:
-        """The proximity `bins` (all by default), scored for the given candidate pages of the
-        searcher only (phrase queries over every page holding the words would cost more than
-        the whole first phase): the closer a page's query words, the more bins it scores in.
-        None for a one-word query."""
+        """The proximity `bins` (all by default), scored for the given candidate pages only
+        (phrase queries over every page holding the words would cost more than the whole
+        first phase): the closer a page's query words, the more bins it scores in. `fields`:
+        phrase_fields() on the pages' searcher. None for a one-word query."""
         bins = self.bins if bins is None else bins
         if len(query.clauses) < 2 or not bins or not uids:
             return None
@@ -241,10 +245,6 @@ class QueryBuilder:
         ids = Query.boolean_query([(Occur.Should, Query.term_query(self.schema, "uid", uid))
                                    for uid in uids])
         candidates = Query.const_score_query(ids, 0.0)
-        # a phrase cannot match in a field that lacks one of its words: leave those out
-        fields = {tuple(terms): tuple(name for name in PROXIMITY_FIELDS
-                                      if all(searcher.doc_freq(name, t) for t in terms))
-                  for terms in query.words_in_order}
         # each phrase query intersected with the candidates on its own: tantivy advances a
         # union under an intersection through whole 4,096-document windows, phrase-matching
         # every page there
@@ -254,11 +254,20 @@ class QueryBuilder:
                   for option in self._phrase_options([terms], slop, fields[tuple(terms)])]
         return Query.boolean_query([(Occur.Should, leaf) for leaf in leaves]) if leaves else None
 
-    def _word(self, alternatives: set[str]) -> Query:
+    def phrase_fields(self, query: AnalyzedQuery, searcher: tantivy.Searcher
+                      ) -> dict[tuple[str, ...], tuple[str, ...]]:
+        """The proximity fields each of the query's term sequences may be near in: a phrase
+        cannot match in a field that lacks one of its words."""
+        return {tuple(terms): tuple(name for name in PROXIMITY_FIELDS
+                                    if all(searcher.doc_freq(name, t) for t in terms))
+                for terms in query.words_in_order}
+
+    def _word(self, alternatives: set[str], anchor_scored: bool = False) -> Query:
         """The word in any field, each field weighted; the best alternative counts. Anchor
-        text matches but scores apart (_anchors)."""
-        per_field = [(Occur.Should, Query.boost_query(self._in_field(name, alternatives),
-                                                      0.0 if name == "anchor" else boost))
+        text matches but scores apart (_anchors), unless `anchor_scored`."""
+        per_field = [(Occur.Should, Query.boost_query(
+                         self._in_field(name, alternatives),
+                         0.0 if name == "anchor" and not anchor_scored else boost))
                      for name, boost in self.boosts.items()]
         return Query.boolean_query(per_field)
 

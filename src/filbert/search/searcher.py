@@ -168,23 +168,29 @@ class Searcher:
         """Scores the proximity bins on the best candidates (each costs a seek per phrase
         query). The loosest bin first: words closer together are within it too, so only the
         pages in it can score in the others."""
+        if len(analyzed.clauses) < 2:
+            return
         loosest, closer = self.builder.bins[:1], self.builder.bins[1:]
         by_text = sorted(candidates, key=attrgetter("text_score"), reverse=True)
         best = by_text[:self.proximity_depth]
-        for shard in range(len(self.shards)):
+        for shard, searcher in enumerate(self.shards):
             mine = [c for c in best if c.shard == shard]
-            near = self._bin_scores(analyzed, mine, loosest)
+            if not mine:
+                continue
+            fields = self.builder.phrase_fields(analyzed, searcher)
+            near = self._bin_scores(analyzed, mine, fields, loosest)
             if closer:
-                self._bin_scores(analyzed, near, closer)
+                self._bin_scores(analyzed, near, fields, closer)
 
     def _bin_scores(self, analyzed: AnalyzedQuery, candidates: list[Candidate],
+                    fields: dict[tuple[str, ...], tuple[str, ...]],
                     bins: list[tuple[int, float]]) -> list[Candidate]:
         """Adds the proximity `bins` to the candidates (of one shard); returns those that
         scored."""
         if not candidates:
             return []
         searcher = self.shards[candidates[0].shard]
-        query = self.builder.proximity(analyzed, [c.uid for c in candidates], searcher, bins)
+        query = self.builder.proximity(analyzed, [c.uid for c in candidates], fields, bins)
         if query is None:
             return []
         scores = {(a.segment_ord, a.doc): score
@@ -314,7 +320,8 @@ class Searcher:
         explanation = None
         if explain is not None:
             searcher = self.shards[candidate.shard]
-            proximity = self.builder.proximity(analyzed, [candidate.uid], searcher)
+            fields = self.builder.phrase_fields(analyzed, searcher)
+            proximity = self.builder.proximity(analyzed, [candidate.uid], fields)
             explanation = self.reranker.explain(explain, proximity, searcher, candidate)
         signals = {name: round(value, 6) for name, value in candidate.signals.items()}
         return Hit(url, title or url, lang, round(candidate.score, 4), snippet.text,
