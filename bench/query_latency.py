@@ -31,7 +31,7 @@ queries on each path, every query is timed on each path in turn (load changes hi
   process on a free 127.0.0.1 port) through one keep-alive `http.client` connection; the
   server's query log (logs/queries.jsonl) gives its own search time for the same requests,
   so HTTP − logged is uvicorn, the web app (routing, JSON) and the client. An empty query
-  (400, rejected in the search thread) measures the web app's fixed cost.
+  (400, rejected by the Searcher) measures the web app's fixed cost.
 
 The index files are read once before timing (page cache warm, as on a serving machine with
 enough memory). The first query of a fresh Searcher (it loads the fast-field columns) is
@@ -397,7 +397,7 @@ def server(crawl: CrawlDir, overrides: list[str]) -> Iterator[int]:
 
 
 def http_floor(port: int, count: int = 300) -> np.ndarray:
-    """The web app's cost without a search: an empty query, rejected in the search thread."""
+    """The web app's cost without a search: an empty query, rejected by the Searcher."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     seconds = []
     for _ in range(count):
@@ -554,7 +554,7 @@ HTTP = "filbert HTTP GET /api/search"
 
 
 def logged_times(crawl: CrawlDir, skip: int, queries: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """The server's query log (SearchService: the search and its thread hop, no HTTP or JSON):
+    """The server's query log (SearchService: the search, no HTTP or JSON):
     seconds and totals of `queries`, which followed `skip` other logged queries."""
     lines = (crawl.path / "logs" / "queries.jsonl").read_text().splitlines()
     entries = [json.loads(line) for line in lines[skip: skip + len(queries)]]
@@ -606,8 +606,8 @@ def setup_lines(args: argparse.Namespace, settings: Settings, work: Workdir, man
                  f"{examples}.  ")
     machine = (f"Machine: {os.cpu_count()} CPUs, Python {platform.python_version()}; load "
                f"average before/after timing {m.load[0]:.2f}/{m.load[1]:.2f}; HTTP errors: "
-               f"{m.http_errors}; HTTP fixed cost (`/api/search?q=`: 400 from the search "
-               f"thread) p50 {m.floor['p50']:.2f} ms, p99 {m.floor['p99']:.2f} ms.  ")
+               f"{m.http_errors}; HTTP fixed cost (`/api/search?q=`: 400 from the Searcher) "
+               f"p50 {m.floor['p50']:.2f} ms, p99 {m.floor['p99']:.2f} ms.  ")
     cold = (f"Cold start: Searcher() {m.opened * 1000:.0f} ms, its first query "
             f"{m.first * 1000:.0f} ms (loads the fast-field columns); the server's first query "
             f"{m.http_first * 1000:.0f} ms (HTTP {m.http_first_status}).")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -250,31 +249,36 @@ def test_every_served_query_is_logged(site: Site) -> None:
     assert all(x["latency_ms"] >= 0 and x["time"].endswith("+00:00") for x in lines)
 
 
-def test_slow_and_excess_searches_get_503(site: Site, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_searches_past_their_deadline_get_503(site: Site, monkeypatch: pytest.MonkeyPatch) -> None:
     from filbert.search import Searcher
 
-    release = threading.Event()
-    real = Searcher.search
+    real = Searcher._proximity
 
-    def slow(self, *args, **kwargs):
-        release.wait(5)
-        return real(self, *args, **kwargs)
+    def slow(self, *args):
+        time.sleep(0.3)
+        return real(self, *args)
 
-    settings = site.settings.with_overrides({"search.deadline.seconds": 0.2, "search.threads": 1})
+    settings = site.settings.with_overrides({"search.deadline.seconds": 0.2})
     with TestClient(create_app(site.crawl, settings)) as client:
-        monkeypatch.setattr(Searcher, "search", slow)
+        assert client.get("/api/search", params={"q": COMMON}).status_code == 200
+        monkeypatch.setattr(Searcher, "_proximity", slow)
         late = client.get("/api/search", params={"q": COMMON})
         assert late.status_code == 503 and "longer than 0.2 s" in late.json()["error"]
-        busy = client.get("/api/search", params={"q": COMMON})   # the slow one holds the slot
-        assert busy.status_code == 503 and "too many" in busy.json()["error"]
-        release.set()
-        monkeypatch.setattr(Searcher, "search", real)
-        for _ in range(50):
-            if client.get("/api/search", params={"q": COMMON}).status_code == 200:
-                break
-            time.sleep(0.05)
-        else:
-            pytest.fail("the search slot was never released")
+        page = client.get("/", params={"q": COMMON})
+        assert page.status_code == 503 and "longer than 0.2 s" in page.text
+        monkeypatch.setattr(Searcher, "_proximity", real)
+        assert client.get("/api/search", params={"q": COMMON}).status_code == 200
+    logged = (site.crawl.path / "logs" / "queries.jsonl").read_text().splitlines()
+    assert [json.loads(line)["status"] for line in logged[-4:]] == [200, 503, 503, 200]
+
+
+def test_search_deadline_is_checked_between_steps(site: Site) -> None:
+    from filbert.search import Searcher, SearchTimeout
+
+    searcher = Searcher(site.crawl, site.settings)
+    with pytest.raises(SearchTimeout):
+        searcher.search(COMMON, deadline=time.monotonic() - 1)
+    assert searcher.search(COMMON, deadline=time.monotonic() + 60).hits
 
 
 def test_too_many_words(site: Site) -> None:

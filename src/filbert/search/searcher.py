@@ -9,6 +9,7 @@ shards with PageRank, collapses near-duplicates and crowds hosts; HITS can re-or
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 from functools import partial
 from operator import attrgetter
@@ -34,7 +35,7 @@ MAX_RESULTS = 100
 PENALTY_MARGIN = 0.1
 RANKINGS = ("bm25", "hits")
 
-__all__ = ["Hit", "MAX_RESULTS", "QueryError", "SearchResults", "Searcher"]
+__all__ = ["Hit", "MAX_RESULTS", "QueryError", "SearchResults", "SearchTimeout", "Searcher"]
 
 
 @dataclass
@@ -67,6 +68,15 @@ class SearchResults:
     def to_dict(self) -> dict:
         return {"query": self.query, "total": self.total, "offset": self.offset,
                 "hits": [hit.to_dict() for hit in self.hits]}
+
+
+class SearchTimeout(RuntimeError):
+    """The search went past its deadline."""
+
+
+def _check(deadline: float | None) -> None:
+    if deadline is not None and time.monotonic() > deadline:
+        raise SearchTimeout
 
 
 def main_languages(counts: dict[str, int], min_share: float) -> list[str]:
@@ -138,10 +148,13 @@ class Searcher:
         return analyzed
 
     def search(self, query: str, n: int = 10, offset: int = 0, ranking: str = "bm25",
-               explain: bool = False) -> SearchResults:
+               explain: bool = False, deadline: float | None = None) -> SearchResults:
         """`ranking`: "bm25" (text features, then PageRank) or "hits" (the top results
         re-ordered by HITS authority within their base set). `explain` adds each hit's score
-        as a tree of the features and weights behind it."""
+        as a tree of the features and weights behind it. `deadline` (time.monotonic()):
+        SearchTimeout when it has passed, checked between the steps (a tantivy search is not
+        interrupted), as Elasticsearch checks its search timeout."""
+        check = partial(_check, deadline)
         if ranking not in RANKINGS:
             raise QueryError(f"ranking must be one of {', '.join(RANKINGS)}, not {ranking!r}")
         analyzed = self.analyze(query)
@@ -155,13 +168,14 @@ class Searcher:
         total, candidates = self._retrieve(analyzed, conjunction, depth)
         if total == 0 and len(analyzed.clauses) > 1:
             conjunction = False
-            total, candidates = self._retrieve(analyzed, conjunction, depth)
+            total, candidates = check() or self._retrieve(analyzed, conjunction, depth)
+        check()
         self._proximity(analyzed, candidates)
         ranked = self.reranker.rerank(candidates)
         if ranking == "hits":
-            ranked = self._by_authority(ranked)
+            ranked = check() or self._by_authority(ranked)
         explained = self.builder.build(analyzed, conjunction, flat=True) if explain else None
-        hits = [self._hit(analyzed, c, explained) for c in ranked[offset: offset + n]]
+        hits = [check() or self._hit(analyzed, c, explained) for c in ranked[offset: offset + n]]
         return SearchResults(text, total, offset, hits)
 
     def _proximity(self, analyzed: AnalyzedQuery, candidates: list[Candidate]) -> None:
