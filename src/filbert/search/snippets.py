@@ -7,12 +7,13 @@ are query terms (so "систем" highlights "системах" but "system" do
 
 from __future__ import annotations
 
+import heapq
 import html
 import re
 from bisect import bisect_left
+from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import lru_cache
-from itertools import compress, islice
+from itertools import compress
 
 from filbert.analysis import analyzer
 from filbert.analysis.analyzers import HAN, KANA_HANGUL
@@ -81,24 +82,31 @@ def _candidates(text: str, probes: list[str], length: int) -> list[int]:
 
 def _probe_matches(text: str, probes: list[str]) -> list[tuple[int, str]]:
     """The first MAX_MATCHES places where a probe begins in `text`, with the text there
-    (casefolded): leftmost first, the earlier probe at one place, no overlaps."""
+    (casefolded), as a regular expression `probe|probe|…` would find them."""
     folded = text.casefold().replace("ё", "е")  # as probes are folded
-    if len(folded) != len(text):  # casefolding moved offsets (ß → ss): match the text itself
-        found = _probe_pattern(tuple(probes), True).finditer(text)
-    else:
-        found = _probe_pattern(tuple(probes), False).finditer(folded)
-    return [(m.start(), text[m.start():m.end()].casefold())
-            for m in islice(found, MAX_MATCHES)]
+    if len(folded) != len(text):  # casefolding moved offsets (ß → ss): a regular expression
+        pattern = "|".join(re.escape(p).replace("е", "[её]") for p in probes)
+        found = re.finditer(pattern, text, re.IGNORECASE)
+        return [(m.start(), m.group().casefold()) for m, _ in zip(found, range(MAX_MATCHES))]
+    # str.find: no regular expression to compile for every query
+    occurrences = heapq.merge(*(_find_all(folded, probe, i) for i, probe in enumerate(probes)))
+    matches: list[tuple[int, str]] = []
+    end = 0
+    for at, i in occurrences:  # leftmost first, the earlier probe at one place, no overlaps
+        if at >= end:
+            end = at + len(probes[i])
+            matches.append((at, text[at:end].casefold()))
+            if len(matches) == MAX_MATCHES:
+                break
+    return matches
 
 
-@lru_cache(maxsize=256)
-def _probe_pattern(probes: tuple[str, ...], unfolded: bool) -> re.Pattern:
-    """`probe|probe|…`, compiled once for a query's snippets; `unfolded`: for text that was
-    not casefolded."""
-    if unfolded:
-        return re.compile("|".join(re.escape(p).replace("е", "[её]") for p in probes),
-                          re.IGNORECASE)
-    return re.compile("|".join(map(re.escape, probes)))
+def _find_all(text: str, part: str, tag: int) -> Iterator[tuple[int, int]]:
+    """(offset, tag) for every place `part` occurs in `text`, overlapping ones too."""
+    at = text.find(part)
+    while at >= 0:
+        yield at, tag
+        at = text.find(part, at + 1)
 
 
 def _word_start(text: str, pos: int) -> int:
