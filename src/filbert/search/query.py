@@ -151,6 +151,7 @@ class QueryBuilder:
     def __init__(self, schema: tantivy.Schema, settings: Mapping[str, Any]):
         self.schema = schema
         self.all_field = True  # whether the index has ALL_FIELD (older indexes do not)
+        self.searchers: list[tantivy.Searcher] = []  # the index's shards, when known
         self.boosts = {name: settings[f"search.boost.{name}"] for name in TEXT_FIELDS}
         self.lang_boost = settings["search.boost.lang"]
         # proximity bins (the Google paper): words as a phrase, near each other, or far apart;
@@ -215,12 +216,21 @@ class QueryBuilder:
         return Query.boolean_query(clauses)
 
     def _scored_fields(self, query: AnalyzedQuery, found: Query) -> Query:
-        """`found`, scored by each word's weighted score in each field (and the anchors)."""
+        """`found`, scored by each word's weighted score in each field (and the anchors).
+        Fields without the word in any page are left out: each clause is a step for every
+        page found (0.1 ms for two words at 1M pages), matching or not."""
         fields = [Query.boost_query(self._in_field(name, alternatives), boost)
                   for alternatives in query.clauses for name, boost in self.boosts.items()
-                  if boost and name != "anchor"]
+                  if boost and name != "anchor" and self._indexed(name, alternatives)]
         anchors = self._anchors(query)
-        return _scored_one_by_one(found, fields + ([anchors] if anchors is not None else []))
+        if anchors is not None and all(self._indexed("anchor", a) for a in query.clauses):
+            fields.append(anchors)
+        return _scored_one_by_one(found, fields)
+
+    def _indexed(self, name: str, alternatives: set[str]) -> bool:
+        """Whether a page has one of the terms in the field (True when no shard is known)."""
+        return not self.searchers or any(searcher.doc_freq(name, term)
+                                         for searcher in self.searchers for term in alternatives)
 
     def in_languages(self, langs: list[str]) -> Query:
         """Pages in any of `langs` ("": pages whose language was not told)."""

@@ -112,6 +112,7 @@ class Searcher:
         indexes = open_shards(current)
         self.shards = [index.searcher() for index in indexes]
         self.builder.all_field = all(has_field(index, ALL_FIELD) for index in indexes)
+        self.builder.searchers = self.shards
         self._columns: list[Columns | None] = [None] * len(self.shards)
         self._other_uids: dict[tuple[int, tuple[str, ...]], frozenset[int]] = {}
         meta = self.crawl.index.meta()
