@@ -168,15 +168,20 @@ class Searcher:
         conjunction = True
         total, candidates = self._retrieve(analyzed, conjunction, depth)
         if total == 0 and len(analyzed.clauses) > 1:
+            check()
             conjunction = False
-            total, candidates = check() or self._retrieve(analyzed, conjunction, depth)
+            total, candidates = self._retrieve(analyzed, conjunction, depth)
         check()
         self._proximity(analyzed, candidates)
         ranked = self.reranker.rerank(candidates)
         if ranking == "hits":
-            ranked = check() or self._by_authority(ranked)
+            check()
+            ranked = self._by_authority(ranked)
         explained = self.builder.build(analyzed, conjunction, flat=True) if explain else None
-        hits = [check() or self._hit(analyzed, c, explained) for c in ranked[offset: offset + n]]
+        hits = []
+        for candidate in ranked[offset: offset + n]:
+            check()
+            hits.append(self._hit(analyzed, candidate, explained))
         return SearchResults(text, total, offset, hits)
 
     def _proximity(self, analyzed: AnalyzedQuery, candidates: list[Candidate]) -> None:
