@@ -149,7 +149,7 @@ class SearchService:
         start = time.perf_counter()
         status, total = 200, None
         try:
-            results = self._run(query, *args, start)
+            results = self._run(query, *args, time.monotonic() + self.deadline)
             total = results.total
             return results
         except QueryError:
@@ -162,8 +162,7 @@ class SearchService:
             self.log.write(query, total, time.perf_counter() - start, status)
 
     def _run(self, query: str, n: int, offset: int, ranking: str, explain: bool,
-             start: float) -> SearchResults:
-        deadline = time.monotonic() + self.deadline - (time.perf_counter() - start)
+             deadline: float) -> SearchResults:
         try:
             return self.holder.get().search(query, n, offset, ranking, explain, deadline)
         except SearchTimeout:
