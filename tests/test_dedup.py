@@ -5,12 +5,14 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from xxhash import xxh3_128_digest
 from pipeline import crawl_site
 from sites import html, link
 
 from filbert.dedup import dedup, simhash
 from filbert.fetch import fetch_segment
 from filbert.generate import generate
+from filbert.parse.segment import content_signature
 from filbert.readdb import crawldb_url
 from filbert.search import Searcher
 from filbert.updatedb import updatedb
@@ -121,3 +123,21 @@ def test_simhash_is_computed_by_dedup_and_kept(dup_site, tmp_crawl):
     assert crawldb_url(crawl, article)["simhash"] is None      # fetched again: computed anew
     dedup(crawl, settings)
     assert crawldb_url(crawl, article)["simhash"] == simhash(ARTICLE)
+
+
+def test_pages_without_text_are_told_apart_by_title_then_url(site_server, tmp_crawl):
+    untitled = "<!DOCTYPE html><html><body><img src='/{0}.png'></body></html>"
+    pages = {
+        "/": html("Gallery", " ".join(link(p, p) for p in ("/sunset.html", "/harbour.html", "/x.html", "/y.html"))),
+        "/sunset.html": html("Sunset", "<img src='/sunset.png'>"),
+        "/harbour.html": html("Harbour", "<img src='/harbour.png'><script>show()</script>"),
+        "/x.html": untitled.format("x"),
+        "/y.html": untitled.format("y"),
+    }
+    site = site_server(pages)
+    crawl, settings, _ = crawl_site(tmp_crawl, [site.url("/")], depth=2, index=False)
+    assert dedup(crawl, settings)["duplicates"] == 0
+    assert {p: status(crawl, site.url(p)) for p in pages} == {p: "db_fetched" for p in pages}
+    home = crawldb_url(crawl, site.url("/"))
+    assert home["signature"] == xxh3_128_digest(b"/sunset.html /harbour.html /x.html /y.html").hex()  # as before
+    assert content_signature("u", "Sunset", b"") != content_signature("u", "", b"title Sunset")

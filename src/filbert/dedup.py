@@ -1,6 +1,7 @@
 """dedup: mark exact and near-duplicate pages in the crawldb (Nutch's DeduplicationJob).
 
-Exact duplicates share a text signature; near-duplicates have simhashes (64-bit, over
+Exact duplicates share a text signature (pages without text: title, else URL; see
+parse.segment.content_signature); near-duplicates have simhashes (64-bit, over
 8-byte shingles) within `dedup.simhash.distance` bits. A page's simhash is computed here,
 from its latest parse_text, the first time dedup sees it (updatedb clears it when the page
 is fetched again) and kept in the crawldb. A page whose rel=canonical points
@@ -134,15 +135,17 @@ def _new_simhashes(con, crawl: CrawlDir) -> pa.Table:
 
 
 def _near_duplicates(con, distance: int, known: dict) -> dict[bytes, tuple[str, str]]:
-    """Pages within `distance` bits of a better-ranked page; bands find the candidates."""
+    """Pages within `distance` bits of a better-ranked page; bands find the candidates.
+    Pages without words (simhash 0) are near nothing."""
     bands = " UNION ALL ".join(
-        f"SELECT fp, host, url, grp, rank, simhash, (simhash >> {16 * b}) & 65535 AS band, {b} AS b FROM pages"
+        f"SELECT fp, host, url, grp, rank, simhash, (simhash >> {16 * b}) & 65535 AS band, {b} AS b "
+        "FROM pages WHERE simhash <> 0"
         for b in range(BANDS))
     pairs = con.execute(f"""
         WITH band AS ({bands})
         SELECT DISTINCT x.fp, x.host, y.url, y.rank FROM band x JOIN band y
           ON x.b = y.b AND x.band = y.band AND x.grp = y.grp AND y.rank < x.rank
-        WHERE x.simhash <> 0 AND bit_count(xor(x.simhash, y.simhash)) <= {distance}
+        WHERE bit_count(xor(x.simhash, y.simhash)) <= {distance}
         ORDER BY y.rank""").fetchall()
     found: dict[bytes, tuple[str, str]] = {}
     for fp, host, url, _ in pairs:  # best-ranked original first

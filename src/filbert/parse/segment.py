@@ -180,10 +180,19 @@ def _data_row(page: FetchedPage, result: ParseResult, kept: list[tuple[str, str]
         "content_type": page.content_type, "title": result.title, "headings": result.headings,
         "outlinks": [{"url": u, "anchor": a} for u, a in kept],
         "noindex": result.noindex, "nofollow": result.nofollow,
-        "signature": xxhash.xxh3_128_digest(text) if parsed else None,
+        "signature": content_signature(page.url, result.title, text) if parsed else None,
         "simhash": None,   # computed by dedup, when needed
         "canonical": result.canonical,
     }
+
+
+def content_signature(url: str, title: str, text: bytes) -> bytes:
+    """xxh3-128 of the page's text. A page without text (only images or scripts) is told
+    apart by its title, else by its URL, so such pages are not all exact duplicates of
+    each other; the NUL prefix keeps these apart from any page whose text is that title."""
+    if text:
+        return xxhash.xxh3_128_digest(text)
+    return xxhash.xxh3_128_digest(b"\0" + (f"title {title}" if title else f"url {url}").encode("utf-8"))
 
 
 def _headers(text: str | None) -> dict[str, str] | None:
