@@ -31,6 +31,7 @@ from filbert.suggest.builder import (
     read_synonyms,
     suggest_table,
 )
+from filbert.suggest.querylog import QueryLog
 from filbert.suggest.ranks import RangeMin
 from filbert.suggest.suggester import FILE
 
@@ -260,19 +261,49 @@ def test_error_lengths_setting():
             error_lengths(load_settings(None, [f"suggest.errors.lengths={bad}"]))
 
 
-def test_synonyms_file_and_query_log(tmp_path):
+def test_synonyms_file(tmp_path):
     rings = tmp_path / "synonyms.txt"
     rings.write_text("# canonical first\nNew York City, NYC , big apple\n\nlonely\ntv,television\n")
     assert read_synonyms(rings) == [["New York City", "NYC", "big apple"], ["tv", "television"]]
     with pytest.raises(SuggestError, match="cannot read the synonyms file"):
         read_synonyms(tmp_path / "missing.txt")
-    log = tmp_path / "queries.jsonl"
-    lines = [{"query": "debian", "results": 3}, {"query": "debian", "results": 1},
-             {"query": "nothing", "results": 0}, {"query": "timeout", "results": None},
-             {"query": 5, "results": 1}, [1, 2]]
-    log.write_text("\n".join(map(json.dumps, lines)) + '\n{"query": "cut sh')
-    assert logged_queries(log) == {"debian": 2}
-    assert logged_queries(tmp_path / "none.jsonl") == {}
+
+
+def search(log: QueryLog, query: str, clients: list[str], results: int = 1, status: int = 200,
+           matched_all: bool | None = True) -> None:
+    """One logged search of `query` from each of `clients`."""
+    for client in clients:
+        log.write(query, results, 0.01, status, client, matched_all)
+
+
+def test_a_query_is_suggested_once_several_clients_searched_it(tmp_path):
+    path = tmp_path / "queries.jsonl"
+    log = QueryLog(path, load_settings(None))
+    search(log, "xsstoken scam call 555 0100 now", ["192.0.2.66"] * 10)  # one client
+    search(log, "debian apt", ["192.0.2.1", "192.0.2.2", "192.0.2.3"])
+    search(log, "Debian  APT", ["192.0.2.1"])  # the same query once folded
+    search(log, "two clients", ["192.0.2.1", "192.0.2.2"] * 5)
+    search(log, "any word will do", [f"192.0.2.{i}" for i in range(9)], matched_all=False)
+    search(log, "nothing found", [f"192.0.2.{i}" for i in range(9)], results=0)
+    search(log, "too slow", [f"192.0.2.{i}" for i in range(9)], results=None, status=503)
+    search(log, "cut" * 200, [f"192.0.2.{i}" for i in range(9)])  # longer than the log keeps
+    search(log, "three by three", ["192.0.2.1", "192.0.2.2", "192.0.2.3"])
+    assert logged_queries(path, 3, 3) == {"debian apt": 4, "three by three": 3}
+    assert logged_queries(path, 4, 2) == {"debian apt": 4, "two clients": 10}
+    assert logged_queries(path, 3, 4) == {}
+    assert logged_queries(path, 5, 1) == {"xsstoken scam call 555 0100 now": 10,
+                                          "two clients": 10}
+    assert logged_queries(tmp_path / "none.jsonl", 1, 1) == {}
+
+
+def test_old_and_damaged_log_lines_do_not_count(tmp_path):
+    path = tmp_path / "queries.jsonl"
+    old = [{"query": "debian", "results": 3, "status": 200}] * 5  # no client, no matched_all
+    damaged = [{"query": 5, "results": 1, "status": 200, "client": "a", "matched_all": True},
+               {"query": "x", "results": "1", "status": 200, "client": "a", "matched_all": True},
+               [1, 2]]
+    path.write_text("\n".join(map(json.dumps, old + damaged)) + '\n{"query": "cut sh')
+    assert logged_queries(path, 1, 1) == {}
 
 
 SITE = {
@@ -290,10 +321,10 @@ SITE = {
 def test_build_from_a_crawl(tmp_path):
     with SiteServer(SITE) as server:
         crawl, settings, _ = crawl_site(tmp_path / "crawl", [server.url("/")])
-    log = crawl.path / "logs" / "queries.jsonl"
-    log.parent.mkdir()
-    log.write_text("\n".join(json.dumps({"query": q, "results": 1})
-                             for q in ["apt tool", "apt tool", "Debian"]) + "\n")
+    log = QueryLog(crawl.path / "logs" / "queries.jsonl", settings)
+    search(log, "apt tool", ["192.0.2.1", "192.0.2.2", "192.0.2.3", "192.0.2.1"])
+    search(log, "Debian", ["192.0.2.1", "192.0.2.2", "192.0.2.3"])
+    search(log, "Debian lonely", ["192.0.2.1"] * 5)
     rings = tmp_path / "synonyms.txt"
     rings.write_text("Debian Handbook, handbook\n")
     counts = build_suggest(crawl, settings, rings)
@@ -302,7 +333,7 @@ def test_build_from_a_crawl(tmp_path):
     ranks = {s.phrase: s.rank for prefix in ("the apt", "apt", "deb", "inst", "pack")
              for s in suggester.suggest(prefix, 10)}
     # pages (titles, anchors to indexed pages, headings) and searches add up
-    assert ranks == {"The APT tool": 3.0, "apt tool": 2.0, "Debian Handbook": 3.0, "Debian": 1.0,
+    assert ranks == {"The APT tool": 3.0, "apt tool": 4.0, "Debian Handbook": 3.0, "Debian": 3.0,
                      "Installing Debian": 2.0, "Package management": 2.0}
     assert suggester.suggest("hidd", 10) == []  # noindex
     assert suggester.suggest("only", 10) == []  # a heading of one page
@@ -320,9 +351,14 @@ def test_a_rebuild_is_published_and_picked_up(tmp_path):
     first = holder.get()
     assert holder.get() is first
     assert [s.phrase for s in first.suggest("quer", 10)] == []
-    log = crawl.path / "logs" / "queries.jsonl"
-    log.parent.mkdir()
-    log.write_text(json.dumps({"query": "query from the log", "results": 4}) + "\n")
+    log = QueryLog(crawl.path / "logs" / "queries.jsonl", settings)
+    search(log, "query from the log", ["192.0.2.1", "192.0.2.2"], matched_all=True)
+    search(log, "query from the log", [f"192.0.2.{i}" for i in range(3, 9)], matched_all=False)
+    search(log, "xsstoken scam call 555 0100 now", ["192.0.2.66"] * 10)
+    build_suggest(crawl, settings)
+    assert holder.get().suggest("quer", 10) == []  # two clients with all words matched
+    assert holder.get().suggest("xss", 10) == []  # one client, however often
+    search(log, "query from the log", ["192.0.2.3"])
     build_suggest(crawl, settings)
     assert [s.phrase for s in holder.get().suggest("quer", 10)] == ["query from the log"]
     assert len(list(suggest_table(crawl).path.glob("gen-*"))) == 1  # the old one is gone

@@ -5,15 +5,20 @@ Phrases, each ranked by how often it occurs:
 - the anchor text of every link to such a page: one per link;
 - the headings (h1-h3) of such pages that `suggest.headings.min.pages` pages or more have
   (one per page): a heading on one page is mostly a part of that page, not a topic;
-- every query of CRAWL/logs/queries.jsonl that found results: one per search (a query
-  counts from `suggest.queries.min.count` searches, so a rare one stays private);
+- the queries of the query log (CRAWL/logs/queries.jsonl and its rotated files): one per
+  search. A query is suggested to everyone only once `suggest.queries.min.clients` distinct
+  clients searched it, `suggest.queries.min.count` times in all, each search answered
+  (status 200) with all of its words matched; so one client cannot put its text in everyone's
+  suggestions by repeating it, and a query that found pages only through the any-word
+  fallback does not count. Queries count together when they are equal once folded (the
+  most searched spelling is shown); queries cut short in the log, and lines of logs written
+  before clients and matched words were logged, do not count;
 plus the synonym rings of a synonyms file. The dictionary is written into CRAWL/suggest/
 as a new generation and published atomically.
 """
 
 from __future__ import annotations
 
-import json
 import threading
 from collections import Counter
 from pathlib import Path
@@ -22,7 +27,8 @@ from filbert import schemas
 from filbert.buckets import connect, parquet_relation
 from filbert.config import ConfigError, Settings
 from filbert.storage import CrawlDir, Segment, VersionedTable
-from filbert.suggest.suggester import Suggester, SuggestError
+from filbert.suggest.querylog import read_query_log
+from filbert.suggest.suggester import Suggester, SuggestError, normalize
 
 QUERY_LOG = Path("logs") / "queries.jsonl"
 
@@ -37,8 +43,8 @@ def build_suggest(crawl: CrawlDir, settings: Settings,
     `suggest.synonyms.file`); returns counts."""
     crawl.require()
     pages = crawl_phrases(crawl, settings["suggest.headings.min.pages"])
-    queries = Counter({q: n for q, n in logged_queries(crawl.path / QUERY_LOG).items()
-                       if n >= settings["suggest.queries.min.count"]})
+    queries = logged_queries(crawl.path / QUERY_LOG, settings["suggest.queries.min.count"],
+                             settings["suggest.queries.min.clients"])
     if synonyms is None and settings["suggest.synonyms.file"]:
         synonyms = Path(settings["suggest.synonyms.file"])
     rings = read_synonyms(synonyms) if synonyms else []
@@ -92,21 +98,22 @@ def crawl_phrases(crawl: CrawlDir, heading_pages: int = 2) -> Counter[str]:
     return Counter(dict(con.sql(sql).fetchall()))
 
 
-def logged_queries(path: Path) -> Counter[str]:
-    """How often each query was searched with results; unreadable lines are skipped."""
-    counts: Counter[str] = Counter()
-    if not path.exists():
-        return counts
-    with path.open(encoding="utf-8", errors="replace") as lines:
-        for line in lines:
-            try:
-                entry = json.loads(line)
-            except ValueError:
-                continue  # a line cut short by a crash
-            if (isinstance(entry, dict) and isinstance(entry.get("query"), str)
-                    and isinstance(entry.get("results"), int) and entry["results"] > 0):
-                counts[entry["query"]] += 1
-    return counts
+def logged_queries(path: Path, min_count: int, min_clients: int) -> Counter[str]:
+    """The logged queries searched `min_count` times or more by `min_clients` distinct
+    clients or more, with all their words matched, and how often (see the module's rule)."""
+    spellings: dict[str, Counter[str]] = {}
+    clients: dict[str, set[str]] = {}
+    for entry in read_query_log(path):
+        query, client = entry.get("query"), entry.get("client")
+        if (isinstance(query, str) and isinstance(client, str) and entry.get("status") == 200
+                and entry.get("matched_all") is True and isinstance(entry.get("results"), int)
+                and entry["results"] > 0 and not entry.get("truncated")
+                and (key := normalize(query))):
+            spellings.setdefault(key, Counter())[query] += 1
+            clients.setdefault(key, set()).add(client)
+    return Counter({counts.most_common(1)[0][0]: counts.total()
+                    for key, counts in spellings.items()
+                    if counts.total() >= min_count and len(clients[key]) >= min_clients})
 
 
 def read_synonyms(path: Path) -> list[list[str]]:
