@@ -77,7 +77,8 @@ def api(site: Site, **params: object) -> dict:
 
 def test_api_shape_and_unique_word_is_top(site: Site) -> None:
     body = api(site, q=rare_word(7))
-    assert set(body) == {"query", "total", "offset", "hits"}
+    assert set(body) == {"query", "total", "offset", "matched_all", "hits"}
+    assert body["matched_all"] is True
     assert (body["query"], body["total"], body["offset"]) == (rare_word(7), 1, 0)
     hit = body["hits"][0]
     assert set(hit) == {"url", "title", "lang", "score", "snippet", "snippet_html", "signals"}
@@ -97,11 +98,10 @@ def test_api_paging(site: Site) -> None:
     assert len(set(urls)) == 10
 
 
-def test_api_clamps_n_and_offset(site: Site) -> None:
-    assert len(api(site, q=COMMON, n=0)["hits"]) == 1
-    assert len(api(site, q=COMMON, n=1000)["hits"]) == api(site, q=COMMON)["total"]
-    assert api(site, q=COMMON, offset=-3)["offset"] == 0
-    assert api(site, q=COMMON, offset=10**12)["hits"] == []
+def test_api_n_zero_counts_and_deep_offsets_are_empty(site: Site) -> None:
+    counted = api(site, q=COMMON, n=0)
+    assert counted["hits"] == [] and counted["total"] == api(site, q=COMMON)["total"]
+    assert api(site, q=COMMON, offset=10_000)["hits"] == []
 
 
 @pytest.mark.parametrize("query", ["", "   ", "x" * 600])
@@ -112,7 +112,8 @@ def test_api_bad_query_is_400(site: Site, query: str) -> None:
 
 
 def test_api_rejects_non_numeric_n(site: Site) -> None:
-    assert site.client.get("/api/search", params={"q": COMMON, "n": "abc"}).status_code == 422
+    response = site.client.get("/api/search", params={"q": COMMON, "n": "abc"})
+    assert response.status_code == 400 and "n must be an integer" in response.json()["error"]
 
 
 def test_api_explain_flag_and_security_headers(site: Site) -> None:
@@ -122,7 +123,7 @@ def test_api_explain_flag_and_security_headers(site: Site) -> None:
     assert response.headers["x-content-type-options"] == "nosniff"
     assert "explanation" not in api(site, q=rare_word(7), explain="false")["hits"][0]
     bad = site.client.get("/api/search", params={"q": COMMON, "explain": "maybe"})
-    assert bad.status_code == 422 and "explain" in bad.json()["error"]
+    assert bad.status_code == 400 and "explain" in bad.json()["error"]
 
 
 def test_api_other_methods_are_405_and_head_has_no_body(site: Site) -> None:
@@ -193,7 +194,8 @@ def test_page_shows_query_error_with_400(site: Site) -> None:
 
 def test_healthz(site: Site) -> None:
     body = site.client.get("/healthz").json()
-    assert body == {"status": "ok", "documents": PAGES + 2}
+    assert (body["status"], body["documents"]) == ("ok", PAGES + 2)
+    assert body["workers"]["light"]["alive"] == body["workers"]["light"]["workers"] > 0
 
 
 def test_static_css(site: Site) -> None:
@@ -202,11 +204,11 @@ def test_static_css(site: Site) -> None:
 
 
 def test_no_index_is_503(tmp_path: Path) -> None:
-    client = TestClient(create_app(CrawlDir(tmp_path / "crawl"), load_settings(None)))
-    response = client.get("/api/search", params={"q": COMMON})
-    assert response.status_code == 503 and "no index" in response.json()["error"]
-    assert client.get("/", params={"q": COMMON}).status_code == 503
-    assert client.get("/healthz").status_code == 503
+    with TestClient(create_app(CrawlDir(tmp_path / "crawl"), load_settings(None))) as client:
+        response = client.get("/api/search", params={"q": COMMON})
+        assert response.status_code == 503 and "no index" in response.json()["error"]
+        assert client.get("/", params={"q": COMMON}).status_code == 503
+        assert client.get("/healthz").status_code == 503
 
 
 def test_reindex_is_picked_up_without_restart(site: Site) -> None:
@@ -247,29 +249,6 @@ def test_every_served_query_is_logged(site: Site) -> None:
     assert [(x["query"], x["results"], x["status"]) for x in lines] == [(rare_word(3), 1, 200),
                                                                        ("", None, 400)]
     assert all(x["latency_ms"] >= 0 and x["time"].endswith("+00:00") for x in lines)
-
-
-def test_searches_past_their_deadline_get_503(site: Site, monkeypatch: pytest.MonkeyPatch) -> None:
-    from filbert.search import Searcher
-
-    real = Searcher._proximity
-
-    def slow(self, *args):
-        time.sleep(0.3)
-        return real(self, *args)
-
-    settings = site.settings.with_overrides({"search.deadline.seconds": 0.2})
-    with TestClient(create_app(site.crawl, settings)) as client:
-        assert client.get("/api/search", params={"q": COMMON}).status_code == 200
-        monkeypatch.setattr(Searcher, "_proximity", slow)
-        late = client.get("/api/search", params={"q": COMMON})
-        assert late.status_code == 503 and "longer than 0.2 s" in late.json()["error"]
-        page = client.get("/", params={"q": COMMON})
-        assert page.status_code == 503 and "longer than 0.2 s" in page.text
-        monkeypatch.setattr(Searcher, "_proximity", real)
-        assert client.get("/api/search", params={"q": COMMON}).status_code == 200
-    logged = (site.crawl.path / "logs" / "queries.jsonl").read_text().splitlines()
-    assert [json.loads(line)["status"] for line in logged[-4:]] == [200, 503, 503, 200]
 
 
 def test_search_deadline_is_checked_between_steps(site: Site) -> None:

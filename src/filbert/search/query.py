@@ -18,7 +18,7 @@ import tantivy
 from tantivy import Occur, Query
 
 from filbert.analysis import analyzer, query_language
-from filbert.analysis.analyzers import HAN_RUN, TOKEN, fold
+from filbert.analysis.analyzers import ANALYZED_LANGS, HAN_RUN, LANG_CODE, TOKEN, fold
 from filbert.errors import UserError
 from filbert.index.schema import ALL_FIELD, TEXT_FIELDS
 
@@ -52,7 +52,7 @@ def parse_query(text: str) -> ParsedQuery:
             if operator.lower() == "site":
                 parsed.sites.append(value.lower().strip("."))
             else:
-                parsed.lang = value.lower()
+                parsed.lang = _language_code(value)
             continue
         item = phrase if phrase or not word else word
         if not item.strip():
@@ -64,6 +64,13 @@ def parse_query(text: str) -> ParsedQuery:
         else:
             parsed.words.append(item)
     return parsed
+
+
+def _language_code(value: str) -> str:
+    code = value.lower()
+    if not LANG_CODE.fullmatch(code):
+        raise QueryError(f"lang: takes a language code such as en, ru or zh, not {value[:20]!r}")
+    return code
 
 
 @dataclass
@@ -97,6 +104,10 @@ def analyze_query(parsed: ParsedQuery, index_langs: Collection[str],
     title over English text holds English terms. The query's language, told among all
     languages with pages (present_langs, see query_language), gets the preference."""
     text = " ".join(parsed.words + parsed.phrases)
+    if parsed.lang and parsed.lang not in ANALYZED_LANGS and parsed.lang not in present_langs:
+        known = ", ".join(sorted(present_langs)) or "none yet"
+        raise QueryError(f"lang:{parsed.lang} is not a language filbert analyzes or the index "
+                         f"has pages in ({known})")
     lang = parsed.lang or query_language(text, index_langs, present_langs)
     langs = list(dict.fromkeys([lang, *index_langs] if lang else index_langs)) or ["en"]
     clauses = _clauses(parsed.text, langs)

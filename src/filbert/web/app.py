@@ -1,47 +1,51 @@
-"""The FastAPI application serving the index: `/` (HTML), `/api/search` and `/api/suggest`
+"""The web application serving the index: `/` (HTML), `/api/search` and `/api/suggest`
 (JSON), `/cache` (a page as it was fetched), `/healthz`.
 
-One Searcher per application, opened on the first request that finds an index and
-reopened whenever the index's CURRENT generation changes, so a re-index is picked up
-without a restart. Every query runs under a deadline and is logged to
-CRAWL/logs/queries.jsonl (time, query, results, latency).
+Searches and cached pages are answered by worker processes (workers.py), so the event loop
+keeps answering while they run; they follow new index generations by themselves. Every
+request has a deadline from its arrival to its last byte: a request that cannot be answered
+in time, or finds too many waiting before it, gets a quick 503 with Retry-After. Every
+search is logged to CRAWL/logs/queries.jsonl (truncated, rate-limited, rotated). Errors are
+JSON of one shape, `{"error": "..."}`, on the API, and an HTML page on `/`.
 """
 
 from __future__ import annotations
 
-import os
-import threading
+import asyncio
+import re
 import time
-from dataclasses import asdict
-from datetime import datetime, timezone
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from urllib.parse import urlencode
 
 import jinja2
 import orjson
-import uvicorn
+import tantivy
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from starlette.datastructures import QueryParams
+from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from filbert.config import Settings
-from filbert.search.searcher import (
-    MAX_RESULTS,
-    QueryError,
-    Searcher,
-    SearchResults,
-    SearchTimeout,
-)
+from filbert.index.schema import open_shards
+from filbert.search.searcher import MAX_RESULTS
 from filbert.storage import CURRENT, CrawlDir
 from filbert.suggest import SuggestError
 from filbert.suggest.builder import SuggesterHolder
+from filbert.suggest.builder import QUERY_LOG
+from filbert.suggest.querylog import QueryLog
+from filbert.web.workers import Overloaded, Reply, WorkerFailed, WorkerPool
 
 HERE = Path(__file__).parent
 PAGE_SIZE = 10
 MAX_OFFSET = 10_000  # deeper pages cost memory in the collector and nobody reads them
+SEND_GRACE = 0.5     # seconds past the deadline a started response may take to be sent
+HEALTH_TTL = 5.0     # seconds an index health check is trusted
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; style-src 'self'; img-src 'self'; "
                                "script-src 'self'; connect-src 'self'; "
@@ -52,6 +56,14 @@ SECURITY_HEADERS = {
 TRUE, FALSE = frozenset({"1", "true", "yes", "on"}), frozenset({"0", "false", "no", "off"})
 RAW_SECURITY_HEADERS = [(name.lower().encode(), value.encode())
                         for name, value in SECURITY_HEADERS.items()]
+# A media type and its parameters as RFC 9110 allows them: anything else from a crawled
+# server (control characters, stray quotes) is not sent on.
+TOKEN = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
+MEDIA_TYPE = re.compile(rf"({TOKEN}/{TOKEN})((?:[ \t]*;[ \t]*{TOKEN}=(?:{TOKEN}|\"[ !#-\[\]-~]*\"))*)")
+
+
+class ParamError(ValueError):
+    """A request parameter that is not what it may be."""
 
 
 class SecurityHeaders:
@@ -77,167 +89,199 @@ class SecurityHeaders:
         await self.app(scope, receive, send_with_headers)
 
 
-class SearcherHolder:
-    """The application's single Searcher, kept on the index generation that is current."""
+class Deadline:
+    """ASGI middleware giving every request its deadline, `scope["deadline"]`
+    (time.monotonic(), from its arrival). A request not answered by then gets a 503; one
+    whose response is not sent SEND_GRACE seconds later is cut off."""
 
-    def __init__(self, crawl: CrawlDir, settings: Settings):
-        self.crawl = crawl
-        self.settings = settings
-        self._searcher: Searcher | None = None
-        self._seen: tuple[int, int] | None = None  # the CURRENT pointer the searcher is on
-        self._lock = threading.Lock()
-
-    def get(self) -> Searcher:
-        """The searcher on the current index; FileNotFoundError if there is no index."""
-        searcher = self._searcher
-        if searcher is not None and self._seen == self._pointer():
-            return searcher  # publishing replaces the pointer file: a stat tells (4 µs, not 18)
-        with self._lock:
-            seen = self._pointer()
-            if self._searcher is None:
-                self._searcher = Searcher(self.crawl, self.settings)
-            elif self._searcher.generation != self.crawl.index.current():
-                self._searcher.reopen()
-            self._seen = seen
-            return self._searcher
-
-    def _pointer(self) -> tuple[int, int] | None:
-        try:
-            stat = os.stat(self.crawl.index.path / CURRENT)
-        except FileNotFoundError:
-            return None
-        return stat.st_ino, stat.st_mtime_ns
-
-
-class Unavailable(RuntimeError):
-    """The search cannot be answered now: no index, or past its deadline."""
-
-
-class QueryLog:
-    """Appends one JSON line per served query (for autocomplete and analysis)."""
-
-    def __init__(self, path: Path):
-        self.path = path
-
-    def write(self, query: str, results: int | None, seconds: float, status: int) -> None:
-        line = orjson.dumps({"time": datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
-                             "query": query, "results": results,
-                             "latency_ms": round(seconds * 1000, 2), "status": status})
-        try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        except FileNotFoundError:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, line + b"\n")  # one append: lines of threads never mix
-        finally:
-            os.close(fd)
-
-
-class SearchService:
-    """Searches for the web app, on the event loop, one at a time: tantivy-py holds the GIL
-    while it searches, so a thread pool bought no parallelism, and its two hand-offs between
-    threads cost 0.3 ms a query at 1M pages (a tenth of it). Each search has a deadline,
-    checked between its steps; every one is logged."""
-
-    def __init__(self, holder: SearcherHolder, settings: Settings, log: QueryLog):
-        self.holder = holder
-        self.deadline = settings["search.deadline.seconds"]
-        self.log = log
-
-    def search(self, query: str, *args) -> SearchResults:
-        start = time.perf_counter()
-        status, total = 200, None
-        try:
-            results = self._run(query, *args, time.monotonic() + self.deadline)
-            total = results.total
-            return results
-        except QueryError:
-            status = 400
-            raise
-        except Unavailable:
-            status = 503
-            raise
-        finally:
-            self.log.write(query, total, time.perf_counter() - start, status)
-
-    def _run(self, query: str, n: int, offset: int, ranking: str, explain: bool,
-             deadline: float) -> SearchResults:
-        try:
-            return self.holder.get().search(query, n, offset, ranking, explain, deadline)
-        except SearchTimeout:
-            raise Unavailable(f"the search took longer than {self.deadline:g} s") from None
-        except FileNotFoundError as exc:
-            raise Unavailable(str(exc)) from None
-
-
-class SearchAPI:
-    """GET /api/search?q=&n=&offset=&ranking=&explain= as plain ASGI in front of the FastAPI
-    application, which serves every other path: FastAPI's middleware stack, router and
-    response classes cost ~0.1 ms a request, a twentieth of a search at 1M pages. JSON by
-    orjson (several times faster than the standard library's), SECURITY_HEADERS included."""
-
-    PATH = "/api/search"
-    METHODS = frozenset({"GET", "HEAD"})
-
-    def __init__(self, app: ASGIApp, service: SearchService):
+    def __init__(self, app: ASGIApp, seconds: float):
         self.app = app
-        self.service = service
+        self.seconds = seconds
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] != self.PATH:
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = [(b"content-type", b"application/json"), *RAW_SECURITY_HEADERS]
-        if scope["method"] in self.METHODS:
-            status, content = self.answer(QueryParams(scope["query_string"]))
-        else:
-            status, content = 405, {"error": f"method {scope['method']} not allowed"}
-            headers.append((b"allow", ", ".join(sorted(self.METHODS)).encode()))
-        body = orjson.dumps(content)
-        headers.append((b"content-length", str(len(body)).encode()))
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body",
-                    "body": b"" if scope["method"] == "HEAD" else body})
+        scope["deadline"] = deadline = time.monotonic() + self.seconds
+        started = False
 
-    def answer(self, params: QueryParams) -> tuple[int, dict]:
-        """The status and the JSON content for the query parameters."""
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
         try:
-            n, offset = int_param(params, "n", PAGE_SIZE), int_param(params, "offset", 0)
-            explain = bool_param(params, "explain")
-        except ValueError as exc:
-            return 422, {"error": str(exc)}
-        try:
-            results = self.service.search(params.get("q", ""), clamp(n, 1, MAX_RESULTS),
-                                          clamp(offset, 0, MAX_OFFSET),
-                                          params.get("ranking", "bm25"), explain)
-        except QueryError as exc:
-            return 400, {"error": str(exc)}
-        except Unavailable as exc:
-            return 503, {"error": str(exc)}
-        return 200, results.to_dict()
+            async with asyncio.timeout(deadline + SEND_GRACE - time.monotonic()):
+                await self.app(scope, receive, tracking_send)
+        except TimeoutError:
+            if not started:
+                await send_json(send, 503, {"error": "the request took longer than its deadline"},
+                                retry=True)
 
 
-def clamp(value: int, low: int, high: int) -> int:
-    return max(low, min(value, high))
+async def send_json(send: Send, status: int, content: dict | bytes, head: bool = False,
+                    retry: bool = False, extra: list[tuple[bytes, bytes]] = ()) -> None:
+    """A JSON response as plain ASGI (FastAPI's response classes cost ~0.1 ms a request)."""
+    body = content if isinstance(content, bytes) else orjson.dumps(content)
+    headers = [(b"content-type", b"application/json"), *RAW_SECURITY_HEADERS, *extra,
+               (b"content-length", str(len(body)).encode())]
+    if retry:
+        headers.append((b"retry-after", b"1"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": b"" if head else body})
 
 
-def int_param(params: QueryParams, name: str, default: int) -> int:
+@dataclass(frozen=True)
+class SearchParams:
+    query: str
+    n: int = PAGE_SIZE
+    offset: int = 0
+    ranking: str = "bm25"
+    explain: bool = False
+
+    @property
+    def heavy(self) -> bool:
+        """Whether the search goes to the heavy lane: more work than a page of results."""
+        return (self.explain or self.ranking != "bm25" or self.n > 2 * PAGE_SIZE
+                or self.offset + self.n > MAX_RESULTS)
+
+
+def search_params(params: QueryParams, explain_max: int) -> SearchParams:
+    """The search parameters of a request; ParamError names what is wrong."""
+    explain = bool_param(params, "explain")
+    n = int_param(params, "n", PAGE_SIZE, 0, explain_max if explain else MAX_RESULTS)
+    offset = int_param(params, "offset", 0, 0, MAX_OFFSET)
+    return SearchParams(params.get("q", ""), n, offset, params.get("ranking", "bm25"), explain)
+
+
+def int_param(params: QueryParams, name: str, default: int, low: int, high: int) -> int:
     value = params.get(name)
     if value is None:
         return default
     try:
-        return int(value)
+        number = int(value)
     except ValueError:
-        raise ValueError(f"{name} must be an integer, not {value!r}") from None
+        raise ParamError(f"{name} must be an integer, not {value[:20]!r}") from None
+    if not low <= number <= high:
+        raise ParamError(f"{name} must be between {low} and {high}, not {number}")
+    return number
 
 
 def bool_param(params: QueryParams, name: str) -> bool:
     """Absent is false; true/false, 1/0, yes/no, on/off as FastAPI reads them."""
     value = params.get(name, "false").lower()
     if value not in TRUE | FALSE:
-        raise ValueError(f"{name} must be true or false, not {value!r}")
+        raise ParamError(f"{name} must be true or false, not {value[:20]!r}")
     return value in TRUE
+
+
+def safe_media_type(value: str) -> str:
+    """A crawled page's Content-Type as it may be sent again: its type and the well-formed
+    parameters before anything that is not, or application/octet-stream."""
+    match = MEDIA_TYPE.match(value.strip())
+    return match.group(1) + match.group(2) if match else "application/octet-stream"
+
+
+class SearchService:
+    """Searches through the worker pool, each logged."""
+
+    def __init__(self, pool: WorkerPool, log: QueryLog):
+        self.pool = pool
+        self.log = log
+
+    async def search(self, params: SearchParams, client: str, deadline: float) -> Reply:
+        start = time.perf_counter()
+        request = {"kind": "search", "q": params.query, "n": params.n, "offset": params.offset,
+                   "ranking": params.ranking, "explain": params.explain}
+        reply = await call_pool(self.pool, request, params.heavy, deadline)
+        self.log.write(params.query, reply.head.get("total"), time.perf_counter() - start,
+                       reply.status, client, reply.head.get("matched_all"))
+        return reply
+
+
+async def call_pool(pool: WorkerPool, request: dict, heavy: bool, deadline: float) -> Reply:
+    """The workers' reply, or the reply that says why there is none."""
+    try:
+        return await pool.call(request, heavy, deadline)
+    except Overloaded as exc:
+        return Reply(503, {"error": f"the server is busy: {exc}; try again", "retry": True}, b"")
+    except WorkerFailed:
+        return Reply(500, {"error": "the search failed: its worker stopped (restarted)"}, b"")
+
+
+class SearchAPI:
+    """GET /api/search?q=&n=&offset=&ranking=&explain= as plain ASGI in front of the FastAPI
+    application, which serves every other path: FastAPI's middleware stack, router and
+    response classes cost ~0.1 ms a request. The workers' JSON is sent as it comes."""
+
+    PATH = "/api/search"
+    METHODS = frozenset({"GET", "HEAD"})
+
+    def __init__(self, app: ASGIApp, service: SearchService, explain_max: int):
+        self.app = app
+        self.service = service
+        self.explain_max = explain_max
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] != self.PATH:
+            await self.app(scope, receive, send)
+            return
+        head = scope["method"] == "HEAD"
+        if scope["method"] not in self.METHODS:
+            allow = ", ".join(sorted(self.METHODS)).encode()
+            await send_json(send, 405, {"error": f"method {scope['method']} not allowed"},
+                            extra=[(b"allow", allow)])
+            return
+        try:
+            params = search_params(QueryParams(scope["query_string"]), self.explain_max)
+        except ParamError as exc:
+            await send_json(send, 400, {"error": str(exc)}, head)
+            return
+        client = (scope.get("client") or ("",))[0]
+        reply = await self.service.search(params, client, scope["deadline"])
+        if reply.status == 200:
+            await send_json(send, 200, reply.body, head)
+        else:
+            await send_json(send, reply.status, {"error": reply.error}, head,
+                            retry=bool(reply.head.get("retry")))
+
+
+class Health:
+    """Whether the index can answer, checked at most every HEALTH_TTL seconds (and when a
+    new generation is published)."""
+
+    def __init__(self, crawl: CrawlDir):
+        self.crawl = crawl
+        self._checked: tuple[float, tuple[int, int] | None, str | None] | None = None
+
+    def problem(self) -> str | None:
+        pointer = self._pointer()
+        now = time.monotonic()
+        if self._checked is None or self._checked[1] != pointer or now > self._checked[0]:
+            self._checked = (now + HEALTH_TTL, pointer, check_index(self.crawl))
+        return self._checked[2]
+
+    def _pointer(self) -> tuple[int, int] | None:
+        try:
+            stat = (self.crawl.index.path / CURRENT).stat()
+        except FileNotFoundError:
+            return None
+        return stat.st_ino, stat.st_mtime_ns
+
+
+def check_index(crawl: CrawlDir) -> str | None:
+    """TEMPORARY until the shared check lands."""
+    current = crawl.index.current()
+    if current is None:
+        return "no index"
+    try:
+        for index in open_shards(current):
+            searcher = index.searcher()
+            for _, address in searcher.search(tantivy.Query.all_query(), limit=1).hits:
+                searcher.doc(address)
+    except Exception as exc:  # noqa: BLE001
+        return f"the index is damaged ({exc}): run `filbert index`"
+    return None
 
 
 def is_web_url(url: str) -> bool:
@@ -257,75 +301,113 @@ def page_link(query: str, offset: int) -> str:
     return "?" + urlencode({"q": query, "offset": offset} if offset else {"q": query})
 
 
-def pager(results: SearchResults) -> dict[str, str | None]:
+def pager(results: dict) -> dict[str, str | None]:
     """Relative links to the previous and next result pages (None where there is none)."""
-    start, end = results.offset, results.offset + len(results.hits)
-    prev = page_link(results.query, max(start - PAGE_SIZE, 0)) if start > 0 else None
-    more = end < results.total and end < MAX_OFFSET
-    return {"prev": prev, "next": page_link(results.query, end) if more else None}
+    start, end = results["offset"], results["offset"] + len(results["hits"])
+    prev = page_link(results["query"], max(start - PAGE_SIZE, 0)) if start > 0 else None
+    more = end < results["total"] and end < MAX_OFFSET
+    return {"prev": prev, "next": page_link(results["query"], end) if more else None}
+
+
+def error_json(status: int, message: str, retry: bool = False) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status,
+                        headers={"Retry-After": "1"} if retry else None)
 
 
 def create_app(crawl: CrawlDir, settings: Settings) -> ASGIApp:
-    app = FastAPI(title="filbert", docs_url=None, redoc_url=None)
-    holder = SearcherHolder(crawl, settings)
-    service = SearchService(holder, settings, QueryLog(crawl.path / "logs" / "queries.jsonl"))
+    pool = WorkerPool(crawl, settings)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        await pool.start()
+        yield
+        pool.close()
+
+    app = FastAPI(title="filbert", docs_url=None, redoc_url=None, lifespan=lifespan)
+    service = SearchService(pool, QueryLog(crawl.path / QUERY_LOG, settings))
     suggestions = SuggesterHolder(crawl, settings)
+    health = Health(crawl)
     templates = make_templates()
+    explain_max = settings["search.explain.max.results"]
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     app.add_middleware(SecurityHeaders)
 
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
+        return JSONResponse({"error": exc.detail}, status_code=exc.status_code,
+                            headers=exc.headers)
+
     @app.get("/api/suggest")
-    def api_suggest(q: str = "", n: int = settings["suggest.count"]) -> JSONResponse:
-        if len(q) > settings["search.max.query.length"]:
-            return JSONResponse({"error": "the prefix is too long"}, status_code=400)
+    async def api_suggest(request: Request) -> JSONResponse:
+        q = request.query_params.get("q", "")
         try:
-            found = suggestions.get().suggest(q, clamp(n, 1, settings["suggest.max.count"]))
+            n = int_param(request.query_params, "n", settings["suggest.count"], 1,
+                          settings["suggest.max.count"])
+        except ParamError as exc:
+            return error_json(400, str(exc))
+        if len(q) > settings["search.max.query.length"]:
+            return error_json(400, f"the prefix is longer than "
+                                   f"{settings['search.max.query.length']} characters")
+        try:
+            found = suggestions.get().suggest(q, n)
         except SuggestError as exc:
-            return JSONResponse({"error": str(exc)}, status_code=503)
+            return error_json(503, str(exc))
         return JSONResponse({"query": q, "suggestions": [asdict(s) for s in found]})
 
     @app.get("/cache")
-    def cache(url: str = "") -> Response:
-        try:
-            page = holder.get().cached(url)
-        except FileNotFoundError as exc:
-            return JSONResponse({"error": str(exc)}, status_code=503)
-        if page is None:
-            return JSONResponse({"error": f"{url!r} is not in the index"}, status_code=404)
+    async def cache(request: Request) -> Response:
+        url = request.query_params.get("url", "")
+        reply = await call_pool(pool, {"kind": "cache", "url": url}, False,
+                                request.scope["deadline"])
+        if reply.status != 200:
+            return error_json(reply.status, reply.error or "", bool(reply.head.get("retry")))
         # the copy runs in a sandbox: no scripts, no requests to the page's site, its own origin
-        return Response(page.content, media_type=page.content_type, headers={
-            "Content-Security-Policy": "sandbox; default-src 'none'; style-src 'unsafe-inline'",
-            "X-Robots-Tag": "noindex", "X-Filbert-Segment": page.segment})
+        return Response(reply.body, media_type=safe_media_type(reply.head["content_type"]),
+                        headers={"Content-Security-Policy": "sandbox; default-src 'none'; "
+                                                            "style-src 'unsafe-inline'",
+                                 "X-Robots-Tag": "noindex",
+                                 "X-Filbert-Segment": reply.head["segment"]})
 
     @app.get("/", response_class=HTMLResponse)
-    async def search_page(request: Request, q: str = "", offset: int = 0) -> HTMLResponse:
+    async def search_page(request: Request) -> HTMLResponse:
+        q = request.query_params.get("q", "")
         context: dict = {"query": q, "results": None, "error": None, "seconds": 0.0, "pager": None}
         status = 200
+        try:
+            offset = int_param(request.query_params, "offset", 0, 0, MAX_OFFSET)
+        except ParamError as exc:
+            context["error"], status, q = str(exc), 400, ""
         if q.strip():
             start = time.perf_counter()
-            try:
-                results = service.search(q, PAGE_SIZE, clamp(offset, 0, MAX_OFFSET), "bm25",
-                                         False)
+            client = request.client.host if request.client else ""
+            reply = await service.search(SearchParams(q, PAGE_SIZE, offset), client,
+                                         request.scope["deadline"])
+            if reply.status == 200:
+                results = orjson.loads(reply.body)
                 context.update(results=results, pager=pager(results))
-            except QueryError as exc:
-                context["error"], status = str(exc), 400
-            except Unavailable as exc:
-                context["error"], status = str(exc), 503
+            else:
+                context["error"], status = reply.error, reply.status
             context["seconds"] = time.perf_counter() - start
         return templates.TemplateResponse(request, "search.html", context, status_code=status)
 
     @app.get("/healthz")
-    def healthz() -> JSONResponse:
-        if crawl.index.current() is None:
-            return JSONResponse({"status": "no index", "documents": 0}, status_code=503)
-        return JSONResponse({"status": "ok", "documents": crawl.index.meta().get("documents", 0)})
+    async def healthz() -> JSONResponse:
+        problem = health.problem()
+        workers = pool.stats()
+        if problem is None and not workers["light"]["alive"]:
+            problem = "no search worker is running"
+        content = {"status": problem or "ok", "workers": workers,
+                   "query_log_dropped": service.log.dropped}
+        if problem is None:
+            content["documents"] = crawl.index.meta().get("documents", 0)
+        return JSONResponse(content, status_code=503 if problem else 200)
 
-    return SearchAPI(app, service)
+    return Deadline(SearchAPI(app, service, explain_max), settings["search.deadline.seconds"])
 
 
 def run_server(crawl: CrawlDir, settings: Settings, host: str = "127.0.0.1",
                port: int = 8000) -> None:
-    """Serve until interrupted; logs only warnings (the caller announces the address), so no
-    access log (its arguments would be formatted for every request all the same)."""
-    uvicorn.run(create_app(crawl, settings), host=host, port=port, log_level="warning",
-                access_log=False)
+    """Serve until interrupted (web/server.py: uvicorn with connection guards)."""
+    from filbert.web.server import serve
+
+    serve(create_app(crawl, settings), settings, host, port)

@@ -1,0 +1,342 @@
+"""Searches in worker processes, so that the server's event loop keeps answering while they run.
+
+tantivy-py holds the GIL while it searches, so a search in the server's own process (or in a
+thread of it) stops every other request, `/healthz` included, until it ends. Here each
+search runs in a worker process that has the index open; the event loop sends it the
+request over a pipe and goes on serving until the reply is readable.
+
+Workers are in two lanes: light searches (a page of results) and heavy ones (explain, HITS,
+many or deep results), which have their own workers, at a lower CPU priority, so that they
+never hold up the light ones. Each lane has a bounded queue: past it, or past a request's
+deadline, the request is refused at once (`Overloaded`, a 503 with Retry-After) instead of
+waiting. A worker that misses a deadline is left to finish, then used again; one still busy
+long after is killed and replaced, as is one that dies.
+
+The protocol: a request is one JSON object; a reply is a JSON header line (status, total,
+whether all words matched, an error, or a cached page's content type and segment) and the
+body bytes (the search results as JSON, or a cached page's content), one pipe message each.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from filbert.config import Settings
+from filbert.errors import UserError
+from filbert.storage import CURRENT, CrawlDir
+
+HEAVY_NICE = 10    # the heavy lane's CPU priority, below the light lane's (0)
+KILL_AFTER = 5.0   # a worker still busy this many deadlines after its request's is replaced
+RESPAWN_DELAY = 1.0  # seconds between attempts to start a worker that fails to start
+
+
+class Overloaded(RuntimeError):
+    """No worker can take the request before its deadline: answer 503 with Retry-After."""
+
+
+class WorkerFailed(RuntimeError):
+    """The worker stopped (a crash) while it had the request."""
+
+
+@dataclass
+class Reply:
+    status: int
+    head: dict[str, Any]   # total, matched_all, error, content_type, segment
+    body: bytes
+
+    @property
+    def error(self) -> str | None:
+        return self.head.get("error")
+
+
+# --- the worker process --------------------------------------------------------------
+
+class SearcherHolder:
+    """A worker's Searcher, kept on the index generation that is current."""
+
+    def __init__(self, crawl: CrawlDir, settings: Settings):
+        self.crawl = crawl
+        self.settings = settings
+        self._searcher = None
+        self._seen: tuple[int, int] | None = None  # the CURRENT pointer the searcher is on
+
+    def get(self):
+        """The searcher on the current index; FileNotFoundError if there is no index."""
+        from filbert.search.searcher import Searcher
+
+        pointer = self._pointer()
+        if self._searcher is not None and self._seen == pointer:
+            return self._searcher  # publishing replaces the pointer file: a stat tells
+        if self._searcher is None:
+            self._searcher = Searcher(self.crawl, self.settings)
+        elif self._searcher.generation != self.crawl.index.current():
+            self._searcher.reopen()
+        self._seen = pointer
+        return self._searcher
+
+    def _pointer(self) -> tuple[int, int] | None:
+        try:
+            stat = os.stat(self.crawl.index.path / CURRENT)
+        except FileNotFoundError:
+            return None
+        return stat.st_ino, stat.st_mtime_ns
+
+
+def _worker_main(conn: Connection, crawl_path: str, values: dict[str, Any], nice: int) -> None:
+    """A worker: answers requests from the pipe until it closes."""
+    from filbert.analysis.analyzers import set_cache_limit
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the server, which stops us
+    if nice:
+        os.nice(nice)
+    settings = Settings(values)
+    set_cache_limit(settings["server.cache.words"])
+    holder = SearcherHolder(CrawlDir(Path(crawl_path)), settings)
+    try:
+        holder.get()  # open the index now, not on the first query
+    except Exception:  # noqa: BLE001 - no index yet, or a damaged one: each request tells
+        pass
+    conn.send_bytes(b"ready")
+    while True:
+        try:
+            request = orjson.loads(conn.recv_bytes())
+            conn.send_bytes(_answer(holder, request))
+        except (EOFError, OSError):  # the server closed the pipe: it stops, or replaced us
+            return
+
+
+def _answer(holder: SearcherHolder, request: dict[str, Any]) -> bytes:
+    from filbert.search.searcher import QueryError, SearchTimeout
+
+    head: dict[str, Any] = {"status": 200}
+    body = b""
+    try:
+        if request["kind"] == "search":
+            results = holder.get().search(request["q"], request["n"], request["offset"],
+                                          request["ranking"], request["explain"],
+                                          request["deadline"])
+            head.update(total=results.total, matched_all=results.matched_all)
+            body = orjson.dumps(results.to_dict())
+        else:
+            page = holder.get().cached(request["url"])
+            if page is None:
+                head.update(status=404, error="the URL is not in the index")
+            else:
+                head.update(content_type=page.content_type, segment=page.segment)
+                body = page.content
+    except QueryError as exc:
+        head.update(status=400, error=str(exc))
+    except SearchTimeout:
+        head.update(status=503, error="the search took longer than its deadline")
+    except FileNotFoundError:
+        head.update(status=503, error="there is no index yet: run `filbert index`")
+    except UserError as exc:  # e.g. a damaged file: its message names it, crawl-relative
+        head.update(status=503, error=str(exc))
+    except Exception:  # noqa: BLE001 - one request's bug must not stop the worker
+        traceback.print_exc(file=sys.stderr)
+        head.update(status=500, error="internal error (see the server's log)")
+    return orjson.dumps(head) + b"\n" + body
+
+
+# --- the server's side ---------------------------------------------------------------
+
+class Worker:
+    """One worker process and the server's end of its pipe."""
+
+    def __init__(self, spawn: Callable[[Connection], multiprocessing.Process]):
+        ours, theirs = multiprocessing.Pipe()
+        self.process = spawn(theirs)
+        theirs.close()
+        self.conn = ours
+
+    async def receive(self) -> bytes:
+        """The next message from the worker (WorkerFailed if it stopped)."""
+        loop = asyncio.get_running_loop()
+        readable = loop.create_future()
+        fd = self.conn.fileno()
+        loop.add_reader(fd, lambda: readable.done() or readable.set_result(None))
+        try:
+            await readable
+        finally:
+            loop.remove_reader(fd)
+        try:
+            return self.conn.recv_bytes()  # the whole message: the worker is writing it
+        except (EOFError, OSError):
+            raise WorkerFailed("the search worker stopped") from None
+
+    def stop(self) -> None:
+        self.conn.close()
+        self.process.join(timeout=2)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join()
+
+
+class Lane:
+    """Workers of one kind and the requests waiting for them, oldest first."""
+
+    def __init__(self, name: str, size: int, queue_max: int,
+                 spawn: Callable[[Connection], multiprocessing.Process]):
+        self.name = name
+        self.size = size
+        self.queue_max = queue_max
+        self.spawn = spawn
+        self.workers: list[Worker] = []
+        self.idle: deque[Worker] = deque()
+        self.waiting: deque[asyncio.Future[Worker]] = deque()
+
+    async def start(self) -> None:
+        self.workers = [Worker(self.spawn) for _ in range(self.size)]
+        for worker in self.workers:
+            await self._ready(worker)
+
+    async def _ready(self, worker: Worker) -> None:
+        try:
+            await worker.receive()  # "ready"
+        except WorkerFailed:  # it could not start: try again, at most once a RESPAWN_DELAY
+            await asyncio.sleep(RESPAWN_DELAY)
+            self.replace(worker)
+            return
+        self.release(worker)
+
+    async def acquire(self, deadline: float) -> Worker:
+        if self.idle:
+            return self.idle.popleft()
+        if len(self.waiting) >= self.queue_max:
+            raise Overloaded(f"too many {self.name} searches waiting")
+        future: asyncio.Future[Worker] = asyncio.get_running_loop().create_future()
+        self.waiting.append(future)
+        try:
+            async with asyncio.timeout(deadline - time.monotonic()):
+                return await future
+        except BaseException as exc:
+            if future.done() and not future.cancelled():
+                self.release(future.result())  # handed over just as the wait ended
+            if isinstance(exc, TimeoutError):
+                raise Overloaded(f"no {self.name} search worker was free in time") from None
+            raise
+        finally:
+            if future in self.waiting:
+                self.waiting.remove(future)
+
+    def release(self, worker: Worker) -> None:
+        while self.waiting:
+            future = self.waiting.popleft()
+            if not future.done():
+                future.set_result(worker)
+                return
+        self.idle.append(worker)
+
+    def replace(self, worker: Worker) -> None:
+        """A new process for a worker that stopped or hangs; it is released when ready."""
+        if worker in self.workers:
+            self.workers.remove(worker)
+        if worker in self.idle:
+            self.idle.remove(worker)
+        threading.Thread(target=worker.stop, daemon=True).start()  # reaping may take a while
+        fresh = Worker(self.spawn)
+        self.workers.append(fresh)
+        asyncio.get_running_loop().create_task(self._ready(fresh))
+
+    def close(self) -> None:
+        for worker in self.workers:
+            worker.stop()
+        self.workers, self.idle = [], deque()
+
+    def stats(self) -> dict[str, int]:
+        alive = sum(worker.process.is_alive() for worker in self.workers)
+        return {"workers": self.size, "alive": alive, "idle": len(self.idle),
+                "waiting": len(self.waiting)}
+
+
+class WorkerPool:
+    """The light and the heavy lane, started with the server (or on the first request)."""
+
+    def __init__(self, crawl: CrawlDir, settings: Settings):
+        context = multiprocessing.get_context("spawn")  # never fork a running event loop
+        light = settings["server.search.workers"] or os.cpu_count() or 1
+
+        def spawner(nice: int) -> Callable[[Connection], multiprocessing.Process]:
+            def spawn(conn: Connection) -> multiprocessing.Process:
+                process = context.Process(target=_worker_main, daemon=True,
+                                          args=(conn, str(crawl.path), dict(settings), nice),
+                                          name="filbert-search")
+                process.start()
+                return process
+            return spawn
+
+        self.light = Lane("light", light, settings["server.queue.max"], spawner(0))
+        self.heavy = Lane("heavy", settings["server.heavy.workers"],
+                          settings["server.heavy.queue.max"], spawner(HEAVY_NICE))
+        self.deadline = settings["search.deadline.seconds"]
+        self._started: asyncio.Future[None] | None = None
+
+    async def start(self) -> None:
+        """Starts the workers and waits until they have the index open (once)."""
+        if self._started is None:
+            self._started = asyncio.get_running_loop().create_future()
+            await asyncio.gather(self.light.start(), self.heavy.start())
+            self._started.set_result(None)
+        await self._started
+
+    async def call(self, request: dict[str, Any], heavy: bool, deadline: float) -> Reply:
+        """The worker's reply to `request`; Overloaded when no worker takes it in time."""
+        await self.start()
+        lane = self.heavy if heavy else self.light
+        worker = await lane.acquire(deadline)
+        try:
+            worker.conn.send_bytes(orjson.dumps({**request, "deadline": deadline}))
+        except OSError:  # it died while idle
+            lane.replace(worker)
+            raise WorkerFailed("the search worker stopped") from None
+        receiving = asyncio.ensure_future(worker.receive())
+        try:
+            async with asyncio.timeout(deadline - time.monotonic()):
+                message = await asyncio.shield(receiving)
+        except WorkerFailed:
+            lane.replace(worker)
+            raise
+        except BaseException as exc:  # the deadline, or the request was cancelled
+            asyncio.get_running_loop().create_task(self._recover(lane, worker, receiving))
+            if isinstance(exc, TimeoutError):
+                raise Overloaded("the search took longer than its deadline") from None
+            raise
+        lane.release(worker)
+        head, _, body = message.partition(b"\n")
+        parsed = orjson.loads(head)
+        return Reply(parsed.pop("status"), parsed, body)
+
+    async def _recover(self, lane: Lane, worker: Worker, receiving: asyncio.Future[bytes]) -> None:
+        """Waits for a late reply (discarded) and releases the worker; replaces it when it
+        is still busy KILL_AFTER deadlines later."""
+        try:
+            async with asyncio.timeout(KILL_AFTER * self.deadline):
+                await receiving
+        except (TimeoutError, WorkerFailed):
+            receiving.cancel()
+            lane.replace(worker)
+            return
+        lane.release(worker)
+
+    def close(self) -> None:
+        self.light.close()
+        self.heavy.close()
+        self._started = None
+
+    def stats(self) -> dict[str, dict[str, int]]:
+        return {"light": self.light.stats(), "heavy": self.heavy.stats()}

@@ -1,0 +1,343 @@
+"""The server against hostile clients, heavy queries and overload (a real index of a small
+generated site; searches run in real worker processes)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import socketserver
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import orjson
+import pytest
+from fastapi.testclient import TestClient
+from sites import SiteServer, html, link_graph, rare_word
+
+from filbert.analysis.analyzers import _Memo, analyzer, set_cache_limit
+from filbert.config import Settings, load_settings
+from filbert.fetch import fetch_segment
+from filbert.generate import generate
+from filbert.index import build_index
+from filbert.inject import inject
+from filbert.links.linkdb import invertlinks
+from filbert.links.pagerank import compute_pagerank
+from filbert.parse.segment import parse_segment
+from filbert.search.query import QueryError, analyze_query, parse_query
+from filbert.storage import CrawlDir
+from filbert.updatedb import updatedb
+from filbert.web import create_app
+from filbert.web.app import safe_media_type
+from filbert.web.workers import WorkerPool
+
+WORD = "river"
+EVIL_TYPE_PATH = "/evil-type.html"
+HEAVY = {"q": WORD, "explain": "true", "ranking": "hits", "n": 20}
+
+
+@dataclass
+class Crawl:
+    crawl: CrawlDir
+    settings: Settings
+    server: SiteServer
+    raw_url: str
+
+
+class RawHandler(socketserver.StreamRequestHandler):
+    """Answers every request with a page whose Content-Type has a control character (which
+    aiohttp, behind SiteServer, refuses to send)."""
+
+    def handle(self) -> None:
+        while self.rfile.readline() not in (b"\r\n", b""):
+            pass
+        body = html("Odd type", "<p>zqoddtypex</p>").encode()
+        self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\x01evil\r\n"
+                         b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body))
+
+
+@pytest.fixture(scope="module")
+def raw_server() -> Iterator[str]:
+    with socketserver.ThreadingTCPServer(("127.0.0.1", 0), RawHandler) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+        server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def crawled(tmp_path_factory: pytest.TempPathFactory, raw_server: str) -> Iterator[Crawl]:
+    pages = link_graph(12, 3)
+    settings = load_settings(None, ["fetcher.server.delay=0", "executor.kind=sequential"])
+    crawl = CrawlDir(tmp_path_factory.mktemp("server") / "crawl")
+    with SiteServer(pages) as server:
+        inject(crawl, [server.url("/"), raw_server + EVIL_TYPE_PATH], settings)
+        for _ in range(2):
+            name = generate(crawl, settings).segment
+            fetch_segment(crawl, name, settings)
+            parse_segment(crawl, name, settings)
+            updatedb(crawl, settings)
+        invertlinks(crawl, settings)
+        compute_pagerank(crawl, settings)
+        build_index(crawl, settings)
+        yield Crawl(crawl, settings, server, raw_server)
+
+
+def app_with(crawled: Crawl, **overrides: object):
+    settings = crawled.settings.with_overrides(
+        {"server.search.workers": 1, **{k.replace("_", "."): v for k, v in overrides.items()}})
+    return create_app(crawled.crawl, settings)
+
+
+def pool_of(client: TestClient) -> WorkerPool:
+    return client.app.app.service.pool
+
+
+def stopped(worker_pid: int):
+    """A context in which the process is stopped (SIGSTOP), as a hung search would be."""
+    class Stopped:
+        def __enter__(self) -> None:
+            os.kill(worker_pid, signal.SIGSTOP)
+
+        def __exit__(self, *exc: object) -> None:
+            os.kill(worker_pid, signal.SIGCONT)
+    return Stopped()
+
+
+# --- item 1: lang: never reaches the filesystem, caches are bounded ----------------------
+
+def test_lang_operator_cannot_name_a_file(crawled: Crawl, tmp_path: Path) -> None:
+    (tmp_path / "x.txt").write_text("river\n")
+    traversal = f"lang:../../../../{tmp_path}/x {WORD}"
+    with pytest.raises(QueryError, match="lang: takes a language code"):
+        parse_query(traversal)
+    with TestClient(app_with(crawled)) as client:
+        for query in (traversal, "lang:" + "q" * 400 + f" {WORD}", f"lang:xq {WORD}"):
+            response = client.get("/api/search", params={"q": query})
+            assert response.status_code == 400, response.text
+            assert "lang:" in response.json()["error"]
+        assert client.get("/api/search", params={"q": f"lang:en {WORD}"}).status_code == 200
+
+
+def test_unknown_languages_are_not_cached(crawled: Crawl) -> None:
+    before = analyzer.cache_info().currsize
+    for code in ("qq", "qqq", "zz", "xyz"):
+        with pytest.raises(QueryError):
+            analyze_query(parse_query(f"lang:{code} {WORD}"), ["en"], ["en"])
+    assert analyzer.cache_info().currsize == before
+
+
+def test_word_caches_are_bounded() -> None:
+    old = _Memo.limit
+    try:
+        set_cache_limit(100)
+        english = analyzer("en", query=True)
+        for i in range(1000):
+            english.terms(f"zqword{i} other{i}")
+        assert 0 < len(english.chunks) <= 100 and 0 < len(english.words) <= 100
+        assert english.word("rivers") == "river"  # still right after the caches restarted
+    finally:
+        _Memo.limit = old
+
+
+# --- items 3 and 4: heavy work, overload and the end-to-end deadline ----------------------
+
+def test_heavy_search_does_not_hold_up_light_ones(crawled: Crawl) -> None:
+    with TestClient(app_with(crawled, search_deadline_seconds=1.0)) as client:
+        pool = pool_of(client)
+        assert client.get("/api/search", params=HEAVY).status_code == 200
+        heavy_pid = pool.heavy.workers[0].process.pid
+        with stopped(heavy_pid):
+            start = time.monotonic()
+            response = client.get("/api/search", params=HEAVY)
+            waited = time.monotonic() - start
+            assert response.status_code == 503 and response.headers["retry-after"] == "1"
+            assert 0.9 < waited < 1.5
+            start = time.monotonic()
+            assert client.get("/api/search", params={"q": WORD}).status_code == 200
+            assert client.get("/healthz").status_code == 200
+            assert time.monotonic() - start < 0.5
+
+
+def test_the_deadline_counts_from_arrival_and_late_searches_are_logged(crawled: Crawl) -> None:
+    log = crawled.crawl.path / "logs" / "queries.jsonl"
+    with TestClient(app_with(crawled, search_deadline_seconds=0.5)) as client:
+        with stopped(pool_of(client).light.workers[0].process.pid):
+            for path in ("/api/search", "/"):
+                start = time.monotonic()
+                late = client.get(path, params={"q": WORD})
+                assert late.status_code == 503 and "try again" in late.text
+                assert 0.45 < time.monotonic() - start < 1.0
+        deadline = time.monotonic() + 10  # the worker finishes its late search, then serves
+        while (response := client.get("/api/search", params={"q": WORD})).status_code != 200:
+            assert time.monotonic() < deadline
+    statuses = [orjson.loads(line)["status"] for line in log.read_text().splitlines()]
+    assert statuses[-1] == 200 and statuses.count(503) >= 2
+
+
+def test_overload_is_shed_quickly_with_retry_after(crawled: Crawl) -> None:
+    with TestClient(app_with(crawled, server_queue_max=0)) as client:
+        light_pid = pool_of(client).light.workers[0].process.pid
+        with stopped(light_pid):
+            # the stopped worker takes one request (it waits out its deadline)...
+            start = time.monotonic()
+            first = client.get("/api/search", params={"q": WORD})
+            assert first.status_code == 503 and time.monotonic() - start < 2.6
+            # ...it is still busy, and nothing may wait: refused at once
+            start = time.monotonic()
+            shed = client.get("/api/search", params={"q": WORD})
+            assert shed.status_code == 503 and time.monotonic() - start < 0.2
+            assert shed.headers["retry-after"] == "1" and "busy" in shed.json()["error"]
+
+
+def test_a_worker_that_dies_is_replaced(crawled: Crawl) -> None:
+    with TestClient(app_with(crawled)) as client:
+        pool = pool_of(client)
+        os.kill(pool.light.workers[0].process.pid, signal.SIGKILL)
+        failed = client.get("/api/search", params={"q": WORD})
+        assert failed.status_code == 500 and "worker" in failed.json()["error"]
+        deadline = time.monotonic() + 30
+        while client.get("/api/search", params={"q": WORD}).status_code != 200:
+            assert time.monotonic() < deadline, "the worker was not replaced"
+            time.sleep(0.1)
+        assert pool.stats()["light"]["alive"] == 1
+
+
+# --- item 5: slow clients ------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def served(crawled: Crawl, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`filbert serve` as a real process with a low connection limit."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    command = [sys.executable, "-c", "from filbert.cli import main; main()", "serve", "--dir", str(crawled.crawl.path),
+               "--port", str(port), "-D", "server.max.connections=64",
+               "-D", "server.header.timeout=1.0", "-D", "server.search.workers=1",
+               "-D", "fetcher.server.delay=0"]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(url + "/healthz").status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert process.poll() is None, process.stderr.read().decode()
+            assert time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.2)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def partial_requests(url: str, count: int) -> list[socket.socket]:
+    host, port = url.removeprefix("http://").split(":")
+    held = []
+    for _ in range(count):
+        sock = socket.create_connection((host, int(port)))
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")  # the headers never end
+        held.append(sock)
+    return held
+
+
+def test_partial_requests_cannot_keep_others_out(served: str) -> None:
+    held = partial_requests(served, 200)  # far more than server.max.connections
+    try:
+        for _ in range(5):
+            assert httpx.get(served + "/healthz", timeout=5).status_code == 200
+            assert httpx.get(served + "/api/search", params={"q": WORD}, timeout=5).status_code == 200
+    finally:
+        for sock in held:
+            sock.close()
+
+
+def test_a_slow_request_is_closed_after_the_header_timeout(served: str) -> None:
+    [sock] = partial_requests(served, 1)
+    sock.settimeout(5)
+    start = time.monotonic()
+    assert sock.recv(100) == b""  # closed by the server
+    assert 0.8 < time.monotonic() - start < 3
+    sock.close()
+
+
+def test_oversized_headers_get_431(served: str) -> None:
+    response = httpx.get(served + "/healthz", headers={"x-big": "a" * 100_000}, timeout=5)
+    assert response.status_code == 431
+
+
+# --- item 6: headers from crawled pages ------------------------------------------------------
+
+def test_cache_sanitizes_the_origins_content_type(crawled: Crawl) -> None:
+    with TestClient(app_with(crawled)) as client:
+        response = client.get("/cache", params={"url": crawled.raw_url + EVIL_TYPE_PATH})
+        assert response.status_code == 200 and b"zqoddtypex" in response.content
+        assert response.headers["content-type"] == "text/html; charset=utf-8"
+
+
+@pytest.mark.parametrize(("given", "sent"), [
+    ("text/html; charset=utf-8\x01evil", "text/html; charset=utf-8"),
+    ("text/html;charset=UTF-8", "text/html;charset=UTF-8"),
+    ('text/plain; charset="utf-8"', 'text/plain; charset="utf-8"'),
+    ("text/html\r\nSet-Cookie: a=b", "text/html"),
+    ("\x00", "application/octet-stream"),
+    ("", "application/octet-stream"),
+])
+def test_safe_media_type(given: str, sent: str) -> None:
+    assert safe_media_type(given) == sent
+
+
+# --- item 11: one shape of errors, parameters checked ---------------------------------------
+
+def test_parameters_out_of_range_are_400(crawled: Crawl) -> None:
+    with TestClient(app_with(crawled)) as client:
+        counted = client.get("/api/search", params={"q": WORD, "n": 0}).json()
+        assert counted["hits"] == [] and counted["total"] > 0
+        for params in ({"n": -1}, {"n": 101}, {"n": "abc"}, {"offset": -3},
+                       {"offset": 10**12}, {"explain": "maybe"}, {"explain": "true", "n": 50}):
+            response = client.get("/api/search", params={"q": WORD, **params})
+            assert response.status_code == 400, params
+            assert set(response.json()) == {"error"}
+        page = client.get("/", params={"q": WORD, "offset": "abc"})
+        assert page.status_code == 400 and page.headers["content-type"].startswith("text/html")
+        assert 'class="error"' in page.text and "offset must be an integer" in page.text
+        suggest = client.get("/api/suggest", params={"q": "ri", "n": "abc"})
+        assert suggest.status_code == 400 and set(suggest.json()) == {"error"}
+        missing = client.get("/nowhere")
+        assert missing.status_code == 404 and set(missing.json()) == {"error"}
+
+
+def test_errors_do_not_show_the_servers_paths(tmp_path: Path) -> None:
+    crawl = CrawlDir(tmp_path / "crawl")
+    with TestClient(create_app(crawl, load_settings(None, ["server.search.workers=1"]))) as client:
+        for response in (client.get("/api/search", params={"q": WORD}), client.get("/healthz"),
+                         client.get("/cache", params={"url": "http://x/"})):
+            assert response.status_code == 503
+            assert str(tmp_path) not in response.text and "index" in response.text
+
+
+# --- item 2: a failing query log never fails a search ----------------------------------------
+
+def test_search_answers_when_the_query_log_cannot_be_written(crawled: Crawl, tmp_path: Path) -> None:
+    settings = crawled.settings.with_overrides({"server.search.workers": 1})
+    logs = crawled.crawl.path / "logs"
+    moved = tmp_path / "logs"
+    if logs.exists():
+        logs.rename(moved)
+    logs.write_text("a file where the log directory should be")
+    try:
+        with TestClient(create_app(crawled.crawl, settings)) as client:
+            assert client.get("/api/search", params={"q": rare_word(3)}).status_code == 200
+            assert client.get("/", params={"q": rare_word(3)}).status_code == 200
+    finally:
+        logs.unlink()
+        if moved.exists():
+            moved.rename(logs)
