@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 from filbert import schemas
 from filbert.buckets import BucketTask, connect, parquet_relation, rewrite, write_result
 from filbert.config import ConfigError, Settings
-from filbert.storage import CrawlDir, Segment
+from filbert.storage import CrawlDir, Segment, reading
 from filbert.urls import bucket_of
 
 SHINGLE_BYTES = 8
@@ -70,7 +70,8 @@ def simhash(text: str) -> int:
     return int(np.packbits(votes, bitorder="little").view(np.int64)[0])
 
 
-def _order(settings: Settings) -> str:
+def compare_order(settings: Settings) -> str:
+    """`dedup.compare.order` as SQL ORDER BY terms (the URL breaks ties)."""
     terms = [t.strip() for t in settings["dedup.compare.order"].split(",") if t.strip()]
     unknown = [t for t in terms if t not in ORDER_TERMS]
     if unknown:
@@ -78,15 +79,8 @@ def _order(settings: Settings) -> str:
     return ", ".join([ORDER_TERMS[t] for t in terms] + ["url"])
 
 
-def _group(settings: Settings) -> str:
-    mode = settings["dedup.group.mode"]
-    if mode == "none":
-        return "0"
-    if mode == "host":
-        return "host"
-    if mode == "domain":
-        return r"regexp_extract(host, '([^.:]+\.[^.:]+)(:\d+)?$', 1)"
-    raise ConfigError(f"dedup.group.mode must be none, host or domain, got {mode!r}")
+# dedup.group.mode -> the SQL of a page's group
+GROUPS = {"none": "0", "host": "host", "domain": r"regexp_extract(host, '([^.:]+\.[^.:]+)(:\d+)?$', 1)"}
 
 
 def find_duplicates(crawl: CrawlDir, settings: Settings) -> tuple[dict[bytes, tuple[str, str]], pa.Table]:
@@ -95,10 +89,12 @@ def find_duplicates(crawl: CrawlDir, settings: Settings) -> tuple[dict[bytes, tu
     con = connect()
     db = parquet_relation(crawl.crawldb.files(), schemas.CRAWLDB)
     statuses = ", ".join(f"'{s}'" for s in CANDIDATES)
-    con.execute(f"""CREATE TEMP TABLE pages AS
-        SELECT fp, url, host, score, fetch_time, signature, simhash, canonical, {_group(settings)} AS grp,
-               row_number() OVER (ORDER BY {_order(settings)}) AS rank
-        FROM {db} WHERE status IN ({statuses})""")
+    group = GROUPS[settings["dedup.group.mode"]]
+    with reading(crawl.crawldb.files()):
+        con.execute(f"""CREATE TEMP TABLE pages AS
+            SELECT fp, url, host, score, fetch_time, signature, simhash, canonical, {group} AS grp,
+                   row_number() OVER (ORDER BY {compare_order(settings)}) AS rank
+            FROM {db} WHERE status IN ({statuses})""")
     rows = con.execute("""
         SELECT p.fp, p.host, c.url FROM pages p JOIN pages c ON c.url = p.canonical
         WHERE p.canonical IS NOT NULL AND p.canonical <> p.url""").fetchall()
@@ -126,10 +122,11 @@ def _new_simhashes(con, crawl: CrawlDir) -> pa.Table:
     applied = set(crawl.crawldb.meta().get("segments", []))
     files = [p for seg in crawl.segments() if seg.name in applied for p in seg.parts(Segment.PARSE_TEXT)]
     texts = parquet_relation(files, schemas.PARSE_TEXT, segment=True)
-    rows = con.execute(f"""
-        SELECT t.fp, p.host, t.text FROM {texts} t
-        JOIN (SELECT fp, host FROM pages WHERE simhash IS NULL AND signature IS NOT NULL) p USING (fp)
-        QUALIFY row_number() OVER (PARTITION BY t.fp ORDER BY t.segment DESC) = 1""").fetchall()
+    with reading(files):
+        rows = con.execute(f"""
+            SELECT t.fp, p.host, t.text FROM {texts} t
+            JOIN (SELECT fp, host FROM pages WHERE simhash IS NULL AND signature IS NOT NULL) p USING (fp)
+            QUALIFY row_number() OVER (PARTITION BY t.fp ORDER BY t.segment DESC) = 1""").fetchall()
     return pa.table([pa.array([r[0] for r in rows], pa.binary()), pa.array([r[1] for r in rows], pa.string()),
                      pa.array([simhash(r[2]) for r in rows], pa.int64())], schema=_SIMHASHES)
 
@@ -183,5 +180,6 @@ def dedup(crawl: CrawlDir, settings: Settings) -> dict[str, int]:
     extra = {b: (pa.table({"fp": pa.array(fps, pa.binary())}),
                  simhashes.filter(pc.equal(simhash_buckets, b)))
              for b, fps in by_bucket.items()}
-    totals = rewrite(crawl.crawldb, buckets, settings, _mark_bucket, extra, {})
+    with reading(crawl.crawldb.files()):
+        totals = rewrite(crawl.crawldb, buckets, settings, _mark_bucket, extra, {})
     return {"duplicates": len(dupes), "rows": totals.get("rows", 0)}

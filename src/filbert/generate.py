@@ -18,6 +18,7 @@ from filbert.storage import (
     Segment,
     new_tmp_dir,
     part_name,
+    reading,
     remove_tmp_dirs,
     write_table,
 )
@@ -59,7 +60,8 @@ def generate(crawl: CrawlDir, settings: Settings, top_n: int | None = None,
         for b in range(buckets)
         if (p := crawl.crawldb.bucket_path(b)) is not None and p.exists()
     ]
-    parts = list(make_executor(settings).map(_candidates, tasks))
+    with reading(crawl.crawldb.files()):
+        parts = list(make_executor(settings).map(_candidates, tasks))
     table = pa.concat_tables(parts) if parts else schemas.FETCHLIST.empty_table()
     if top_n and table.num_rows > top_n:
         order = pc.sort_indices(table, [("score", "descending"), ("url", "ascending")])

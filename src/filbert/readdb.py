@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from filbert import schemas
 from filbert.buckets import connect, parquet_relation
-from filbert.storage import CrawlDir
+from filbert.storage import CrawlDir, reading
 from filbert.urls import domain_of, fingerprint, normalize_url
 
 
@@ -18,6 +18,11 @@ def _relation(crawl: CrawlDir) -> str:
 
 def crawldb_stats(crawl: CrawlDir, top_hosts: int = 10) -> dict:
     """Counts by status and HTTP status, top hosts and domains, fetch errors, score summary."""
+    with reading(crawl.crawldb.files()):
+        return _stats(crawl, top_hosts)
+
+
+def _stats(crawl: CrawlDir, top_hosts: int) -> dict:
     con = connect()
     db = _relation(crawl)
     total, min_score, avg_score, max_score = con.execute(
@@ -87,7 +92,8 @@ def jsonable(row: dict) -> dict:
 
 def crawldb_url(crawl: CrawlDir, url: str) -> dict | None:
     fp = fingerprint(normalize_url(url))
-    table = connect().sql(f"SELECT * FROM {_relation(crawl)} WHERE fp = ?", params=[fp]).to_arrow_table()
+    with reading(crawl.crawldb.files()):
+        table = connect().sql(f"SELECT * FROM {_relation(crawl)} WHERE fp = ?", params=[fp]).to_arrow_table()
     rows = table.to_pylist()
     return jsonable(rows[0]) if rows else None
 
@@ -95,8 +101,9 @@ def crawldb_url(crawl: CrawlDir, url: str) -> dict | None:
 def crawldb_dump(crawl: CrawlDir, status: str | None = None) -> Iterator[str]:
     """Every crawldb row as a JSON line, by URL."""
     where = "WHERE status = ?" if status else ""
-    reader = connect().sql(f"SELECT * FROM {_relation(crawl)} {where} ORDER BY url",
-                           params=[status] if status else None).to_arrow_reader()
-    for batch in reader:
-        for row in batch.to_pylist():
-            yield json.dumps(jsonable(row), ensure_ascii=False)
+    with reading(crawl.crawldb.files()):
+        reader = connect().sql(f"SELECT * FROM {_relation(crawl)} {where} ORDER BY url",
+                               params=[status] if status else None).to_arrow_reader()
+        for batch in reader:
+            for row in batch.to_pylist():
+                yield json.dumps(jsonable(row), ensure_ascii=False)

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from filbert import schemas
 from filbert.buckets import connect, parquet_relation
 from filbert.readdb import jsonable
-from filbert.storage import CrawlDir, Segment
+from filbert.storage import CrawlDir, Segment, reading
 from filbert.urls import fingerprint, normalize_url
 
 PARTS = {
@@ -24,7 +24,8 @@ def _count(segment: Segment, sub: str) -> int | None:
     if not segment.has(sub):
         return None
     files = segment.parts(sub)
-    return connect().execute(f"SELECT count(*) FROM {parquet_relation(files, PARTS[sub])}").fetchone()[0]
+    with reading(files):
+        return connect().execute(f"SELECT count(*) FROM {parquet_relation(files, PARTS[sub])}").fetchone()[0]
 
 
 def list_segments(crawl: CrawlDir) -> list[dict]:
@@ -41,11 +42,13 @@ def _records(segment: Segment, fp: bytes | None) -> Iterator[tuple[str, dict]]:
         if not segment.has(sub):
             continue
         where = "WHERE fp = ?" if fp is not None else ""
-        reader = con.sql(f"SELECT * FROM {parquet_relation(segment.parts(sub), schema)} {where} ORDER BY url",
-                         params=[fp] if fp is not None else None).to_arrow_reader()
-        for batch in reader:
-            for row in batch.to_pylist():
-                yield sub, row
+        parts = segment.parts(sub)
+        with reading(parts):
+            reader = con.sql(f"SELECT * FROM {parquet_relation(parts, schema)} {where} ORDER BY url",
+                             params=[fp] if fp is not None else None).to_arrow_reader()
+            for batch in reader:
+                for row in batch.to_pylist():
+                    yield sub, row
 
 
 def _render(sub: str, row: dict) -> dict:

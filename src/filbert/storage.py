@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from filbert.config import ConfigError, Settings
-from filbert.errors import UserError
+from filbert.errors import DamagedFileError, UserError
 
 CURRENT = "CURRENT"
 SEGMENT_FORMAT = "%Y%m%d%H%M%S"
@@ -87,8 +87,16 @@ class PartWriter:
 def read_parts(paths: list[Path], schema: pa.Schema) -> pa.Table:
     """Read Parquet files written with `schema` as one table; no files gives an empty table
     of the schema. (ParquetFile, not read_table: that one imports pyarrow.dataset, 45 ms.)"""
-    tables = [pq.ParquetFile(p).read().cast(schema) for p in paths if p.exists()]
+    paths = [p for p in paths if p.exists()]
+    with reading(paths):
+        tables = [pq.ParquetFile(p).read().cast(schema) for p in paths]
     return pa.concat_tables(tables) if tables else schema.empty_table()
+
+
+def count_rows(paths: Sequence[Path]) -> int:
+    """The rows of Parquet files, from their footers."""
+    with reading(paths):
+        return sum(pq.ParquetFile(p).metadata.num_rows for p in paths)
 
 
 def new_tmp_dir(parent: Path) -> Path:
@@ -238,6 +246,66 @@ class Segment:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+# What writes a damaged file again: by a crawl's top directory, and by segment sub-directory.
+REMEDIES = {
+    "crawldb": "move crawldb/ away, then `filbert inject` your seeds and `filbert updatedb` to rebuild it "
+               "from the segments",
+    "linkdb": "delete linkdb/ and run `filbert invertlinks` to rebuild it",
+    "webgraph": "run `filbert pagerank` to rebuild it",
+    "index": "run `filbert index` to rebuild the index",
+    "suggest": "run `filbert suggest-build` to rebuild it",
+    "segments": "restore it, or delete the segment",
+}
+SEGMENT_REMEDIES = {
+    Segment.GENERATE: "delete segments/{name} and run `filbert generate`",
+    Segment.FETCH: "re-fetch the segment: `filbert fetch {name}`",
+    Segment.CONTENT: "re-fetch the segment: `filbert fetch {name}`",
+    **dict.fromkeys(Segment.PARSE_OUTPUTS, "re-parse the segment: `filbert parse {name}`"),
+}
+
+
+def damaged_file(path: Path | str, problem: str) -> DamagedFileError:
+    """The error for a crawl's file that cannot be read, named from the crawl directory (the
+    innermost of its path's parts that is a crawl's top directory), with what writes it again."""
+    parts = Path(path).parts
+    top = max((i for i, part in enumerate(parts) if part in REMEDIES), default=len(parts) - 1)
+    remedy = REMEDIES.get(parts[top], "re-run the step that writes it")
+    if parts[top] == "segments" and len(parts) > top + 2 and parts[top + 2] in SEGMENT_REMEDIES:
+        remedy = SEGMENT_REMEDIES[parts[top + 2]].format(name=parts[top + 1])
+    return DamagedFileError("/".join(parts[top:]), problem, remedy)
+
+
+def parquet_problem(path: Path | str, footer_only: bool = False) -> str | None:
+    """Why a Parquet file cannot be read (its footer, or all of it), or None."""
+    try:
+        file = pq.ParquetFile(path)
+        if not footer_only:
+            file.read()
+    except (OSError, pa.ArrowException) as exc:
+        return str(exc).splitlines()[0].split(". ")[0].removeprefix("Couldn't deserialize thrift: ").rstrip(" :.")
+    return None
+
+
+@contextmanager
+def reading(paths: Sequence[Path | str]) -> Iterator[None]:
+    """Reads of the Parquet files `paths` inside this block: a failure that one of them being
+    damaged explains becomes a DamagedFileError naming it; any other passes unchanged. The
+    files are checked only after a failure (the one the error names first, then the footers
+    of all, then all in full), so reading costs nothing more."""
+    try:
+        yield
+    except (UserError, MemoryError):
+        raise
+    except Exception as exc:
+        files = [Path(p) for p in paths]
+        named = [p for p in files if str(p) in str(exc)]
+        for path, footer_only in [*((p, False) for p in named), *((p, True) for p in files),
+                                  *((p, False) for p in files)]:
+            if path.exists() and (problem := parquet_problem(path, footer_only)):
+                raise damaged_file(path, problem) from exc
+        raise
+
+
 class CrawlDir:
     """One crawl: crawldb, segments, linkdb, index, and the settings it was made with."""
 
@@ -247,6 +315,12 @@ class CrawlDir:
         self.linkdb = VersionedTable(self.path / "linkdb")
         self.index = VersionedTable(self.path / "index")
         self.segments_dir = self.path / "segments"
+
+    def require_directory(self) -> None:
+        """The crawl directory exists, for steps that only read it and must not create it."""
+        if not self.path.is_dir():
+            problem = "is not a directory" if self.path.exists() else "does not exist"
+            raise CrawlDirError(f"{self.path} {problem}")
 
     def require(self) -> None:
         if not self.crawldb.exists():

@@ -14,9 +14,9 @@ from pathlib import Path
 
 from filbert import schemas as s
 from filbert.buckets import BucketTask, connect, parquet_relation, rewrite, write_result
-from filbert.config import ConfigError, Settings
+from filbert.config import Settings
 from filbert.parse.segment import crawl_parse_parts
-from filbert.storage import CrawlDir, CrawlDirError, Segment
+from filbert.storage import CrawlDir, CrawlDirError, Segment, count_rows, reading
 
 
 @dataclass(frozen=True)
@@ -48,11 +48,8 @@ def _interval_sql(cfg: dict) -> str:
     longer than its interval gets that longer time as its interval.
     """
     old = f"coalesce(d.fetch_interval, {cfg['db.fetch.interval.default']})"
-    kind = cfg["db.fetch.schedule.class"]
-    if kind == "default":
+    if cfg["db.fetch.schedule.class"] == "default":
         return old
-    if kind != "adaptive":
-        raise ConfigError(f"db.fetch.schedule.class must be 'default' or 'adaptive', got {kind!r}")
     adjusted = f"""CAST(CASE change
         WHEN 'changed' THEN {old} * (1 - {cfg[ADAPTIVE + 'dec_rate']})
         WHEN 'unchanged' THEN {old} * (1 + {cfg[ADAPTIVE + 'inc_rate']})
@@ -149,7 +146,7 @@ def updatedb(crawl: CrawlDir, settings: Settings, names: list[str] | None = None
     else:
         segments = pending_segments(crawl)
     if not segments:
-        return {"segments": 0}
+        return {"segments": 0, "rows": count_rows(crawl.crawldb.files())}
     now = now or datetime.now(timezone.utc)
     extra = {
         b: (SegmentFiles(
@@ -161,5 +158,7 @@ def updatedb(crawl: CrawlDir, settings: Settings, names: list[str] | None = None
     }
     meta = {"segments": sorted(applied | {seg.name for seg in segments})}
     touched = {b for b, (files, _) in extra.items() if any(Path(p).exists() for p in files.fetch + files.links)}
-    totals = rewrite(crawl.crawldb, crawl.buckets(settings), settings, _update_bucket, extra, meta, touched)
-    return {"segments": len(segments), **totals}
+    read = [p for files, _ in extra.values() for p in (*files.fetch, *files.parse_data, *files.links)]
+    with reading([*crawl.crawldb.files(), *read]):
+        rewrite(crawl.crawldb, crawl.buckets(settings), settings, _update_bucket, extra, meta, touched)
+    return {"segments": len(segments), "rows": count_rows(crawl.crawldb.files())}

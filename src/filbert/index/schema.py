@@ -7,9 +7,13 @@ result page shows is stored apart, as bytes, so it is kept but not indexed a sec
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import tantivy
+
+from filbert.errors import DamagedFileError
+from filbert.storage import CrawlDir, damaged_file
 
 TEXT_FIELDS = ("title", "headings", "anchor", "urlwords", "body")  # analyzed hit types
 STORED_TEXT = ("title_text", "body_text")                           # shown, not indexed
@@ -48,7 +52,59 @@ def shard_name(shard: int) -> str:
 
 
 def open_shards(index_dir: Path) -> list[tantivy.Index]:
-    return [tantivy.Index.open(str(p)) for p in sorted(index_dir.glob("shard-*"))]
+    return [open_shard(p) for p in sorted(index_dir.glob("shard-*"))]
+
+
+def open_shard(shard_dir: Path) -> tantivy.Index:
+    """The shard's index; DamagedFileError when tantivy cannot open it (opening reads every
+    file's footer, so truncated files are found here)."""
+    try:
+        return tantivy.Index.open(str(shard_dir))
+    except ValueError as exc:
+        raise _damaged(shard_dir, exc) from exc
+
+
+def stored_doc(searcher: tantivy.Searcher, address: tantivy.DocAddress, index_dir: Path,
+               shard: int) -> tantivy.Document:
+    """A stored document of shard `shard` of `index_dir`; DamagedFileError when its block of
+    the shard's store is unreadable."""
+    try:
+        return searcher.doc(address)
+    except ValueError as exc:
+        raise _damaged(index_dir / shard_name(shard), exc) from exc
+
+
+_TANTIVY_FILE = re.compile(r'filepath: "([^"]+)"')
+# the cause inside tantivy's error: `error: "..."`, `error: Error("...", ...)` or `occurred: '...'`
+_TANTIVY_CAUSE = re.compile(r"""error: (?:Error\()?"([^"]+)"|occurred: '([^']+)'""")
+
+
+def _damaged(shard_dir: Path, exc: ValueError) -> DamagedFileError:
+    message = str(exc)
+    file = _TANTIVY_FILE.search(message)
+    cause = _TANTIVY_CAUSE.search(message)
+    problem = (cause.group(1) or cause.group(2)) if cause else message
+    return damaged_file(shard_dir / file.group(1) if file else shard_dir, problem.split(". ")[0])
+
+
+def check_index(crawl: CrawlDir) -> str | None:
+    """None when every shard of the current index opens, answers a one-document query and
+    reads that document back; else what is wrong, in one line without absolute paths (for
+    a health check: it costs a few milliseconds)."""
+    current = crawl.index.current()
+    if current is None:
+        return "no index yet: run `filbert index`"
+    try:
+        shards = open_shards(current)
+        if not shards:
+            return f"index/{current.name} has no shards: run `filbert index` to rebuild the index"
+        for shard, index in enumerate(shards):
+            searcher = index.searcher()
+            for _, address in searcher.search(tantivy.Query.all_query(), limit=1).hits:
+                stored_doc(searcher, address, current, shard)
+    except DamagedFileError as exc:
+        return str(exc)
+    return None
 
 
 def has_field(index: tantivy.Index, name: str) -> bool:

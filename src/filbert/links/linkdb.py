@@ -10,7 +10,7 @@ from filbert import schemas
 from filbert.buckets import BucketTask, connect, parquet_relation, rewrite, write_result
 from filbert.config import Settings
 from filbert.parse.segment import crawl_parse_parts
-from filbert.storage import CrawlDir
+from filbert.storage import CrawlDir, count_rows, reading
 
 HOST = r"regexp_extract({}, '^[a-z]+://([^/]+)', 1)"
 
@@ -45,10 +45,11 @@ def invertlinks(crawl: CrawlDir, settings: Settings) -> dict[str, int]:
     done = set(crawl.linkdb.meta().get("segments", []))
     segments = [seg for seg in crawl.segments() if seg.parsed and seg.name not in done]
     if not segments and crawl.linkdb.exists():
-        return {"segments": 0}
+        return {"segments": 0, "urls": count_rows(crawl.linkdb.files())}
     buckets = crawl.buckets(settings)
     extra = {b: [str(p) for seg in segments for p in crawl_parse_parts(seg, b)] for b in range(buckets)}
     meta = {"segments": sorted(done | {seg.name for seg in segments})}
     touched = {b for b, files in extra.items() if files}
-    totals = rewrite(crawl.linkdb, buckets, settings, _invert_bucket, extra, meta, touched)
-    return {"segments": len(segments), **totals}
+    with reading([*crawl.linkdb.files(), *(p for files in extra.values() for p in files)]):
+        rewrite(crawl.linkdb, buckets, settings, _invert_bucket, extra, meta, touched)
+    return {"segments": len(segments), "urls": count_rows(crawl.linkdb.files())}

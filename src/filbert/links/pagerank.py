@@ -23,7 +23,7 @@ from filbert.config import Settings
 from filbert.errors import UserError
 from filbert.links.hits import EDGES_FILE, SCORES_FILE
 from filbert.parse.segment import crawl_parse_parts
-from filbert.storage import CrawlDir, VersionedTable, write_table
+from filbert.storage import CrawlDir, VersionedTable, reading, write_table
 
 WEBGRAPH_SCORES = pa.schema([("url", pa.string()), ("fp", pa.binary()),
                              ("pagerank", pa.float64()), ("inlinks", pa.int32()),
@@ -87,8 +87,9 @@ def compute_pagerank(crawl: CrawlDir, settings: Settings) -> dict[str, int | flo
     stats = {"pages": n, "links": len(src), "iterations": result.iterations}
     webgraph.publish(tmp, stats)
     scores_file = str(webgraph.current() / SCORES_FILE)
-    rewrite(crawl.crawldb, buckets, settings, _score_bucket, dict.fromkeys(range(buckets), scores_file),
-            {"pagerank": stats})
+    with reading([*crawl.crawldb.files(), scores_file]):
+        rewrite(crawl.crawldb, buckets, settings, _score_bucket, dict.fromkeys(range(buckets), scores_file),
+                {"pagerank": stats})
     return stats
 
 
@@ -99,15 +100,16 @@ def _graph(crawl: CrawlDir, buckets: int) -> tuple[pa.Table, np.ndarray, np.ndar
              for b in range(buckets) for p in crawl_parse_parts(seg, b)]
     links = parquet_relation(parts, schemas.CRAWL_PARSE)
     con = connect()
-    con.execute(f"CREATE TEMP TABLE nodes AS SELECT row_number() OVER (ORDER BY fp) - 1 AS id, "
-                f"url, fp FROM {db}")
-    nodes = con.sql("SELECT url, fp FROM nodes ORDER BY id").to_arrow_table()
-    edges = con.sql(f"""
-        SELECT DISTINCT s.id AS src, d.id AS dst
-        FROM (SELECT from_url, fp FROM {links} WHERE kind = 'link') l
-        JOIN nodes s ON s.url = l.from_url JOIN nodes d ON d.fp = l.fp
-        WHERE s.id <> d.id
-    """).fetchnumpy()
+    with reading([*crawl.crawldb.files(), *parts]):
+        con.execute(f"CREATE TEMP TABLE nodes AS SELECT row_number() OVER (ORDER BY fp) - 1 AS id, "
+                    f"url, fp FROM {db}")
+        nodes = con.sql("SELECT url, fp FROM nodes ORDER BY id").to_arrow_table()
+        edges = con.sql(f"""
+            SELECT DISTINCT s.id AS src, d.id AS dst
+            FROM (SELECT from_url, fp FROM {links} WHERE kind = 'link') l
+            JOIN nodes s ON s.url = l.from_url JOIN nodes d ON d.fp = l.fp
+            WHERE s.id <> d.id
+        """).fetchnumpy()
     con.execute("DROP TABLE nodes")
     return nodes, edges["src"].astype(np.int64), edges["dst"].astype(np.int64)
 

@@ -22,7 +22,7 @@ from filbert import schemas
 from filbert.config import Settings
 from filbert.executor import make_executor
 from filbert.parse.html import ParseResult, parse_content
-from filbert.storage import CrawlDir, CrawlDirError, PartWriter, Segment, read_parts
+from filbert.storage import CrawlDir, CrawlDirError, PartWriter, Segment, read_parts, reading
 from filbert.urls import UrlFilter, UrlNormalizer, bucket_of, fingerprint, host_of
 
 
@@ -168,8 +168,9 @@ def _parse_bucket(task: ParseTask) -> Counter:
 
 def _content_rows(path: Path) -> Iterator[dict]:
     if path.exists():
-        for batch in pq.ParquetFile(path).iter_batches(batch_size=CONTENT_BATCH):
-            yield from batch.to_pylist()
+        with reading([path]):
+            for batch in pq.ParquetFile(path).iter_batches(batch_size=CONTENT_BATCH):
+                yield from batch.to_pylist()
 
 
 def _data_row(page: FetchedPage, result: ParseResult, kept: list[tuple[str, str]],

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import tantivy
 
 from filbert import schemas
 from filbert.buckets import connect, parquet_relation
-from filbert.storage import CrawlDir, CrawlDirError, Segment
+from filbert.index.schema import stored_doc
+from filbert.storage import CrawlDir, CrawlDirError, Segment, reading
 from filbert.urls import fingerprint
 
 
@@ -20,13 +22,14 @@ class CachedPage:
     content: bytes
 
 
-def cached_page(crawl: CrawlDir, shards: list[tantivy.Searcher], schema: tantivy.Schema,
+def cached_page(crawl: CrawlDir, generation: Path, shards: list[tantivy.Searcher], schema: tantivy.Schema,
                 url: str) -> CachedPage | None:
-    """The stored content of an indexed URL, or None when it is not in the index."""
+    """The stored content of an indexed URL, or None when it is not in the index
+    (`shards`: the searchers of the index generation `generation`)."""
     query = tantivy.Query.term_query(schema, "url", url)
-    for searcher in shards:
+    for shard, searcher in enumerate(shards):
         for _, address in searcher.search(query, limit=1).hits:
-            segment = searcher.doc(address).get_first("segment")
+            segment = stored_doc(searcher, address, generation, shard).get_first("segment")
             return _content(crawl, url, segment)
     return None
 
@@ -36,9 +39,10 @@ def _content(crawl: CrawlDir, url: str, name: str) -> CachedPage | None:
         segment = crawl.segment(name)
     except CrawlDirError:
         return None  # the segment was deleted after indexing
-    relation = parquet_relation(segment.parts(Segment.CONTENT), schemas.CONTENT)
-    row = connect().execute(f"SELECT content_type, content FROM {relation} WHERE fp = ?",
-                            [fingerprint(url)]).fetchone()
+    parts = segment.parts(Segment.CONTENT)
+    with reading(parts):
+        row = connect().execute(f"SELECT content_type, content FROM {parquet_relation(parts, schemas.CONTENT)} "
+                                "WHERE fp = ?", [fingerprint(url)]).fetchone()
     if row is None:
         return None
     return CachedPage(url, name, row[0] or "application/octet-stream", row[1] or b"")

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import threading
 import time
+import zipfile
 from dataclasses import dataclass, field
 from functools import partial
 from operator import attrgetter
+from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -20,14 +22,14 @@ import tantivy
 
 from filbert.analysis.analyzers import TOKEN
 from filbert.config import Settings
-from filbert.index.schema import ALL_FIELD, has_field, index_schema, open_shards, shard_name
+from filbert.index.schema import ALL_FIELD, has_field, index_schema, open_shards, shard_name, stored_doc
 from filbert.search.cache import CachedPage, cached_page
 from filbert.search.query import (
     AnalyzedQuery, QueryBuilder, QueryError, analyze_query, parse_query,
 )
 from filbert.search.ranking import COLUMNS_FILE, Candidate, Columns, Reranker
 from filbert.search.snippets import make_snippet
-from filbert.storage import CrawlDir, VersionedTable
+from filbert.storage import CrawlDir, VersionedTable, damaged_file, reading
 
 MAX_RESULTS = 100
 # the language penalty is applied after tantivy, to this share more candidates than needed,
@@ -64,10 +66,11 @@ class SearchResults:
     total: int
     offset: int
     hits: list[Hit] = field(default_factory=list)
+    matched_all: bool = True  # False: no page had every word, these have some
 
     def to_dict(self) -> dict:
         return {"query": self.query, "total": self.total, "offset": self.offset,
-                "hits": [hit.to_dict() for hit in self.hits]}
+                "matched_all": self.matched_all, "hits": [hit.to_dict() for hit in self.hits]}
 
 
 class SearchTimeout(RuntimeError):
@@ -84,6 +87,13 @@ def main_languages(counts: dict[str, int], min_share: float) -> list[str]:
     cannot be told is analyzed in each; stray misidentified pages should not multiply that)."""
     total = sum(counts.values())
     return [lang for lang, n in counts.items() if n >= min_share * total] or list(counts)[:1]
+
+
+def _load_columns(path: Path) -> Columns:
+    try:
+        return Columns.load(path)
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+        raise damaged_file(path, type(exc).__name__) from exc
 
 
 class Searcher:
@@ -124,14 +134,15 @@ class Searcher:
 
     def link_graph(self):
         """The webgraph `filbert pagerank` stored, loaded on first use (for HITS)."""
-        from filbert.links.hits import SCORES_FILE, LinkGraph  # scipy: only when asked for
+        from filbert.links.hits import EDGES_FILE, SCORES_FILE, LinkGraph  # scipy: only when asked for
 
         if self._graph is None:
             webgraph = VersionedTable(self.crawl.path / "webgraph").current()
             if webgraph is None:
                 raise QueryError("HITS needs the link graph: run `filbert pagerank` first")
-            urls = pq.read_table(webgraph / SCORES_FILE, columns=["url"]).column("url")
-            self._graph = LinkGraph(webgraph, urls.to_pylist())
+            with reading([webgraph / SCORES_FILE, webgraph / EDGES_FILE]):
+                urls = pq.read_table(webgraph / SCORES_FILE, columns=["url"]).column("url")
+                self._graph = LinkGraph(webgraph, urls.to_pylist())
         return self._graph
 
     def analyze(self, query: str) -> AnalyzedQuery:
@@ -182,7 +193,7 @@ class Searcher:
         for candidate in ranked[offset: offset + n]:
             check()
             hits.append(self._hit(analyzed, candidate, explained))
-        return SearchResults(text, total, offset, hits)
+        return SearchResults(text, total, offset, hits, conjunction)
 
     def _proximity(self, analyzed: AnalyzedQuery, candidates: list[Candidate]) -> None:
         """Scores the proximity bins on the best candidates (each costs a seek per phrase
@@ -302,7 +313,7 @@ class Searcher:
             with self._lock:
                 if self._columns[shard] is None:
                     saved = self.generation / shard_name(shard) / COLUMNS_FILE
-                    self._columns[shard] = (Columns.load(saved) if saved.exists()
+                    self._columns[shard] = (_load_columns(saved) if saved.exists()
                                             else Columns.read(self.shards[shard]))
         return self._columns[shard]
 
@@ -323,10 +334,10 @@ class Searcher:
 
     def cached(self, url: str) -> CachedPage | None:
         """The page as fetched, from the segment its indexed version came from."""
-        return cached_page(self.crawl, self.shards, self.builder.schema, url)
+        return cached_page(self.crawl, self.generation, self.shards, self.builder.schema, url)
 
     def _doc(self, candidate: Candidate) -> tantivy.Document:
-        return self.shards[candidate.shard].doc(candidate.address)
+        return stored_doc(self.shards[candidate.shard], candidate.address, self.generation, candidate.shard)
 
     def _hit(self, analyzed: AnalyzedQuery, candidate: Candidate,
              explain: tantivy.Query | None) -> Hit:
