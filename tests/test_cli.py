@@ -517,3 +517,52 @@ def test_suggest_build_and_a_missing_dictionary(crawled: Crawled, tmp_path: Path
     assert hit["canonical"] == graph_title(7)
     missing = run_cli("suggest", "page", "--dir", tmp_path / "nothing")
     assert missing.returncode == 2 and "filbert suggest-build" in missing.stderr
+
+
+# -- bad settings and arguments -------------------------------------------------------------
+
+
+def test_bad_setting_on_a_new_crawl_creates_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    # db.buckets=-1 used to inject nothing, exit 0 and fix the crawl's buckets at -1
+    result = run_main(["inject", "http://127.0.0.1:9/", "--dir", "crawl", "-D", "db.buckets=-1"],
+                      tmp_path, monkeypatch, capsys)
+    assert_clean_error(result, "setting 'db.buckets' (from -D) must be in 1 .. 4096, got -1")
+    assert not (tmp_path / "crawl").exists()
+
+
+@pytest.mark.parametrize("what", ["file", "missing"])
+def test_serve_needs_a_crawl_directory(tmp_path: Path, what: str) -> None:
+    # it used to start and answer 500 to everything
+    path = tmp_path / "crawl"
+    if what == "file":
+        path.write_text("not a crawl")
+    result = run_cli("serve", "--dir", path, "--port", 9)
+    problem = "is not a directory" if what == "file" else "does not exist"
+    assert_clean_error(result, f"{path} {problem}")
+
+
+NOT_UTF8 = os.fsdecode(b"\xff\xfe")   # how Python hands such bytes over in sys.argv
+
+
+def test_arguments_that_are_not_utf8(crawled: Crawled, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    result = run_main(["search", NOT_UTF8, "--dir", crawled.dir], tmp_path, monkeypatch, capsys)
+    assert_clean_error(result, r"argument b'\xff\xfe' is not valid UTF-8")
+    assert_clean_error(run_cli("search", f"river {NOT_UTF8}", "--dir", crawled.dir, "--json"),
+                       "is not valid UTF-8")
+
+
+USAGE_ERRORS = {
+    "bad-int": (["crawl", "--depth", "abc"], "Invalid value for '--depth'"),
+    "no-command": (["serch", "river"], "No such command 'serch'"),
+    "no-option": (["search", "river", "--oops"], "No such option: --oops (see `filbert search --help`)"),
+    "no-argument": (["search"], "Missing argument 'query'"),
+}
+
+
+@pytest.mark.parametrize("case", USAGE_ERRORS)
+def test_bad_arguments_exit_2_with_one_line(tmp_path: Path, case: str, monkeypatch: pytest.MonkeyPatch,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    args, fragment = USAGE_ERRORS[case]
+    assert_clean_error(run_main(args, tmp_path, monkeypatch, capsys), fragment)

@@ -1,6 +1,15 @@
 import pytest
 
-from filbert.config import DEFAULTS, ConfigError, load_settings, parse_override
+from filbert.config import (
+    DECLARATIONS,
+    DEFAULTS,
+    PARSERS,
+    ConfigError,
+    Settings,
+    load_settings,
+    parse_declarations,
+    parse_override,
+)
 
 
 def test_defaults_have_nutch_names():
@@ -50,10 +59,98 @@ def test_index_writer_memory(tmp_path):
     from filbert.index.schema import index_schema
 
     index = tantivy.Index(index_schema(), str(tmp_path))
-    with pytest.raises(ConfigError, match="index.writer.heap.mb must be at least 32, got 1"):
-        index_writer(index, load_settings(None, ["index.writer.heap.mb=1"]))
+    with pytest.raises(ConfigError, match=r"'index.writer.heap.mb' \(from -D\) must be in 32 \.\., got 1"):
+        load_settings(None, ["index.writer.heap.mb=1"])
     writer = index_writer(index, load_settings(None, ["index.writer.heap.mb=64"]))
     writer.add_document(tantivy.Document(url="http://a.example/"))
     writer.commit()
     index.reload()
     assert index.searcher().num_docs == 1
+
+
+# Strings that may be anything (a name, a URL, lists whose entries cannot be wrong).
+FREE_TEXT = {"http.agent.name", "http.agent.url", "urlfilter.suffix.deny", "urlnormalizer.strip.params"}
+
+
+def test_every_number_and_closed_set_declares_its_values():
+    for key, default in DEFAULTS.items():
+        if type(default) in (int, float):
+            assert DECLARATIONS.get(key, ()) and DECLARATIONS[key].kind == "range", key
+        elif type(default) is str:
+            assert key in DECLARATIONS or key in PARSERS or key in FREE_TEXT, key
+            assert not (key in DECLARATIONS and key in FREE_TEXT), key
+
+
+def test_default_values_pass_their_parsers():
+    settings = Settings()
+    for key, check in PARSERS.items():
+        if settings[key]:   # empty file settings mean "none"
+            check(settings, key)
+
+
+def test_declarations():
+    found = parse_declarations('# A comment.\n# range: -1 | 1 .. 10 | 20 ..\n"a" = 5\n"b" = 1\n'
+                               '# values: byHost, byIP\n"c" = "byIP"\n# range: .. 0.5\n"d" = 0.1\n')
+    assert set(found) == {"a", "c", "d"}
+    assert [v for v in (-2, -1, 0, 1, 10, 11, 20, 10**9) if found["a"].allows(v)] == [-1, 1, 10, 20, 10**9]
+    assert found["c"].allows("byHost") and not found["c"].allows("byhost")
+    assert found["d"].allows(-3.0) and not found["d"].allows(0.6)
+    with pytest.raises(ConfigError, match="right above"):
+        parse_declarations('# range: 1 ..\n# another comment\n"a" = 1\n')
+    with pytest.raises(ConfigError, match="not a number"):
+        parse_declarations('# range: one ..\n"a" = 1\n')
+
+
+BAD_VALUES = {
+    "db.buckets=-1": "must be in 1 .. 4096, got -1",          # injected nothing, wrote .buckets=-1
+    "db.buckets=0": "must be in 1 .. 4096, got 0",            # ZeroDivisionError
+    "index.shards=0": "must be in 1 .. 1024, got 0",          # ZeroDivisionError
+    "index.shards=-1": "must be in 1 .. 1024, got -1",        # IndexError
+    "search.boost.title=nan": "must be a finite number in 0.0 .., got nan",   # a Rust panic
+    "search.boost.title=inf": "must be a finite number in 0.0 .., got inf",
+    "search.snippet.length=-5": "must be in 1 .., got -5",    # printed the whole page
+    "search.deadline.seconds=-1": "must be in 0.001 ..",
+    "dedup.group.mode=hosts": "must be one of none, host, domain, got 'hosts'",  # failed after fetching
+    "db.fetch.schedule.class=adaptiv": "must be one of default, adaptive",
+    "fetcher.queue.mode=byhost": "must be one of byHost, byDomain, byIP",
+    "executor.kind=threads": "must be one of local, sequential",
+    "dedup.compare.order=score,size": "unknown ['size']",
+    "http.filter.ipaddress.exclude=loopback,10.0.0.0/33": "'10.0.0.0/33' is not an IP range",
+    "suggest.errors.lengths=8,4": "must be increasing lengths",
+    "urlfilter.domain.allow=example.com/path": "is not a domain or host",
+    "urlfilter.regex.file=no-such-filter.txt": "cannot read URL filter file",
+    "analysis.zh.userdict=no-such-dict.txt": "No such file",
+    "suggest.synonyms.file=no-such-synonyms.txt": "cannot read the synonyms file",
+}
+
+
+@pytest.mark.parametrize("override", BAD_VALUES)
+def test_bad_values_fail_when_settings_load(override, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    key = override.partition("=")[0]
+    with pytest.raises(ConfigError, match=rf"setting '{key}'.* \(from -D\)") as raised:
+        load_settings(None, [override])
+    assert BAD_VALUES[override] in str(raised.value)
+
+
+def test_a_filter_file_with_a_bad_rule_fails_when_settings_load(tmp_path):
+    rules = tmp_path / "rules.txt"
+    rules.write_text("+^https://\nno sign\n")
+    with pytest.raises(ConfigError, match="rules.txt:2: rule must start with"):
+        load_settings(None, [f"urlfilter.regex.file={str(rules)!r}"])
+
+
+def test_error_names_the_settings_file(tmp_path):
+    (tmp_path / "filbert.toml").write_text('"search.boost.body" = -inf\n')
+    with pytest.raises(ConfigError) as raised:
+        load_settings(tmp_path)
+    assert str(raised.value) == (f"setting 'search.boost.body' (from {tmp_path / 'filbert.toml'}) "
+                                 "must be a finite number in 0.0 .., got -inf")
+
+
+def test_every_way_of_making_settings_checks_them():
+    with pytest.raises(ConfigError, match="'db.buckets' \\(from overrides\\) must be in 1 .. 4096"):
+        Settings({"db.buckets": 5000})
+    with pytest.raises(ConfigError, match="'search.pagerank.half' \\(from overrides\\)"):
+        Settings().with_overrides({"search.pagerank.half": 0.0})
+    assert Settings({"db.buckets": 4096}).with_overrides({"search.boost.title": 3})["search.boost.title"] == 3.0

@@ -3,7 +3,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from filbert.config import Settings
+from filbert.config import ConfigError, Settings
 from filbert.urls import (
     InvalidUrl,
     UrlFilter,
@@ -234,7 +234,7 @@ def test_domain_deny_wins_over_allow():
 
 @pytest.mark.parametrize("entry", ["http://a.com/", "a.com/x", "user@a.com", "a b.com"])
 def test_domain_setting_errors(entry):
-    with pytest.raises(UrlFilterError, match="urlfilter.domain.allow"):
+    with pytest.raises(ConfigError, match="urlfilter.domain.allow: .* is not a domain or host"):
         _filter(urlfilter_domain_allow=entry)
 
 

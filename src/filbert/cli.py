@@ -305,6 +305,7 @@ def serve(dir: Dir = Path("crawl"), host: str = "127.0.0.1", port: int = 8080, d
     from filbert.web.app import run_server
 
     crawl_dir, settings = _open(dir, define)
+    crawl_dir.require_directory()
     console.print(f"filbert is serving {crawl_dir.path} at [bold]http://{host}:{port}/[/]")
     run_server(crawl_dir, settings, host, port)
 
@@ -399,12 +400,32 @@ def parsechecker(url: Annotated[str, typer.Argument(help="The URL to fetch and p
         raise typer.Exit(1)
 
 
+def _require_utf8(args: list[str]) -> None:
+    """Python decodes bytes that are not UTF-8 as lone surrogates, which no step can use."""
+    for arg in args:
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            raise UserError(f"argument {os.fsencode(arg)!r} is not valid UTF-8") from None
+
+
+def _fail(message: str, code: int) -> None:
+    console.print(f"error: {message}", style="bold red", markup=False, highlight=False, soft_wrap=True)
+    sys.exit(code)
+
+
 def main() -> None:
     try:
-        app()
+        _require_utf8(sys.argv[1:])
+        sys.exit(app(prog_name="filbert", standalone_mode=False))  # an exit code, or None: 0
+    except typer.TyperException as exc:  # bad arguments: one line, not click's usage box
+        ctx = getattr(exc, "ctx", None)
+        if type(exc).__name__ == "NoArgsIsHelpError":
+            sys.exit(exc.exit_code)
+        hint = f" (see `{ctx.command_path} --help`)" if ctx else ""
+        _fail(" ".join(exc.format_message().split()) + hint, exc.exit_code)
     except USER_ERRORS as exc:
-        console.print(f"error: {exc}", style="bold red", markup=False, highlight=False, soft_wrap=True)
-        sys.exit(2)
+        _fail(str(exc), 2)
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]: re-run the step to continue")
         sys.exit(130)

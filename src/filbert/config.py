@@ -1,31 +1,169 @@
-"""Settings: packaged defaults, overridden by CRAWL/filbert.toml, then by -D key=value."""
+"""Settings: packaged defaults, overridden by CRAWL/filbert.toml, then by -D key=value.
+
+Every number and every closed set of strings in defaults.toml declares what it may be on
+the line right above its key (`# range: -1 | 1 ..`, `# values: byHost, byDomain`), and
+every value is checked against that when settings load, wherever it came from: a bad value
+fails before any work starts. Values that are small languages of their own (IP ranges, a
+filter file, "4, 8") are checked by the function that parses them where they are used
+(PARSERS).
+"""
 
 from __future__ import annotations
 
+import copy
+import importlib
+import math
+import re
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from filbert.errors import UserError
 
 SETTINGS_FILE = "filbert.toml"
 
+Number = int | float
+
 
 class ConfigError(UserError, ValueError):
-    """A setting is unknown or has a value of the wrong type."""
+    """A setting is unknown or has a value it may not have."""
 
 
-def load_defaults() -> dict[str, Any]:
+class Declaration(NamedTuple):
+    """What a setting may be: `# range: ...` (numbers) or `# values: ...` (strings)."""
+
+    kind: str                                              # "range" or "values"
+    text: str                                              # as written, for messages
+    bounds: tuple[tuple[Number | None, Number | None], ...]  # inclusive; None: open
+    values: tuple[str, ...]
+
+    def allows(self, value: Any) -> bool:
+        if self.kind == "values":
+            return value in self.values
+        return any((low is None or value >= low) and (high is None or value <= high)
+                   for low, high in self.bounds)
+
+    def describe(self) -> str:
+        return f"one of {self.text}" if self.kind == "values" else f"in {self.text}"
+
+
+_DECLARATION = re.compile(r"#\s*(range|values):(.*)")
+_KEY_LINE = re.compile(r'"([^"]+)"\s*=')
+
+
+def _number(text: str, where: str) -> Number | None:
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        raise ConfigError(f"{where}: {text!r} is not a number") from None
+
+
+def _parse_range(text: str, where: str) -> tuple[tuple[Number | None, Number | None], ...]:
+    bounds = []
+    for alternative in text.split("|"):
+        low, dots, high = alternative.partition("..")
+        if dots:
+            bounds.append((_number(low, where), _number(high, where)))
+        elif (single := _number(alternative, where)) is not None:
+            bounds.append((single, single))
+        else:
+            raise ConfigError(f"{where}: empty alternative in range {text!r}")
+    return tuple(bounds)
+
+
+def _parse_declaration(kind: str, text: str, where: str) -> Declaration:
+    text = text.strip()
+    if kind == "values":
+        values = tuple(v.strip() for v in text.split(",") if v.strip())
+        return Declaration(kind, ", ".join(values), (), values)
+    return Declaration(kind, text, _parse_range(text, where), ())
+
+
+def parse_declarations(text: str, source: str = "defaults.toml") -> dict[str, Declaration]:
+    """key -> its declaration, from the `# range:`/`# values:` line right above the key."""
+    found: dict[str, Declaration] = {}
+    pending: Declaration | None = None
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if declared := _DECLARATION.fullmatch(line.strip()):
+            if pending is not None:
+                raise ConfigError(f"{source}:{lineno}: two declarations for one setting")
+            pending = _parse_declaration(declared[1], declared[2], f"{source}:{lineno}")
+        elif pending is not None:
+            if not (key := _KEY_LINE.match(line)):
+                raise ConfigError(f"{source}:{lineno}: a {pending.kind} line must be right above its setting")
+            found[key[1]] = pending
+            pending = None
+    return found
+
+
+def _check_declaration(key: str, default: Any, declaration: Declaration) -> None:
+    """A declaration fits its setting's type, and the default is one of its values."""
+    if {int: "range", float: "range", str: "values"}.get(type(default)) != declaration.kind:
+        raise ConfigError(f"defaults.toml: {key!r} is a {type(default).__name__}; "
+                          f"it cannot have a {declaration.kind} line")
+    bounds = [b for pair in declaration.bounds for b in pair if b is not None]
+    if type(default) is int and not all(type(b) is int for b in bounds):
+        raise ConfigError(f"defaults.toml: {key!r} is an int; its range {declaration.text} has a float")
+    if not declaration.allows(default):
+        raise ConfigError(f"defaults.toml: the default of {key!r}, {default!r}, is not {declaration.describe()}")
+
+
+def load_defaults() -> tuple[dict[str, Any], dict[str, Declaration]]:
     text = resources.files("filbert").joinpath("defaults.toml").read_text("utf-8")
-    return tomllib.loads(text)
+    defaults, declarations = tomllib.loads(text), parse_declarations(text)
+    for key, declaration in declarations.items():
+        if key not in defaults:
+            raise ConfigError(f"defaults.toml: a declaration for {key!r}, which has no default")
+        _check_declaration(key, defaults[key], declaration)
+    return defaults, declarations
 
 
-DEFAULTS = load_defaults()
+DEFAULTS, DECLARATIONS = load_defaults()
 
 
-def _coerce(key: str, value: Any, source: str) -> Any:
+def _resolve(target: str) -> Callable[..., object]:
+    module, _, attributes = target.partition(":")
+    found: Any = importlib.import_module(module)
+    for name in attributes.split("."):
+        found = getattr(found, name)
+    return found
+
+
+def _of_settings(target: str) -> Callable[[Mapping[str, Any], str], object]:
+    """A parser that takes all settings, as its module calls it."""
+    return lambda settings, key: _resolve(target)(settings)
+
+
+def _of_path(target: str) -> Callable[[Mapping[str, Any], str], object]:
+    """A parser of the file the setting names."""
+    return lambda settings, key: _resolve(target)(Path(settings[key]))
+
+
+# Settings parsed by the module that uses them, checked at load by that same function (a
+# value equal to the default is left to the tests: the imports would slow every command).
+PARSERS: dict[str, Callable[[Mapping[str, Any], str], object]] = {
+    "http.filter.ipaddress.include": _of_settings("filbert.fetch.ipfilter:IpFilter.from_settings"),
+    "http.filter.ipaddress.exclude": _of_settings("filbert.fetch.ipfilter:IpFilter.from_settings"),
+    "dedup.compare.order": _of_settings("filbert.dedup:compare_order"),
+    "urlfilter.regex.file": _of_settings("filbert.urls.filter:UrlFilter.from_settings"),
+    "urlfilter.domain.allow": _of_settings("filbert.urls.filter:FilterLimits.from_settings"),
+    "urlfilter.domain.deny": _of_settings("filbert.urls.filter:FilterLimits.from_settings"),
+    "analysis.zh.userdict": _of_path("filbert.analysis.analyzers:read_user_dict"),
+    "suggest.errors.lengths": _of_settings("filbert.suggest.builder:error_lengths"),
+    "suggest.synonyms.file": _of_path("filbert.suggest.builder:read_synonyms"),
+}
+
+
+def _typed(key: str, value: Any, source: str) -> Any:
     if key not in DEFAULTS:
         raise ConfigError(f"unknown setting {key!r} (from {source})")
     want = type(DEFAULTS[key])
@@ -36,6 +174,35 @@ def _coerce(key: str, value: Any, source: str) -> Any:
             f"setting {key!r} (from {source}) must be {want.__name__}, got {value!r}"
         )
     return value
+
+
+def _checked_value(key: str, value: Any, source: str) -> Any:
+    value = _typed(key, value, source)
+    declaration = DECLARATIONS.get(key)
+    allowed = f" {declaration.describe()}" if declaration else ""
+    if type(value) is float and not math.isfinite(value):
+        raise ConfigError(f"setting {key!r} (from {source}) must be a finite number{allowed}, got {value!r}")
+    if declaration is not None and not declaration.allows(value):
+        raise ConfigError(f"setting {key!r} (from {source}) must be{allowed}, got {value!r}")
+    return value
+
+
+def _parsed(key: str, settings: Mapping[str, Any], source: str) -> None:
+    try:
+        PARSERS[key](settings, key)
+    except (UserError, OSError, ValueError) as exc:
+        raise ConfigError(f"setting {key!r} = {settings[key]!r} (from {source}): {exc}") from None
+
+
+def _merged(base: Mapping[str, Any], layer: Mapping[str, Any], source: str) -> dict[str, Any]:
+    """`base` with `layer`'s values, each checked."""
+    values = dict(base)
+    for key, value in layer.items():
+        values[key] = _checked_value(key, value, source)
+    for key in layer:
+        if key in PARSERS and values[key] != DEFAULTS[key]:
+            _parsed(key, values, source)
+    return values
 
 
 def parse_override(text: str) -> tuple[str, Any]:
@@ -54,27 +221,24 @@ def parse_override(text: str) -> tuple[str, Any]:
 class Settings(Mapping[str, Any]):
     """An immutable, validated view of all settings."""
 
-    def __init__(self, values: Mapping[str, Any] | None = None):
-        self._values = dict(DEFAULTS)
-        for key, value in (values or {}).items():
-            self._values[key] = _coerce(key, value, "overrides")
+    def __init__(self, values: Mapping[str, Any] | None = None, source: str = "overrides"):
+        self._values = _merged(DEFAULTS, values or {}, source)
 
     def __getitem__(self, key: str) -> Any:
         if key not in self._values:
             raise ConfigError(f"unknown setting {key!r}")
         return self._values[key]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(self._values)
 
     def __len__(self) -> int:
         return len(self._values)
 
     def with_overrides(self, values: Mapping[str, Any], source: str = "overrides") -> Settings:
-        merged = dict(self._values)
-        for key, value in values.items():
-            merged[key] = _coerce(key, value, source)
-        return Settings(merged)
+        settings = copy.copy(self)
+        settings._values = _merged(self._values, values, source)
+        return settings
 
 
 def load_settings(crawl_dir: Path | None, overrides: Iterable[str] = ()) -> Settings:
@@ -85,7 +249,7 @@ def load_settings(crawl_dir: Path | None, overrides: Iterable[str] = ()) -> Sett
         if path.exists():
             try:
                 file_values = tomllib.loads(path.read_text("utf-8"))
-            except tomllib.TOMLDecodeError as exc:
+            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
                 raise ConfigError(f"{path}: {exc}") from exc
             settings = settings.with_overrides(file_values, str(path))
     pairs = dict(parse_override(o) for o in overrides)

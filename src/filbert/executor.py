@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from typing import Protocol, TypeVar
 
-from filbert.config import ConfigError, Settings
+from filbert.config import Settings
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -64,9 +64,6 @@ class LocalExecutor:
 
 
 def make_executor(settings: Settings) -> Executor:
-    kind = settings["executor.kind"]
-    if kind == "sequential":
+    if settings["executor.kind"] == "sequential":
         return SequentialExecutor()
-    if kind == "local":
-        return LocalExecutor(settings["executor.workers"] or os.cpu_count() or 1)
-    raise ConfigError(f"executor.kind must be 'local' or 'sequential', got {kind!r}")
+    return LocalExecutor(settings["executor.workers"] or os.cpu_count() or 1)

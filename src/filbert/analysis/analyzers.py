@@ -32,7 +32,6 @@ KANA_HANGUL = "\u3040-\u30ff\u31f0-\u31ff\u1100-\u11ff\u3130-\u318f\uac00-\ud7af
 TOKEN = re.compile(rf"([{HAN}]+)|([{KANA_HANGUL}]+)|([^\W_{HAN}{KANA_HANGUL}]+)")
 HAN_RUN = re.compile(f"([{HAN}]+)")
 MAX_WORD = 64           # longer "words" (base64, hashes) are not indexed
-MAX_CACHED = 2_000_000  # words cached per language before the cache stops growing
 
 SNOWBALL = {
     "ar": "arabic", "hy": "armenian", "eu": "basque", "ca": "catalan", "cs": "czech",
@@ -46,6 +45,11 @@ SNOWBALL = {
 CYRILLIC_LANGS = frozenset({"ru", "uk", "bg", "sr", "mk", "be", "kk", "ky", "mn", "tg"})
 BIGRAM_LANGS = frozenset({"ja", "ko"})
 CJK_LANGS = BIGRAM_LANGS | {"zh"}
+OTHER_SCRIPT_LANGS = frozenset({"el", "ar", "fa", "hi", "ne", "ta", "hy", "yi", "he", "th"})
+# The languages with an analysis of their own; with the languages an index has pages in,
+# the only ones a query may name (every language's analyzer and stop words are cached).
+ANALYZED_LANGS = frozenset(SNOWBALL) | CYRILLIC_LANGS | CJK_LANGS | OTHER_SCRIPT_LANGS
+LANG_CODE = re.compile(r"[a-z]{2,3}")
 LATIN, CYRILLIC, CJK, OTHER = "latin", "cyrillic", "cjk", "other"
 SCRIPT_DEFAULT = {LATIN: "en", CYRILLIC: "ru"}
 
@@ -74,13 +78,15 @@ def language_script(lang: str) -> str:
         return CYRILLIC
     if lang in CJK_LANGS:
         return CJK  # their words are CJK runs; Latin or Cyrillic words go to the defaults
-    if lang in {"el", "ar", "fa", "hi", "ne", "ta", "hy", "yi", "he", "th"}:
+    if lang in OTHER_SCRIPT_LANGS:
         return OTHER
     return LATIN
 
 
 @cache
 def stop_words(lang: str) -> frozenset[str]:
+    if not LANG_CODE.fullmatch(lang):  # never a path: only a code names a packaged list
+        return frozenset()
     path = resources.files("filbert.analysis") / "stopwords" / f"{lang}.txt"
     if not path.is_file():
         return frozenset()
@@ -113,19 +119,30 @@ def _russian_lemmatizer() -> Callable[[str], str]:
 
 
 class _Memo(dict):
-    """key → compute(key), computed on first sight and kept until MAX_CACHED entries (keys
-    longer than `longest` are computed but not kept: they rarely come back)."""
+    """key → compute(key), computed on first sight and kept (keys longer than `longest` are
+    computed but not kept: they rarely come back). A memo that reaches `_Memo.limit`
+    entries starts again empty: bounded memory, and words seen since are cached again."""
 
-    def __init__(self, compute: Callable[[str], str], longest: int | None = None):
+    limit = 2_000_000  # entries per memo; a server lowers it (set_cache_limit)
+
+    def __init__(self, compute: Callable[[str], str], longest: int | None = MAX_WORD):
         super().__init__()
         self.compute = compute
         self.longest = longest
 
     def __missing__(self, key: str) -> str:
         value = self.compute(key)
-        if len(self) < MAX_CACHED and (self.longest is None or len(key) <= self.longest):
+        if self.longest is None or len(key) <= self.longest:
+            if len(self) >= self.limit:
+                self.clear()
             self[key] = value
         return value
+
+
+def set_cache_limit(entries: int) -> None:
+    """Bounds every word memo to `entries` (a server's memory must not grow with what its
+    clients type; indexing keeps the default, millions of words)."""
+    _Memo.limit = max(1, entries)
 
 
 @cache
@@ -183,16 +200,22 @@ def _jieba() -> rjieba.Jieba:
     return rjieba.Jieba()
 
 
-def load_user_dict(path: Path) -> int:
-    """Adds jieba user-dictionary lines ("word [freq] [tag]") to the Chinese dictionary."""
-    added = 0
+def read_user_dict(path: Path) -> list[tuple[str, int | None]]:
+    """The (word, frequency) entries of jieba user-dictionary lines ("word [freq] [tag]")."""
+    entries = []
     for line in path.read_text(encoding="utf-8").splitlines():
         parts = line.split()
         if parts and not parts[0].startswith("#"):
-            freq = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None
-            _jieba().add_word(fold(parts[0]), freq, None)
-            added += 1
-    return added
+            entries.append((parts[0], int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None))
+    return entries
+
+
+def load_user_dict(path: Path) -> int:
+    """Adds a jieba user dictionary's words to the Chinese dictionary; returns how many."""
+    entries = read_user_dict(path)
+    for word, freq in entries:
+        _jieba().add_word(fold(word), freq, None)
+    return len(entries)
 
 
 class Analyzer:
@@ -204,7 +227,7 @@ class Analyzer:
         self.words = _script_dispatch(lang)                       # folded word → term
         self.raw_words = _Memo(lambda word: self.words[fold(word)])  # word as written → term
         # text between spaces → its joined terms
-        self.chunks = _Memo(lambda chunk: self.analyze_folded(fold(chunk)), longest=MAX_WORD)
+        self.chunks = _Memo(lambda chunk: self.analyze_folded(fold(chunk)))
 
     def word(self, word: str) -> str:
         """The term for one word as written ('' if it is a stop word)."""

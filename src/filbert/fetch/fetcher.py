@@ -25,7 +25,7 @@ except ImportError:  # pragma: no cover - uvloop is optional (not on Windows)
     uvloop = None
 
 from filbert import __version__, schemas
-from filbert.config import ConfigError, Settings
+from filbert.config import Settings
 from filbert.fetch.http import (
     ACCEPT_ENCODING,
     BadUrl,
@@ -53,7 +53,6 @@ PERMANENT_REDIRECTS = {301, 308}
 TEMPORARY_REDIRECTS = {302, 303, 307}
 RETRY_STATUSES = {408, 425, 429}
 BACKOFF_STATUSES = {429, 503}
-QUEUE_MODES = ("byHost", "byDomain", "byIP")
 
 
 @dataclass(frozen=True)
@@ -150,8 +149,6 @@ class Fetcher:
         self.on_result = on_result
         self.agent = settings["http.agent.name"]
         self.mode = settings["fetcher.queue.mode"]
-        if self.mode not in QUEUE_MODES:
-            raise ConfigError(f"fetcher.queue.mode must be one of {QUEUE_MODES}, got {self.mode!r}")
         self.per_queue = settings["fetcher.threads.per.queue"]
         self.max_redirects = settings["http.redirect.max"]
         self.max_exceptions = settings["fetcher.max.exceptions.per.queue"]

@@ -24,7 +24,7 @@ import xxhash
 from filbert import schemas
 from filbert.analysis import analyzer, identify, load_user_dict
 from filbert.buckets import connect, parquet_relation
-from filbert.config import ConfigError, Settings
+from filbert.config import Settings
 from filbert.executor import make_executor
 from filbert.index.schema import ALL_FIELD, index_schema, shard_name
 from filbert.search.ranking import COLUMNS_FILE, Columns
@@ -35,7 +35,6 @@ from filbert.urls import fingerprint
 URL_PUNCTUATION = re.compile(r"[\W_]+")  # URL words, split apart so each is analyzed once
 ROWS_PER_GROUP = 128     # documents per Parquet row group of the gathered documents
 GROUPS_PER_TASK = 1      # row groups analyzed per task
-MIN_HEAP_MB = 32         # index.writer.heap.mb's least
 
 
 @dataclass(frozen=True)
@@ -189,10 +188,7 @@ def index_documents(doc_files: list[Path], out: Path, settings: Settings,
 def index_writer(index: tantivy.Index, settings: Settings) -> tantivy.IndexWriter:
     """A writer with index.writer.heap.mb of memory (tantivy wants 3 MB per thread, one
     thread per core up to 8)."""
-    heap = settings["index.writer.heap.mb"]
-    if heap < MIN_HEAP_MB:
-        raise ConfigError(f"index.writer.heap.mb must be at least {MIN_HEAP_MB}, got {heap}")
-    return index.writer(heap_size=heap * 1_000_000)
+    return index.writer(heap_size=settings["index.writer.heap.mb"] * 1_000_000)
 
 
 def _row_group_chunks(path: Path) -> list[list[int]]:
