@@ -374,7 +374,9 @@ def server(crawl: CrawlDir, overrides: list[str]) -> Iterator[int]:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-c", SERVER, str(crawl.path), str(port), *overrides])
+    # every query logged (the comparison with the log needs them all; -D may still say otherwise)
+    proc = subprocess.Popen([sys.executable, "-c", SERVER, str(crawl.path), str(port),
+                             "search.log.rate=-1", *overrides])
     try:
         deadline = time.monotonic() + 60
         while True:

@@ -4,6 +4,7 @@ generated site; searches run in real worker processes)."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import socketserver
@@ -322,6 +323,22 @@ def test_errors_do_not_show_the_servers_paths(tmp_path: Path) -> None:
                          client.get("/cache", params={"url": "http://x/"})):
             assert response.status_code == 503
             assert str(tmp_path) not in response.text and "index" in response.text
+
+
+# --- item 9: a damaged index is told, not a plain 500 ---------------------------------------
+
+def test_damaged_index_is_a_json_503_naming_the_file(crawled: Crawl, tmp_path: Path) -> None:
+    copy = CrawlDir(tmp_path / "crawl")
+    shutil.copytree(crawled.crawl.path, copy.path)
+    for store in copy.index.current().glob("shard-*/*.store"):
+        store.write_bytes(store.read_bytes()[:40])
+    settings = crawled.settings.with_overrides({"server.search.workers": 1})
+    with TestClient(create_app(copy, settings)) as client:
+        for response in (client.get("/healthz"), client.get("/api/search", params={"q": WORD})):
+            assert response.status_code == 503
+            error = response.json().get("error") or response.json()["status"]
+            assert ".store is damaged" in error and "filbert index" in error
+            assert str(tmp_path) not in response.text
 
 
 # --- item 2: a failing query log never fails a search ----------------------------------------

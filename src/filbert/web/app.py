@@ -22,7 +22,6 @@ from urllib.parse import urlencode
 
 import jinja2
 import orjson
-import tantivy
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
@@ -32,7 +31,7 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from filbert.config import Settings
-from filbert.index.schema import open_shards
+from filbert.index.schema import check_index
 from filbert.search.searcher import MAX_RESULTS
 from filbert.storage import CURRENT, CrawlDir
 from filbert.suggest import SuggestError
@@ -267,21 +266,6 @@ class Health:
         except FileNotFoundError:
             return None
         return stat.st_ino, stat.st_mtime_ns
-
-
-def check_index(crawl: CrawlDir) -> str | None:
-    """TEMPORARY until the shared check lands."""
-    current = crawl.index.current()
-    if current is None:
-        return "no index"
-    try:
-        for index in open_shards(current):
-            searcher = index.searcher()
-            for _, address in searcher.search(tantivy.Query.all_query(), limit=1).hits:
-                searcher.doc(address)
-    except Exception as exc:  # noqa: BLE001
-        return f"the index is damaged ({exc}): run `filbert index`"
-    return None
 
 
 def is_web_url(url: str) -> bool:
