@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -133,3 +133,32 @@ def test_corrupt_stored_documents_are_found_by_the_health_check_and_searches(cra
     assert check_index(crawl).startswith(f"{shard.as_posix()} is damaged (")
     with pytest.raises(DamagedFileError, match="rebuild the index"):
         Searcher(crawl, load_settings(None, [])).search(rare_word(3))
+
+
+def crawldb_part(crawl: CrawlDir) -> Path:
+    return largest(crawl.crawldb.files())
+
+
+def segment_part(sub: str) -> Callable[[CrawlDir], Path]:
+    return lambda crawl: largest(last_segment(crawl).parts(sub))
+
+
+READERS = {  # a step, the file it reads that is damaged, and what writes that file again
+    "inject": (["inject", "{url}", *SEQUENTIAL], crawldb_part, "`filbert updatedb` to rebuild it"),
+    "sitemap": (["sitemap", *SEQUENTIAL], crawldb_part, "`filbert updatedb` to rebuild it"),
+    "fetch": (["fetch", "{segment}", *SEQUENTIAL], segment_part(Segment.GENERATE),
+              "delete segments/{segment} and run `filbert generate`"),
+    "warc": (["warc", "{segment}"], segment_part(Segment.CONTENT), "`filbert fetch {segment}`"),
+    "index": (["index", *SEQUENTIAL], segment_part(Segment.PARSE_TEXT), "`filbert parse {segment}`"),
+    "suggest-build": (["suggest-build"], lambda crawl: largest(crawl.linkdb.files()), "`filbert invertlinks`"),
+}
+
+
+@pytest.mark.parametrize("step", READERS)
+def test_damaged_file_read_by_a_step_is_one_line(crawl: CrawlDir, crawled: tuple[Path, str], step: str,
+                                                 tmp_path: Path, monkeypatch, capsys) -> None:
+    args, damaged, remedy = READERS[step]
+    names = {"url": crawled[1] + "/", "segment": last_segment(crawl).name}
+    name = truncate(crawl, damaged(crawl))
+    result = run_main([*(a.format(**names) for a in args), "--dir", crawl.path], tmp_path, monkeypatch, capsys)
+    assert_one_line(result, crawl, name, remedy.format(**names))

@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from filbert.config import Settings
 from filbert.executor import make_executor
-from filbert.storage import VersionedTable, part_name, write_table
+from filbert.storage import VersionedTable, part_name, reading, write_table
 
 
 @dataclass(frozen=True)
@@ -97,8 +97,9 @@ def rewrite(table: VersionedTable, buckets: int, settings: Settings,
     """Produce the next crawldb generation bucket by bucket, then publish it.
 
     Buckets outside `only_buckets` are carried over unchanged (hard links, no copying).
-    Returns the tasks' counters summed.
+    Returns the tasks' counters summed. A damaged file of the table is a DamagedFileError.
     """
+    files = table.files()
     tmp = table.begin()
     tasks = []
     for bucket in range(buckets):
@@ -111,8 +112,9 @@ def rewrite(table: VersionedTable, buckets: int, settings: Settings,
             continue
         tasks.append(BucketTask(bucket, old, str(out), dict(settings), extra_by_bucket.get(bucket)))
     totals: dict[str, int] = {}
-    for counts in make_executor(settings).map(task, tasks):
-        for key, value in counts.items():
-            totals[key] = totals.get(key, 0) + value
+    with reading(files):
+        for counts in make_executor(settings).map(task, tasks):
+            for key, value in counts.items():
+                totals[key] = totals.get(key, 0) + value
     table.publish(tmp, {**table.meta(), **meta})
     return totals

@@ -25,7 +25,7 @@ from filbert.config import Settings
 from filbert.fetch.fetcher import Fetcher, FetchItem, FetchResult, origin_of
 from filbert.inject import NewUrl, merge_urls
 from filbert.robots import RobotsCache
-from filbert.storage import CrawlDir
+from filbert.storage import CrawlDir, reading
 from filbert.urls import (
     InvalidUrl,
     UrlFilter,
@@ -173,8 +173,10 @@ def crawl_origins(crawl: CrawlDir) -> list[str]:
     """Every scheme://host[:port] in the crawldb."""
     if not crawl.crawldb.exists():
         return []
-    db = parquet_relation(crawl.crawldb.files(), schemas.CRAWLDB)
-    urls = connect().execute(f"SELECT any_value(url) FROM {db} GROUP BY host").fetchall()
+    files = crawl.crawldb.files()
+    db = parquet_relation(files, schemas.CRAWLDB)
+    with reading(files):
+        urls = connect().execute(f"SELECT any_value(url) FROM {db} GROUP BY host").fetchall()
     return sorted({origin_of(url) for (url,) in urls})
 
 

@@ -36,7 +36,7 @@ from filbert import __version__, schemas
 from filbert.buckets import connect, parquet_relation
 from filbert.config import Settings
 from filbert.fetch.fetcher import request_headers
-from filbert.storage import TMP_PREFIX, CrawlDir, CrawlDirError, Segment, fsync_dir
+from filbert.storage import TMP_PREFIX, CrawlDir, CrawlDirError, Segment, fsync_dir, reading
 
 WARC_VERSION = "1.1"
 WARC_DIR = "warc"
@@ -111,8 +111,9 @@ def _rows(segment: Segment) -> Iterator[dict]:
             FROM {parquet_relation([part], schemas.CONTENT)} c
             LEFT JOIN {parquet_relation([fetch], schemas.CRAWL_FETCH)} f ON c.fp = f.fp
             ORDER BY f.fetch_time, c.url"""
-        for batch in con.sql(sql).to_arrow_reader(batch_size=32):
-            yield from batch.to_pylist()
+        with reading([part, fetch]):
+            for batch in con.sql(sql).to_arrow_reader(batch_size=32):
+                yield from batch.to_pylist()
 
 
 def _warc_date(when: datetime | None) -> str:

@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
-import pyarrow.parquet as pq
 
 from filbert import schemas
 from filbert.config import Settings
@@ -17,7 +16,7 @@ from filbert.executor import make_executor
 from filbert.fetch.fetcher import FetchItem, FetchResult, HostClock, run_fetcher
 from filbert.parse.segment import FetchedPage, SegmentParser
 from filbert.robots import RobotsCache
-from filbert.storage import CrawlDir, CrawlDirError, PartWriter, Segment, read_parts
+from filbert.storage import CrawlDir, CrawlDirError, PartWriter, Segment, count_rows, read_parts
 from filbert.urls import bucket_of
 
 
@@ -117,7 +116,7 @@ def fetch_segment(crawl: CrawlDir, name: str, settings: Settings, threads: int |
     if not segment.generated:
         raise CrawlDirError(f"segment {name} has no fetch list")
     if on_start:
-        on_start(_count_items(segment))
+        on_start(count_rows(segment.parts(Segment.GENERATE)))
     outputs = [Segment.CONTENT, Segment.FETCH, *(Segment.PARSE_OUTPUTS if settings["fetcher.parse"] else ())]
     tmp = segment.begin()
     for sub in outputs:
@@ -141,10 +140,6 @@ def _partition(segment: Segment, tmp: Path, settings: Settings, bucket_count: in
     return [FetchTask(str(segment.path), tuple(buckets[i::n]), bucket_count, str(tmp),
                       dict(settings), max(1, threads // n))
             for i in range(n)]
-
-
-def _count_items(segment: Segment) -> int:
-    return sum(pq.ParquetFile(p).metadata.num_rows for p in segment.parts(Segment.GENERATE))
 
 
 def _fetch_items(segment: Segment, buckets: tuple[int, ...]) -> list[FetchItem]:

@@ -28,7 +28,7 @@ from filbert.config import Settings
 from filbert.executor import make_executor
 from filbert.index.schema import ALL_FIELD, index_schema, shard_name
 from filbert.search.ranking import COLUMNS_FILE, Columns
-from filbert.storage import CrawlDir, Segment, part_name
+from filbert.storage import CrawlDir, Segment, part_name, reading
 from filbert.urls import fingerprint
 
 
@@ -56,6 +56,12 @@ class AnalyzeTask:
 
 
 def _docs_bucket(task: DocsTask) -> int:
+    with reading([p for p in (task.crawldb, task.linkdb, *task.parse_data, *task.parse_text) if p]):
+        return _write_docs(task)
+
+
+def _write_docs(task: DocsTask) -> int:
+    """Gather one bucket's documents into task.out; how many."""
     db = parquet_relation([task.crawldb] if task.crawldb else [], schemas.CRAWLDB)
     links = parquet_relation([task.linkdb] if task.linkdb else [], schemas.LINKDB)
     data = parquet_relation(task.parse_data, schemas.PARSE_DATA, segment=True)

@@ -26,7 +26,7 @@ from pathlib import Path
 from filbert import schemas
 from filbert.buckets import connect, parquet_relation
 from filbert.config import ConfigError, Settings
-from filbert.storage import CrawlDir, Segment, VersionedTable
+from filbert.storage import CrawlDir, Segment, VersionedTable, reading
 from filbert.suggest.querylog import read_query_log
 from filbert.suggest.suggester import Suggester, SuggestError, normalize
 
@@ -62,14 +62,21 @@ def crawl_phrases(crawl: CrawlDir, heading_pages: int = 2) -> Counter[str]:
     """Titles of the indexed pages, anchor texts of the links to them, and the headings
     found on at least `heading_pages` of them, with counts (pages, links, pages)."""
     segments = [seg for seg in crawl.segments() if seg.parsed]
-    db = parquet_relation(crawl.crawldb.files(), schemas.CRAWLDB)
-    links = parquet_relation(crawl.linkdb.files(), schemas.LINKDB)
-    data = parquet_relation([p for seg in segments for p in seg.parts(Segment.PARSE_DATA)],
-                            schemas.PARSE_DATA, segment=True)
+    db_files, link_files = crawl.crawldb.files(), crawl.linkdb.files()
+    data_files = [p for seg in segments for p in seg.parts(Segment.PARSE_DATA)]
+    db = parquet_relation(db_files, schemas.CRAWLDB)
+    links = parquet_relation(link_files, schemas.LINKDB)
+    data = parquet_relation(data_files, schemas.PARSE_DATA, segment=True)
     con = connect()
-    columns = {row[0] for row in con.sql(f"DESCRIBE SELECT * FROM {data}").fetchall()}
+    with reading([*db_files, *link_files, *data_files]):
+        columns = {row[0] for row in con.sql(f"DESCRIBE SELECT * FROM {data}").fetchall()}
+        return Counter(dict(con.sql(_phrases_sql(db, links, data, columns, heading_pages)).fetchall()))
+
+
+def _phrases_sql(db: str, links: str, data: str, columns: set[str], heading_pages: int) -> str:
+    """The query counting the phrases of crawl_phrases, over these relations."""
     headings = "headings" if "headings" in columns else "NULL"  # segments parsed before them
-    sql = f"""
+    return f"""
     WITH pages AS (
         SELECT fp FROM {db} WHERE status IN ('{schemas.DB_FETCHED}', '{schemas.DB_NOTMODIFIED}')
     ), latest AS (
@@ -95,7 +102,6 @@ def crawl_phrases(crawl: CrawlDir, heading_pages: int = 2) -> Counter[str]:
     )
     SELECT phrase, sum(n)::BIGINT FROM counted GROUP BY phrase
     """
-    return Counter(dict(con.sql(sql).fetchall()))
 
 
 def logged_queries(path: Path, min_count: int, min_clients: int) -> Counter[str]:
