@@ -40,6 +40,7 @@ from filbert.web.workers import WorkerPool
 
 WORD = "river"
 EVIL_TYPE_PATH = "/evil-type.html"
+BIG_PATH = "/big.html"  # 700 KB: a reply far larger than a socket's buffer
 HEAVY = {"q": WORD, "explain": "true", "ranking": "hits", "n": 20}
 
 
@@ -74,6 +75,8 @@ def raw_server() -> Iterator[str]:
 @pytest.fixture(scope="module")
 def crawled(tmp_path_factory: pytest.TempPathFactory, raw_server: str) -> Iterator[Crawl]:
     pages = link_graph(12, 3)
+    pages[BIG_PATH] = html("Big", "<p>" + "zqbigx words of a long page " * 25_000 + "</p>")
+    pages["/"] += f'<a href="{BIG_PATH}">big</a>'
     settings = load_settings(None, ["fetcher.server.delay=0", "executor.kind=sequential"])
     crawl = CrawlDir(tmp_path_factory.mktemp("server") / "crawl")
     with SiteServer(pages) as server:
@@ -270,6 +273,15 @@ def test_a_slow_request_is_closed_after_the_header_timeout(served: str) -> None:
     sock.close()
 
 
+def test_large_replies_come_whole_through_the_worker_socket(served: str, crawled: Crawl) -> None:
+    url = crawled.server.url(BIG_PATH)
+    for _ in range(3):
+        response = httpx.get(served + "/cache", params={"url": url}, timeout=10)
+        assert response.status_code == 200 and len(response.content) > 700_000
+    found = httpx.get(served + "/api/search", params={"q": "zqbigx"}, timeout=10).json()
+    assert [hit["url"] for hit in found["hits"]] == [url]
+
+
 def test_oversized_headers_get_431(served: str) -> None:
     response = httpx.get(served + "/healthz", headers={"x-big": "a" * 100_000}, timeout=5)
     assert response.status_code == 431
@@ -323,6 +335,9 @@ def test_errors_do_not_show_the_servers_paths(tmp_path: Path) -> None:
                          client.get("/cache", params={"url": "http://x/"})):
             assert response.status_code == 503
             assert str(tmp_path) not in response.text and "index" in response.text
+        suggest = client.get("/api/suggest", params={"q": "ri"})
+        assert suggest.status_code == 503 and "suggest-build" in suggest.json()["error"]
+        assert str(tmp_path) not in suggest.text
 
 
 # --- item 9: a damaged index is told, not a plain 500 ---------------------------------------

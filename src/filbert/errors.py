@@ -3,6 +3,8 @@
 The CLI prints these as one clear line instead of a traceback.
 """
 
+from pathlib import Path
+
 
 class UserError(Exception):
     """Bad input: a setting, URL, filter rule, query or crawl directory."""
@@ -19,3 +21,12 @@ class DamagedFileError(UserError):
 
     def __str__(self) -> str:
         return f"{self.relative} is damaged ({self.problem}): {self.remedy}"
+
+
+def public_message(error: Exception, crawl_path: Path) -> str:
+    """An error's message as a web client may read it: the crawl directory's place on the
+    server is written CRAWL."""
+    message = str(error)
+    for place in {str(crawl_path.resolve()), str(crawl_path)}:
+        message = message.replace(place, "CRAWL")
+    return message

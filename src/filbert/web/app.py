@@ -31,6 +31,7 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from filbert.config import Settings
+from filbert.errors import public_message
 from filbert.index.schema import check_index
 from filbert.search.searcher import MAX_RESULTS
 from filbert.storage import CURRENT, CrawlDir
@@ -335,7 +336,7 @@ def create_app(crawl: CrawlDir, settings: Settings) -> ASGIApp:
         try:
             found = suggestions.get().suggest(q, n)
         except SuggestError as exc:
-            return error_json(503, str(exc))
+            return error_json(503, public_message(exc, crawl.path))
         return JSONResponse({"query": q, "suggestions": [asdict(s) for s in found]})
 
     @app.get("/cache")

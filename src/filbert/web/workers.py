@@ -12,9 +12,12 @@ deadline, the request is refused at once (`Overloaded`, a 503 with Retry-After) 
 waiting. A worker that misses a deadline is left to finish, then used again; one still busy
 long after is killed and replaced, as is one that dies.
 
-The protocol: a request is one JSON object; a reply is a JSON header line (status, total,
+The protocol, over a Unix socket pair: messages are framed by their length (8 bytes, big
+endian); a request is one JSON object; a reply is a JSON header line (status, total,
 whether all words matched, an error, or a cached page's content type and segment) and the
-body bytes (the search results as JSON, or a cached page's content), one pipe message each.
+body bytes (the search results as JSON, or a cached page's content). The server reads
+replies without blocking, so a worker that writes slowly (it runs at a lower priority, or
+is stopped) never stalls it.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import asyncio
 import multiprocessing
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -30,18 +34,19 @@ import traceback
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from filbert.config import Settings
-from filbert.errors import UserError
+from filbert.errors import UserError, public_message
 from filbert.storage import CURRENT, CrawlDir
 
 HEAVY_NICE = 10    # the heavy lane's CPU priority, below the light lane's (0)
 KILL_AFTER = 5.0   # a worker still busy this many deadlines after its request's is replaced
+HEADER = 8         # bytes of a message's length on a worker's socket
+CHUNK = 1 << 18    # bytes read from a worker's socket at a time
 RESPAWN_DELAY = 1.0  # seconds between attempts to start a worker that fails to start
 
 
@@ -97,8 +102,8 @@ class SearcherHolder:
         return stat.st_ino, stat.st_mtime_ns
 
 
-def _worker_main(conn: Connection, crawl_path: str, values: dict[str, Any], nice: int) -> None:
-    """A worker: answers requests from the pipe until it closes."""
+def _worker_main(sock: socket.socket, crawl_path: str, values: dict[str, Any], nice: int) -> None:
+    """A worker: answers requests from its socket until the server closes it."""
     from filbert.analysis.analyzers import set_cache_limit
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the server, which stops us
@@ -111,13 +116,34 @@ def _worker_main(conn: Connection, crawl_path: str, values: dict[str, Any], nice
         holder.get()  # open the index now, not on the first query
     except Exception:  # noqa: BLE001 - no index yet, or a damaged one: each request tells
         pass
-    conn.send_bytes(b"ready")
-    while True:
-        try:
-            request = orjson.loads(conn.recv_bytes())
-            conn.send_bytes(_answer(holder, request))
-        except (EOFError, OSError):  # the server closed the pipe: it stops, or replaced us
-            return
+    try:
+        sock.sendall(frame(b"ready"))
+        while request := _read_message(sock):
+            sock.sendall(frame(_answer(holder, orjson.loads(request))))
+    except OSError:  # the server closed the socket: it stops, or replaced us
+        return
+
+
+def frame(message: bytes) -> bytes:
+    """A message as it goes over a worker's socket: its length (8 bytes), then itself."""
+    return len(message).to_bytes(HEADER, "big") + message
+
+
+def _read_message(sock: socket.socket) -> bytes | None:
+    """The next framed message (blocking), or None when the socket closed."""
+    header = _read_exactly(sock, HEADER)
+    return None if header is None else _read_exactly(sock, int.from_bytes(header, "big"))
+
+
+def _read_exactly(sock: socket.socket, size: int) -> bytes | None:
+    buffer = bytearray(size)
+    view, got = memoryview(buffer), 0
+    while got < size:
+        count = sock.recv_into(view[got:])
+        if not count:
+            return None
+        got += count
+    return bytes(buffer)
 
 
 def _answer(holder: SearcherHolder, request: dict[str, Any]) -> bytes:
@@ -146,7 +172,7 @@ def _answer(holder: SearcherHolder, request: dict[str, Any]) -> bytes:
     except FileNotFoundError:
         head.update(status=503, error="there is no index yet: run `filbert index`")
     except UserError as exc:  # e.g. a damaged file: its message names it, crawl-relative
-        head.update(status=503, error=str(exc))
+        head.update(status=503, error=public_message(exc, holder.crawl.path))
     except Exception:  # noqa: BLE001 - one request's bug must not stop the worker
         traceback.print_exc(file=sys.stderr)
         head.update(status=500, error="internal error (see the server's log)")
@@ -156,31 +182,37 @@ def _answer(holder: SearcherHolder, request: dict[str, Any]) -> bytes:
 # --- the server's side ---------------------------------------------------------------
 
 class Worker:
-    """One worker process and the server's end of its pipe."""
+    """One worker process and the server's end of its socket (never blocking the loop)."""
 
-    def __init__(self, spawn: Callable[[Connection], multiprocessing.Process]):
-        ours, theirs = multiprocessing.Pipe()
+    def __init__(self, spawn: Callable[[socket.socket], multiprocessing.Process]):
+        ours, theirs = socket.socketpair()
         self.process = spawn(theirs)
         theirs.close()
-        self.conn = ours
+        ours.setblocking(False)
+        self.sock = ours
+
+    async def send(self, message: bytes) -> None:
+        try:
+            await asyncio.get_running_loop().sock_sendall(self.sock, frame(message))
+        except OSError:
+            raise WorkerFailed("the search worker stopped") from None
 
     async def receive(self) -> bytes:
         """The next message from the worker (WorkerFailed if it stopped)."""
         loop = asyncio.get_running_loop()
-        readable = loop.create_future()
-        fd = self.conn.fileno()
-        loop.add_reader(fd, lambda: readable.done() or readable.set_result(None))
-        try:
-            await readable
-        finally:
-            loop.remove_reader(fd)
-        try:
-            return self.conn.recv_bytes()  # the whole message: the worker is writing it
-        except (EOFError, OSError):
-            raise WorkerFailed("the search worker stopped") from None
+        buffer = bytearray()
+        while len(buffer) < HEADER or len(buffer) < HEADER + int.from_bytes(buffer[:HEADER], "big"):
+            try:
+                chunk = await loop.sock_recv(self.sock, CHUNK)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                raise WorkerFailed("the search worker stopped")
+            buffer += chunk
+        return bytes(buffer[HEADER:])
 
     def stop(self) -> None:
-        self.conn.close()
+        self.sock.close()
         self.process.join(timeout=2)
         if self.process.is_alive():
             self.process.kill()
@@ -191,7 +223,7 @@ class Lane:
     """Workers of one kind and the requests waiting for them, oldest first."""
 
     def __init__(self, name: str, size: int, queue_max: int,
-                 spawn: Callable[[Connection], multiprocessing.Process]):
+                 spawn: Callable[[socket.socket], multiprocessing.Process]):
         self.name = name
         self.size = size
         self.queue_max = queue_max
@@ -271,10 +303,10 @@ class WorkerPool:
         context = multiprocessing.get_context("spawn")  # never fork a running event loop
         light = settings["server.search.workers"] or os.cpu_count() or 1
 
-        def spawner(nice: int) -> Callable[[Connection], multiprocessing.Process]:
-            def spawn(conn: Connection) -> multiprocessing.Process:
+        def spawner(nice: int) -> Callable[[socket.socket], multiprocessing.Process]:
+            def spawn(sock: socket.socket) -> multiprocessing.Process:
                 process = context.Process(target=_worker_main, daemon=True,
-                                          args=(conn, str(crawl.path), dict(settings), nice),
+                                          args=(sock, str(crawl.path), dict(settings), nice),
                                           name="filbert-search")
                 process.start()
                 return process
@@ -300,10 +332,10 @@ class WorkerPool:
         lane = self.heavy if heavy else self.light
         worker = await lane.acquire(deadline)
         try:
-            worker.conn.send_bytes(orjson.dumps({**request, "deadline": deadline}))
-        except OSError:  # it died while idle
+            await worker.send(orjson.dumps({**request, "deadline": deadline}))
+        except WorkerFailed:  # it died while idle
             lane.replace(worker)
-            raise WorkerFailed("the search worker stopped") from None
+            raise
         receiving = asyncio.ensure_future(worker.receive())
         try:
             async with asyncio.timeout(deadline - time.monotonic()):
