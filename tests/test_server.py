@@ -3,6 +3,7 @@ generated site; searches run in real worker processes)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import signal
@@ -20,23 +21,16 @@ import httpx
 import orjson
 import pytest
 from fastapi.testclient import TestClient
+from pipeline import crawl_site
 from sites import SiteServer, html, link_graph, rare_word
 
 from filbert.analysis.analyzers import _Memo, analyzer, set_cache_limit
 from filbert.config import Settings, load_settings
-from filbert.fetch import fetch_segment
-from filbert.generate import generate
-from filbert.index import build_index
-from filbert.inject import inject
-from filbert.links.linkdb import invertlinks
-from filbert.links.pagerank import compute_pagerank
-from filbert.parse.segment import parse_segment
 from filbert.search.query import QueryError, analyze_query, parse_query
 from filbert.storage import CrawlDir
-from filbert.updatedb import updatedb
 from filbert.web import create_app
 from filbert.web.app import safe_media_type
-from filbert.web.workers import WorkerPool
+from filbert.web.workers import Lane, Overloaded, WorkerPool
 
 WORD = "river"
 EVIL_TYPE_PATH = "/evil-type.html"
@@ -77,18 +71,9 @@ def crawled(tmp_path_factory: pytest.TempPathFactory, raw_server: str) -> Iterat
     pages = link_graph(12, 3)
     pages[BIG_PATH] = html("Big", "<p>" + "zqbigx words of a long page " * 25_000 + "</p>")
     pages["/"] += f'<a href="{BIG_PATH}">big</a>'
-    settings = load_settings(None, ["fetcher.server.delay=0", "executor.kind=sequential"])
-    crawl = CrawlDir(tmp_path_factory.mktemp("server") / "crawl")
     with SiteServer(pages) as server:
-        inject(crawl, [server.url("/"), raw_server + EVIL_TYPE_PATH], settings)
-        for _ in range(2):
-            name = generate(crawl, settings).segment
-            fetch_segment(crawl, name, settings)
-            parse_segment(crawl, name, settings)
-            updatedb(crawl, settings)
-        invertlinks(crawl, settings)
-        compute_pagerank(crawl, settings)
-        build_index(crawl, settings)
+        crawl, settings, _ = crawl_site(tmp_path_factory.mktemp("server") / "crawl",
+                                        [server.url("/"), raw_server + EVIL_TYPE_PATH], depth=2)
         yield Crawl(crawl, settings, server, raw_server)
 
 
@@ -373,3 +358,21 @@ def test_search_answers_when_the_query_log_cannot_be_written(crawled: Crawl, tmp
         logs.unlink()
         if moved.exists():
             moved.rename(logs)
+
+
+def test_a_request_that_would_wait_past_its_deadline_is_refused_at_once() -> None:
+    async def scenario() -> None:
+        lane = Lane("light", 1, queue_max=10, spawn=None)  # no worker: all are busy
+        lane.service_time = 1.0                            # a search takes 1 s lately
+        loop = asyncio.get_running_loop()
+        lane.waiting.extend(loop.create_future() for _ in range(2))
+        start = time.monotonic()
+        with pytest.raises(Overloaded, match="would take too long"):
+            await lane.acquire(start + 2.5)  # 3 searches of 1 s before it: too late
+        assert time.monotonic() - start < 0.05
+        waiter = asyncio.ensure_future(lane.acquire(time.monotonic() + 3.5))  # in time: waits
+        await asyncio.sleep(0.01)
+        assert not waiter.done() and len(lane.waiting) == 3
+        waiter.cancel()
+
+    asyncio.run(scenario())

@@ -55,7 +55,7 @@ def crawl(seeds: Annotated[list[str] | None, typer.Argument(
           no_index: bool = typer.Option(False, "--no-index", help="Stop after invertlinks."),
           sitemaps: bool = typer.Option(False, "--sitemaps", help="First read the hosts' sitemaps."),
           define: Define = None) -> None:
-    """Run inject → (generate → fetch → parse → updatedb) × depth → invertlinks → dedup → index."""
+    """Run inject → (generate → fetch → parse → updatedb) × depth → invertlinks → pagerank → dedup → index."""
     from filbert.crawl import run_crawl
 
     gc.freeze()  # the imported modules' objects: not worth re-scanning during a crawl

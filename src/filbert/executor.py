@@ -1,4 +1,4 @@
-"""Run bucket-level tasks: in this process, in a local process pool, later on Dask."""
+"""Run bucket-level tasks: in this process or in a local process pool."""
 
 from __future__ import annotations
 

@@ -1,1 +1,1 @@
-"""Link analysis: the linkdb (inlinks and anchor text); PageRank and HITS come later."""
+"""Link analysis: the linkdb (inlinks and anchor text), PageRank, and HITS at query time."""

@@ -1,7 +1,7 @@
 """HITS (Kleinberg): hub and authority scores over a query's base set.
 
 The root set is a query's top results; the base set adds the pages they link to and up to
-`max_inlinks` pages linking to each (seed 001). Power iteration on the base set's adjacency
+`max_inlinks` pages linking to each (Kleinberg's HITS). Power iteration on the base set's adjacency
 matrix: authorities = Aᵀ·hubs, hubs = A·authorities, each normalized to sum to 1 (as
 networkx reports them).
 """

@@ -2,7 +2,7 @@
 
 The graph is every crawldb URL plus the links of every parsed segment (crawl_parse rows of
 kind 'link', each source → target pair once, self-links dropped). Pages without outlinks
-(unfetched, gone, or simply linkless: the "rank sinks" of seed 001) hand their rank to all
+(unfetched, gone, or simply linkless: the "rank sinks" of the PageRank paper) hand their rank to all
 pages evenly, and the random surfer's jump spreads 1 − damping evenly too, so sinks and
 cycles cannot trap rank. Scores and edges go to webgraph/ (for HITS at query time) and the
 scores into the crawldb's score, scaled so the average page has 1.0, where generate (crawl

@@ -1,9 +1,9 @@
 """The second ranking phase: tantivy's top candidates re-scored with PageRank, near-duplicates
 collapsed, hosts crowded, and every score explained.
 
-tantivy's score already holds the text features: BM25 per hit-type field with its weight
-(counts saturate through BM25's k1), the proximity bins and the language preference. This
-phase adds PageRank through a saturating transform, weight · pr / (pr + half), so a famous
+tantivy's score holds the text features: BM25 per hit-type field with its weight (counts
+saturate through BM25's k1) and the language preference; the proximity bins are added to
+the best candidates by text before this phase (Searcher._proximity). This phase adds PageRank through a saturating transform, weight · pr / (pr + half), so a famous
 page gains at most `weight` however large its PageRank. Fast-field columns (PageRank,
 simhash, host) are read once per shard, so re-ranking fetches no documents.
 """

@@ -1,7 +1,7 @@
 """Search the index shards: retrieve with tantivy, re-rank, make snippets.
 
 Phase one: tantivy scores every page matching the query (query.py: BM25 per weighted hit-type
-field, proximity bins, language preference); all words are required, as Google does, and when
+field, language preference), and the proximity bins are scored on the best of them; all words are required, as Google does, and when
 that finds nothing any word will do. Phase two (ranking.py) re-ranks the top candidates of all
 shards with PageRank, collapses near-duplicates and crowds hosts; HITS can re-order the top.
 """

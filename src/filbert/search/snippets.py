@@ -1,6 +1,6 @@
 """Snippets: the passage of a page's text with the most query terms, terms highlighted.
 
-Word beginnings of the query (probes) find candidate places fast with one regular expression;
+Word beginnings of the query (probes) find candidate places fast (str.find on the folded text);
 only the text around them is analyzed, with the page's own analyzer, to see which words really
 are query terms (so "систем" highlights "системах" but "system" does not highlight "systole").
 """

@@ -27,10 +27,9 @@ from filbert import schemas
 from filbert.buckets import connect, parquet_relation
 from filbert.config import ConfigError, Settings
 from filbert.storage import CrawlDir, Segment, VersionedTable, reading
-from filbert.suggest.querylog import read_query_log
+from filbert.suggest.querylog import QUERY_LOG, read_query_log
 from filbert.suggest.suggester import Suggester, SuggestError, normalize
 
-QUERY_LOG = Path("logs") / "queries.jsonl"
 
 
 def suggest_table(crawl: CrawlDir) -> VersionedTable:

@@ -8,8 +8,8 @@ labels, concatenated in that order, are `chars` (node v's edge is
 `chars[label[v]:label[v + 1]]`), so the nodes and labels a search touches at one depth lie
 close together in memory.
 
-The search is the seed's dynamic programming on the trie path with the query prefix, run
-breadth-first over all paths at once in numpy: one step per character depth, one row of
+The search is the fuzzy-prefix dynamic programming on the trie path with the query prefix,
+run breadth-first over all paths at once in numpy: one step per character depth, one row of
 the optimal-string-alignment (Damerau) table per path, the rows of a step computed together.
 A path is dropped (Ukkonen's cut-off) once no later row can come within the error bound.
 """

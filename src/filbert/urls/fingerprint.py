@@ -1,4 +1,4 @@
-"""128-bit URL fingerprints (seed 000's 信息指纹) and host buckets."""
+"""128-bit URL fingerprints (the "information fingerprints" of Chinese search-engine texts) and host buckets."""
 
 import xxhash
 

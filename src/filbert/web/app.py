@@ -37,8 +37,7 @@ from filbert.search.searcher import MAX_RESULTS
 from filbert.storage import CURRENT, CrawlDir
 from filbert.suggest import SuggestError
 from filbert.suggest.builder import SuggesterHolder
-from filbert.suggest.builder import QUERY_LOG
-from filbert.suggest.querylog import QueryLog
+from filbert.suggest.querylog import QUERY_LOG, QueryLog
 from filbert.web.workers import Overloaded, Reply, WorkerFailed, WorkerPool
 
 HERE = Path(__file__).parent

@@ -3,13 +3,14 @@
 tantivy-py holds the GIL while it searches, so a search in the server's own process (or in a
 thread of it) stops every other request, `/healthz` included, until it ends. Here each
 search runs in a worker process that has the index open; the event loop sends it the
-request over a pipe and goes on serving until the reply is readable.
+request over a socket and goes on serving until the reply is readable.
 
 Workers are in two lanes: light searches (a page of results) and heavy ones (explain, HITS,
 many or deep results), which have their own workers, at a lower CPU priority, so that they
-never hold up the light ones. Each lane has a bounded queue: past it, or past a request's
-deadline, the request is refused at once (`Overloaded`, a 503 with Retry-After) instead of
-waiting. A worker that misses a deadline is left to finish, then used again; one still busy
+never hold up the light ones. Each lane has a bounded queue: past it, or when the searches
+already waiting would take (at the lane's recent pace) longer than a request's deadline
+leaves, the request is refused at once (`Overloaded`, a 503 with Retry-After) instead of
+waiting for its time to run out. A worker that misses a deadline is left to finish, then used again; one still busy
 long after is killed and replaced, as is one that dies.
 
 The protocol, over a Unix socket pair: messages are framed by their length (8 bytes, big
@@ -45,6 +46,7 @@ from filbert.storage import CURRENT, CrawlDir
 
 HEAVY_NICE = 10    # the heavy lane's CPU priority, below the light lane's (0)
 KILL_AFTER = 5.0   # a worker still busy this many deadlines after its request's is replaced
+SERVICE_WEIGHT = 0.05  # weight of the newest request in a lane's moving average of service time
 HEADER = 8         # bytes of a message's length on a worker's socket
 CHUNK = 1 << 18    # bytes read from a worker's socket at a time
 RESPAWN_DELAY = 1.0  # seconds between attempts to start a worker that fails to start
@@ -231,6 +233,10 @@ class Lane:
         self.workers: list[Worker] = []
         self.idle: deque[Worker] = deque()
         self.waiting: deque[asyncio.Future[Worker]] = deque()
+        self.service_time = 0.0  # seconds a worker took per request, moving average
+
+    def served(self, seconds: float) -> None:
+        self.service_time += SERVICE_WEIGHT * (seconds - self.service_time)
 
     async def start(self) -> None:
         self.workers = [Worker(self.spawn) for _ in range(self.size)]
@@ -251,6 +257,10 @@ class Lane:
             return self.idle.popleft()
         if len(self.waiting) >= self.queue_max:
             raise Overloaded(f"too many {self.name} searches waiting")
+        # the wait for a worker, were it to take what searches took lately: a request that
+        # would not be answered in time is refused now rather than when its time is up
+        if (len(self.waiting) + 1) * self.service_time / self.size > deadline - time.monotonic():
+            raise Overloaded(f"the {self.name} searches waiting would take too long")
         future: asyncio.Future[Worker] = asyncio.get_running_loop().create_future()
         self.waiting.append(future)
         try:
@@ -331,6 +341,7 @@ class WorkerPool:
         await self.start()
         lane = self.heavy if heavy else self.light
         worker = await lane.acquire(deadline)
+        sent = time.monotonic()
         try:
             await worker.send(orjson.dumps({**request, "deadline": deadline}))
         except WorkerFailed:  # it died while idle
@@ -344,16 +355,18 @@ class WorkerPool:
             lane.replace(worker)
             raise
         except BaseException as exc:  # the deadline, or the request was cancelled
-            asyncio.get_running_loop().create_task(self._recover(lane, worker, receiving))
+            asyncio.get_running_loop().create_task(self._recover(lane, worker, receiving, sent))
             if isinstance(exc, TimeoutError):
                 raise Overloaded("the search took longer than its deadline") from None
             raise
+        lane.served(time.monotonic() - sent)
         lane.release(worker)
         head, _, body = message.partition(b"\n")
         parsed = orjson.loads(head)
         return Reply(parsed.pop("status"), parsed, body)
 
-    async def _recover(self, lane: Lane, worker: Worker, receiving: asyncio.Future[bytes]) -> None:
+    async def _recover(self, lane: Lane, worker: Worker, receiving: asyncio.Future[bytes],
+                       sent: float) -> None:
         """Waits for a late reply (discarded) and releases the worker; replaces it when it
         is still busy KILL_AFTER deadlines later."""
         try:
@@ -363,6 +376,7 @@ class WorkerPool:
             receiving.cancel()
             lane.replace(worker)
             return
+        lane.served(time.monotonic() - sent)
         lane.release(worker)
 
     def close(self) -> None:
