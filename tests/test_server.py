@@ -313,6 +313,22 @@ def test_parameters_out_of_range_are_400(crawled: Crawl) -> None:
         assert missing.status_code == 404 and set(missing.json()) == {"error"}
 
 
+def test_a_bug_is_a_json_500(crawled: Crawl, monkeypatch: pytest.MonkeyPatch) -> None:
+    from filbert.suggest.builder import SuggesterHolder
+    from filbert.web.app import SearchService
+
+    def broken(*args: object) -> None:
+        raise RuntimeError("a bug")
+
+    with TestClient(app_with(crawled), raise_server_exceptions=False) as client:
+        monkeypatch.setattr(SuggesterHolder, "get", broken)
+        monkeypatch.setattr(SearchService, "search", broken)
+        for response in (client.get("/api/suggest", params={"q": "ri"}),
+                         client.get("/api/search", params={"q": WORD})):
+            assert response.status_code == 500
+            assert response.json() == {"error": "internal error (see the server's log)"}
+
+
 def test_errors_do_not_show_the_servers_paths(tmp_path: Path) -> None:
     crawl = CrawlDir(tmp_path / "crawl")
     with TestClient(create_app(crawl, load_settings(None, ["server.search.workers=1"]))) as client:

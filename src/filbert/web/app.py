@@ -12,6 +12,7 @@ JSON of one shape, `{"error": "..."}`, on the API, and an HTML page on `/`.
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import time
 from collections.abc import AsyncIterator
@@ -38,7 +39,7 @@ from filbert.storage import CURRENT, CrawlDir
 from filbert.suggest import SuggestError
 from filbert.suggest.builder import SuggesterHolder
 from filbert.suggest.querylog import QUERY_LOG, QueryLog
-from filbert.web.workers import Overloaded, Reply, WorkerFailed, WorkerPool
+from filbert.web.workers import INTERNAL_ERROR, Overloaded, Reply, WorkerFailed, WorkerPool
 
 HERE = Path(__file__).parent
 PAGE_SIZE = 10
@@ -59,6 +60,9 @@ RAW_SECURITY_HEADERS = [(name.lower().encode(), value.encode())
 # server (control characters, stray quotes) is not sent on.
 TOKEN = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
 MEDIA_TYPE = re.compile(rf"({TOKEN}/{TOKEN})((?:[ \t]*;[ \t]*{TOKEN}=(?:{TOKEN}|\"[ !#-\[\]-~]*\"))*)")
+
+
+log = logging.getLogger(__name__)
 
 
 class ParamError(ValueError):
@@ -91,7 +95,8 @@ class SecurityHeaders:
 class Deadline:
     """ASGI middleware giving every request its deadline, `scope["deadline"]`
     (time.monotonic(), from its arrival). A request not answered by then gets a 503; one
-    whose response is not sent SEND_GRACE seconds later is cut off."""
+    whose response is not sent SEND_GRACE seconds later is cut off. An error in the
+    application is logged and answered as a JSON 500 (when nothing was sent yet)."""
 
     def __init__(self, app: ASGIApp, seconds: float):
         self.app = app
@@ -116,6 +121,10 @@ class Deadline:
             if not started:
                 await send_json(send, 503, {"error": "the request took longer than its deadline"},
                                 retry=True)
+        except Exception:  # noqa: BLE001 - a bug: the client gets the API's error shape
+            log.exception("error answering %s", scope["path"])
+            if not started:
+                await send_json(send, 500, {"error": INTERNAL_ERROR})
 
 
 async def send_json(send: Send, status: int, content: dict | bytes, head: bool = False,
@@ -315,6 +324,10 @@ def create_app(crawl: CrawlDir, settings: Settings) -> ASGIApp:
     explain_max = settings["search.explain.max.results"]
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     app.add_middleware(SecurityHeaders)
+
+    @app.exception_handler(Exception)  # FastAPI's routes: a bug's 500 in the API's shape
+    async def internal_error(request: Request, exc: Exception) -> JSONResponse:
+        return JSONResponse({"error": INTERNAL_ERROR}, status_code=500)
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> JSONResponse:

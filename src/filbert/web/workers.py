@@ -44,6 +44,7 @@ from filbert.config import Settings
 from filbert.errors import UserError, public_message
 from filbert.storage import CURRENT, CrawlDir
 
+INTERNAL_ERROR = "internal error (see the server's log)"
 HEAVY_NICE = 10    # the heavy lane's CPU priority, below the light lane's (0)
 KILL_AFTER = 5.0   # a worker still busy this many deadlines after its request's is replaced
 SERVICE_WEIGHT = 0.05  # weight of the newest request in a lane's moving average of service time
@@ -177,7 +178,7 @@ def _answer(holder: SearcherHolder, request: dict[str, Any]) -> bytes:
         head.update(status=503, error=public_message(exc, holder.crawl.path))
     except Exception:  # noqa: BLE001 - one request's bug must not stop the worker
         traceback.print_exc(file=sys.stderr)
-        head.update(status=500, error="internal error (see the server's log)")
+        head.update(status=500, error=INTERNAL_ERROR)
     return orjson.dumps(head) + b"\n" + body
 
 
