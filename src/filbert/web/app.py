@@ -46,6 +46,7 @@ PAGE_SIZE = 10
 MAX_OFFSET = 10_000  # deeper pages cost memory in the collector and nobody reads them
 SEND_GRACE = 0.5     # seconds past the deadline a started response may take to be sent
 HEALTH_TTL = 5.0     # seconds an index health check is trusted
+RETRY_AFTER = "1"    # seconds a client told 503 should wait before it asks again
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; style-src 'self'; img-src 'self'; "
                                "script-src 'self'; connect-src 'self'; "
@@ -119,8 +120,7 @@ class Deadline:
                 await self.app(scope, receive, tracking_send)
         except TimeoutError:
             if not started:
-                await send_json(send, 503, {"error": "the request took longer than its deadline"},
-                                retry=True)
+                await send_json(send, 503, {"error": "the request took longer than its deadline"})
         except Exception:  # noqa: BLE001 - a bug: the client gets the API's error shape
             log.exception("error answering %s", scope["path"])
             if not started:
@@ -128,13 +128,14 @@ class Deadline:
 
 
 async def send_json(send: Send, status: int, content: dict | bytes, head: bool = False,
-                    retry: bool = False, extra: list[tuple[bytes, bytes]] = ()) -> None:
-    """A JSON response as plain ASGI (FastAPI's response classes cost ~0.1 ms a request)."""
+                    extra: list[tuple[bytes, bytes]] = ()) -> None:
+    """A JSON response as plain ASGI (FastAPI's response classes cost ~0.1 ms a request);
+    a 503 says when to come back."""
     body = content if isinstance(content, bytes) else orjson.dumps(content)
     headers = [(b"content-type", b"application/json"), *RAW_SECURITY_HEADERS, *extra,
                (b"content-length", str(len(body)).encode())]
-    if retry:
-        headers.append((b"retry-after", b"1"))
+    if status == 503:
+        headers.append((b"retry-after", RETRY_AFTER.encode()))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": b"" if head else body})
 
@@ -212,7 +213,7 @@ async def call_pool(pool: WorkerPool, request: dict, heavy: bool, deadline: floa
     try:
         return await pool.call(request, heavy, deadline)
     except Overloaded as exc:
-        return Reply(503, {"error": f"the server is busy: {exc}; try again", "retry": True}, b"")
+        return Reply(503, {"error": f"the server is busy: {exc}; try again"}, b"")
     except WorkerFailed:
         return Reply(500, {"error": "the search failed: its worker stopped (restarted)"}, b"")
 
@@ -250,8 +251,7 @@ class SearchAPI:
         if reply.status == 200:
             await send_json(send, 200, reply.body, head)
         else:
-            await send_json(send, reply.status, {"error": reply.error}, head,
-                            retry=bool(reply.head.get("retry")))
+            await send_json(send, reply.status, {"error": reply.error}, head)
 
 
 class Health:
@@ -302,9 +302,10 @@ def pager(results: dict) -> dict[str, str | None]:
     return {"prev": prev, "next": page_link(results["query"], end) if more else None}
 
 
-def error_json(status: int, message: str, retry: bool = False) -> JSONResponse:
+def error_json(status: int, message: str) -> JSONResponse:
+    """The API's error; a 503 says when to come back."""
     return JSONResponse({"error": message}, status_code=status,
-                        headers={"Retry-After": "1"} if retry else None)
+                        headers={"Retry-After": RETRY_AFTER} if status == 503 else None)
 
 
 def create_app(crawl: CrawlDir, settings: Settings) -> ASGIApp:
@@ -357,7 +358,7 @@ def create_app(crawl: CrawlDir, settings: Settings) -> ASGIApp:
         reply = await call_pool(pool, {"kind": "cache", "url": url}, False,
                                 request.scope["deadline"])
         if reply.status != 200:
-            return error_json(reply.status, reply.error or "", bool(reply.head.get("retry")))
+            return error_json(reply.status, reply.error or "")
         # the copy runs in a sandbox: no scripts, no requests to the page's site, its own origin
         return Response(reply.body, media_type=safe_media_type(reply.head["content_type"]),
                         headers={"Content-Security-Policy": "sandbox; default-src 'none'; "
@@ -385,7 +386,9 @@ def create_app(crawl: CrawlDir, settings: Settings) -> ASGIApp:
             else:
                 context["error"], status = reply.error, reply.status
             context["seconds"] = time.perf_counter() - start
-        return templates.TemplateResponse(request, "search.html", context, status_code=status)
+        retry = {"Retry-After": RETRY_AFTER} if status == 503 else None
+        return templates.TemplateResponse(request, "search.html", context, status_code=status,
+                                          headers=retry)
 
     @app.get("/healthz")
     async def healthz() -> JSONResponse:
