@@ -60,7 +60,8 @@ RAW_SECURITY_HEADERS = [(name.lower().encode(), value.encode())
 # A media type and its parameters as RFC 9110 allows them: anything else from a crawled
 # server (control characters, stray quotes) is not sent on.
 TOKEN = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
-MEDIA_TYPE = re.compile(rf"({TOKEN}/{TOKEN})((?:[ \t]*;[ \t]*{TOKEN}=(?:{TOKEN}|\"[ !#-\[\]-~]*\"))*)")
+PARAMETER = rf"[ \t]*;[ \t]*{TOKEN}=(?:{TOKEN}|\"[ !#-\[\]-~]*\")"
+MEDIA_TYPE = re.compile(rf"({TOKEN}/{TOKEN})((?:{PARAMETER})*)")
 
 
 log = logging.getLogger(__name__)

@@ -10,8 +10,8 @@ many or deep results), which have their own workers, at a lower CPU priority, so
 never hold up the light ones. Each lane has a bounded queue: past it, or when the searches
 already waiting would take (at the lane's recent pace) longer than a request's deadline
 leaves, the request is refused at once (`Overloaded`, a 503 with Retry-After) instead of
-waiting for its time to run out. A worker that misses a deadline is left to finish, then used again; one still busy
-long after is killed and replaced, as is one that dies.
+waiting for its time to run out. A worker that misses a deadline is left to finish, then
+used again; one still busy long after is killed and replaced, as is one that dies.
 
 The protocol, over a Unix socket pair: messages are framed by their length (8 bytes, big
 endian); a request is one JSON object; a reply is a JSON header line (status, total,
