@@ -40,7 +40,8 @@ first-phase tantivy query alone, without counting, and with the language penalty
 tantivy rather than after it) and, with `--profile N`, cProfile over N queries. Targets: p50(HTTP) <= 3 x p50(raw), p99(HTTP) < 100 ms.
 
     .venv/bin/python bench/query_latency.py [--docs 1000000] [--queries 1000] [--warmup 50]
-        [--workdir bench/.query-latency] [--profile N] [-D key=value] [--no-record]
+        [--workdir bench/.query-latency] [--profile N] [-D key=value] [--baseline-src DIR]
+        [--no-record]
 """
 
 from __future__ import annotations
@@ -369,14 +370,17 @@ class HttpPath:
 
 
 @contextmanager
-def server(crawl: CrawlDir, overrides: list[str]) -> Iterator[int]:
-    """filbert's web app under uvicorn in a subprocess; yields its port."""
+def server(crawl: CrawlDir, overrides: list[str], src: Path | None = None) -> Iterator[int]:
+    """filbert's web app under uvicorn in a subprocess (from the source tree `src`, when
+    given); yields its port."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
+    env = {**os.environ, "PYTHONPATH": str(src / "src")} if src else None
     # every query logged (the comparison with the log needs them all; -D may still say otherwise)
-    proc = subprocess.Popen([sys.executable, "-c", SERVER, str(crawl.path), str(port),
-                             "search.log.rate=-1", *overrides])
+    logged = [] if src else ["search.log.rate=-1"]
+    proc = subprocess.Popen([sys.executable, "-c", SERVER, str(crawl.path), str(port), *logged,
+                             *overrides], env=env)
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -566,25 +570,49 @@ def logged_times(crawl: CrawlDir, skip: int, queries: list[str]) -> tuple[np.nda
             np.array([e["results"] or 0 for e in entries]))
 
 
+def baseline_name(src: Path) -> str:
+    return f"filbert HTTP GET /api/search, the server of {src}"
+
+
+@contextmanager
+def baseline_server(work: Workdir, src: Path | None) -> Iterator[int | None]:
+    """The server of another source tree (e.g. a `git archive` of an earlier commit, with the
+    compiled extension copied in) on a hard-linked copy of the crawl (its own query log)."""
+    if src is None:
+        yield None
+        return
+    copy = work.path / "baseline-crawl"
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(work.crawl.path, copy, copy_function=os.link,
+                    ignore=shutil.ignore_patterns("logs"))
+    try:
+        with server(CrawlDir(copy), [], src) as port:
+            yield port
+    finally:
+        shutil.rmtree(copy, ignore_errors=True)
+
+
 def measure(work: Workdir, settings: Settings, defines: list[str], warmup: list[str],
-            queries: list[str]) -> tuple[Measured, Searcher]:
+            queries: list[str], baseline: Path | None) -> tuple[Measured, Searcher]:
     """Cold first queries, then the interleaved runs; returns the figures and the Searcher."""
     start = time.perf_counter()
     searcher = Searcher(work.crawl, settings)
     opened = time.perf_counter() - start
     first = timed(SearcherPath(searcher), queries[0])[0]
     load_before = os.getloadavg()[0]
-    with server(work.crawl, defines) as port:
+    with server(work.crawl, defines) as port, baseline_server(work, baseline) as base_port:
         http_path = HttpPath(port)
         http_first = timed(http_path, queries[0])[0]
         first_status, http_path.errors = http_path.status, 0
         paths = {RAW: RawPath(work.raw), IN_PROCESS: SearcherPath(searcher), HTTP: http_path}
+        if base_port:
+            paths[baseline_name(baseline)] = HttpPath(base_port)
         run_interleaved(paths, warmup)
         http_path.errors = 0
         seconds, hits = run_interleaved(paths, queries)
         floor = stats_ms(http_floor(port))
     seconds[LOGGED], hits[LOGGED] = logged_times(work.crawl, 1 + len(warmup), queries)
-    order = (RAW, IN_PROCESS, LOGGED, HTTP)
+    order = (RAW, IN_PROCESS, LOGGED, HTTP, *([baseline_name(baseline)] if baseline else []))
     seconds, hits = {k: seconds[k] for k in order}, {k: hits[k] for k in order}
     return Measured(seconds, hits, opened, first, http_first, first_status, http_path.errors,
                     floor, (load_before, os.getloadavg()[0])), searcher
@@ -633,13 +661,20 @@ def verdict(seconds: dict[str, np.ndarray]) -> list[str]:
     p50_ratio, p99_ratio = h["p50"] / r["p50"], h["p99"] / r["p99"]
     ok50 = "met" if p50_ratio <= 3.0 else "NOT met"
     ok99 = "met" if h["p99"] < 100.0 else "NOT met"
-    return [f"- p50 HTTP / p50 raw tantivy: **{p50_ratio:.2f}×** (target ≤ 3×: {ok50})",
-            (f"- p99 HTTP: **{h['p99']:.1f} ms** (target < 100 ms: {ok99}); "
-             f"p99 HTTP / p99 raw tantivy: {p99_ratio:.2f}×"),
-            (f"- paired per query: HTTP − in-process p50 {over_http['p50']:.2f} ms, p99 "
-             f"{over_http['p99']:.2f} ms; HTTP − the server's logged search time (uvicorn, "
-             f"the web app, JSON, the client) p50 {over_logged['p50']:.2f} ms, p99 "
-             f"{over_logged['p99']:.2f} ms")]
+    lines = [f"- p50 HTTP / p50 raw tantivy: **{p50_ratio:.2f}×** (target ≤ 3×: {ok50})",
+             (f"- p99 HTTP: **{h['p99']:.1f} ms** (target < 100 ms: {ok99}); "
+              f"p99 HTTP / p99 raw tantivy: {p99_ratio:.2f}×"),
+             (f"- paired per query: HTTP − in-process p50 {over_http['p50']:.2f} ms, p99 "
+              f"{over_http['p99']:.2f} ms; HTTP − the server's logged search time (uvicorn, "
+              f"the web app, JSON, the client) p50 {over_logged['p50']:.2f} ms, p99 "
+              f"{over_logged['p99']:.2f} ms")]
+    for name in seconds.keys() - {RAW, IN_PROCESS, LOGGED, HTTP}:  # a baseline server
+        b = stats_ms(seconds[name])
+        over = stats_ms(seconds[HTTP] - seconds[name])
+        lines.append(f"- {name}: p50 {b['p50']:.2f} ms ({b['p50'] / r['p50']:.2f}× raw "
+                     f"tantivy); paired HTTP − it p50 {over['p50']:.2f} ms, p99 "
+                     f"{over['p99']:.2f} ms")
+    return lines
 
 
 def record_results(args: argparse.Namespace, body: str) -> None:
@@ -661,6 +696,9 @@ def parse_args() -> argparse.Namespace:
                         help="print a cProfile of Searcher.search over N queries")
     parser.add_argument("-D", dest="define", action="append", default=[], metavar="KEY=VALUE",
                         help="filbert setting, for indexing and searching")
+    parser.add_argument("--baseline-src", type=Path, metavar="DIR",
+                        help="also time the server of this source tree (a `git archive` of an "
+                             "earlier commit with its compiled extension) on the same index")
     parser.add_argument("--no-record", action="store_true", help="do not append to RESULTS.md")
     return parser.parse_args()
 
@@ -677,7 +715,7 @@ def main() -> None:
     print(f"page cache: read {cached / 2**20:,.0f} MB of index files", flush=True)
     (work.crawl.path / "logs" / "queries.jsonl").unlink(missing_ok=True)
 
-    measured, searcher = measure(work, settings, args.define, warmup, queries)
+    measured, searcher = measure(work, settings, args.define, warmup, queries, args.baseline_src)
     print("phase breakdown…", flush=True)
     report = "\n".join([
         *setup_lines(args, settings, work, manifest, queries, measured),
