@@ -26,8 +26,8 @@ from filbert.analysis import analyzer, identify, load_user_dict
 from filbert.buckets import connect, parquet_relation
 from filbert.config import Settings
 from filbert.executor import make_executor
+from filbert.index.columns import COLUMNS_FILE, Columns
 from filbert.index.schema import ALL_FIELD, index_schema, shard_name
-from filbert.search.ranking import COLUMNS_FILE, Columns
 from filbert.storage import CrawlDir, Segment, part_name, reading
 from filbert.urls import fingerprint
 

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import threading
 import time
-import zipfile
 from dataclasses import dataclass, field
 from functools import partial
 from operator import attrgetter
-from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -22,14 +20,15 @@ import tantivy
 
 from filbert.analysis.analyzers import TOKEN
 from filbert.config import Settings
+from filbert.index.columns import COLUMNS_FILE, Columns
 from filbert.index.schema import ALL_FIELD, has_field, index_schema, open_shards, shard_name, stored_doc
 from filbert.search.cache import CachedPage, cached_page
 from filbert.search.query import (
     AnalyzedQuery, QueryBuilder, QueryError, analyze_query, parse_query,
 )
-from filbert.search.ranking import COLUMNS_FILE, Candidate, Columns, Reranker
+from filbert.search.ranking import Candidate, Reranker, hit_candidates
 from filbert.search.snippets import make_snippet
-from filbert.storage import CrawlDir, VersionedTable, damaged_file, reading
+from filbert.storage import CrawlDir, VersionedTable, reading
 
 MAX_RESULTS = 100
 # the language penalty is applied after tantivy, to this share more candidates than needed,
@@ -87,13 +86,6 @@ def main_languages(counts: dict[str, int], min_share: float) -> list[str]:
     cannot be told is analyzed in each; stray misidentified pages should not multiply that)."""
     total = sum(counts.values())
     return [lang for lang, n in counts.items() if n >= min_share * total] or list(counts)[:1]
-
-
-def _load_columns(path: Path) -> Columns:
-    try:
-        return Columns.load(path)
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-        raise damaged_file(path, type(exc).__name__) from exc
 
 
 class Searcher:
@@ -266,7 +258,7 @@ class Searcher:
     def _top(self, query: tantivy.Query, depth: int, shard: int) -> tuple[int, list[Candidate]]:
         """The shard's match count and top `depth` pages."""
         result = self.shards[shard].search(query, limit=max(1, depth), count=True)  # tantivy: >= 1
-        return result.count, self.columns(shard).candidates(shard, result.hits)
+        return result.count, hit_candidates(self.columns(shard), shard, result.hits)
 
     def _top_penalized(self, matching: tantivy.Query, analyzed: AnalyzedQuery,
                        conjunction: bool, others: list[str], depth: int,
@@ -279,7 +271,7 @@ class Searcher:
         scores; tantivy does it when more than the margin of those pages are in the others."""
         limit = depth + max(1, int(depth * PENALTY_MARGIN))
         result = self.shards[shard].search(matching, limit=limit, count=True)
-        candidates = self.columns(shard).candidates(shard, result.hits)
+        candidates = hit_candidates(self.columns(shard), shard, result.hits)
         other = self._other_pages(shard, others)
         flagged = [candidate for candidate in candidates if candidate.uid in other]
         if len(candidates) == limit and len(candidates) - len(flagged) < depth:
@@ -303,7 +295,7 @@ class Searcher:
                     query = self.builder.in_languages(others)
                     count = searcher.search(query, limit=1, count=True).count
                     hits = searcher.search(query, limit=max(1, count)).hits
-                    pages = columns.candidates(shard, hits)
+                    pages = hit_candidates(columns, shard, hits)
                     self._other_uids[key] = frozenset(page.uid for page in pages)
         return self._other_uids[key]
 
@@ -313,7 +305,7 @@ class Searcher:
             with self._lock:
                 if self._columns[shard] is None:
                     saved = self.generation / shard_name(shard) / COLUMNS_FILE
-                    self._columns[shard] = (_load_columns(saved) if saved.exists()
+                    self._columns[shard] = (Columns.load(saved) if saved.exists()
                                             else Columns.read(self.shards[shard]))
         return self._columns[shard]
 
