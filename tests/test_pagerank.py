@@ -124,12 +124,13 @@ def test_base_set_adds_outlinks_and_capped_inlinks(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from filbert.links.hits import EDGES_FILE, LinkGraph
+    from filbert.links.hits import LinkGraph
+    from filbert.storage import WebGraph
 
     # 0 → 1, 0 → 2; 3, 4, 5 → 0; 6 is unrelated
     edges = [(0, 1), (0, 2), (3, 0), (4, 0), (5, 0), (6, 1)]
     pq.write_table(pa.table({"src": [a for a, _ in edges], "dst": [b for _, b in edges]}),
-                   tmp_path / EDGES_FILE)
+                   tmp_path / WebGraph.EDGES)
     graph = LinkGraph(tmp_path, [f"u{i}" for i in range(7)])
     assert sorted(graph.base_set([0], max_inlinks=2)) == [0, 1, 2, 3, 4]
     result = graph.hits([0, 1, 2, 3, 4, 5])

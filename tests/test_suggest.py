@@ -29,7 +29,6 @@ from filbert.suggest.builder import (
     load_suggester,
     logged_queries,
     read_synonyms,
-    suggest_table,
 )
 from filbert.suggest.querylog import QueryLog
 from filbert.suggest.ranks import RangeMin
@@ -361,8 +360,8 @@ def test_a_rebuild_is_published_and_picked_up(tmp_path):
     search(log, "query from the log", ["192.0.2.3"])
     build_suggest(crawl, settings)
     assert [s.phrase for s in holder.get().suggest("quer", 10)] == ["query from the log"]
-    assert len(list(suggest_table(crawl).path.glob("gen-*"))) == 1  # the old one is gone
-    assert (suggest_table(crawl).current() / FILE).exists()
+    assert len(list(crawl.suggest.path.glob("gen-*"))) == 1  # the old one is gone
+    assert (crawl.suggest.current() / FILE).exists()
 
 
 def test_build_needs_a_crawl(tmp_path):

@@ -207,6 +207,15 @@ class Segment:
     def parts(self, sub: str, pattern: str = "part-*.parquet") -> list[Path]:
         return sorted((self.path / sub).glob(pattern))
 
+    @staticmethod
+    def crawl_parse_name(target_bucket: int, writer: int) -> str:
+        """crawl_parse has one file per target bucket and writer (the source bucket, or the
+        fetch partition), so updatedb and invertlinks read one file set per bucket."""
+        return f"part-{target_bucket:05d}-{writer:05d}.parquet"
+
+    def crawl_parse_parts(self, target_bucket: int) -> list[Path]:
+        return self.parts(self.PARSE, f"part-{target_bucket:05d}-*.parquet")
+
     def has(self, sub: str) -> bool:
         return (self.path / sub).is_dir()
 
@@ -244,6 +253,14 @@ class Segment:
             (tmp / sub).rename(target)
         fsync_dir(self.path)
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+class WebGraph(VersionedTable):
+    """webgraph/, written by pagerank and read by HITS: node i is row i of SCORES (url, fp,
+    pagerank, inlinks, outlinks); EDGES holds the links as src and dst node numbers."""
+
+    SCORES = "scores.parquet"
+    EDGES = "edges.parquet"
 
 
 # What writes a damaged file again: by a crawl's top directory, and by segment sub-directory.
@@ -307,14 +324,18 @@ def reading(paths: Sequence[Path | str]) -> Iterator[None]:
 
 
 class CrawlDir:
-    """One crawl: crawldb, segments, linkdb, index, and the settings it was made with."""
+    """One crawl: crawldb, segments, linkdb, webgraph, index, suggestions, the served
+    queries' log, and the settings it was made with."""
 
     def __init__(self, path: Path | str):
         self.path = Path(path)
         self.crawldb = VersionedTable(self.path / "crawldb")
         self.linkdb = VersionedTable(self.path / "linkdb")
+        self.webgraph = WebGraph(self.path / "webgraph")
         self.index = VersionedTable(self.path / "index")
+        self.suggest = VersionedTable(self.path / "suggest")
         self.segments_dir = self.path / "segments"
+        self.query_log = self.path / "logs" / "queries.jsonl"  # and its rotated files, .1 ...
 
     def require_directory(self) -> None:
         """The crawl directory exists, for steps that only read it and must not create it."""

@@ -15,7 +15,6 @@ from pathlib import Path
 from filbert import schemas as s
 from filbert.buckets import BucketTask, connect, parquet_relation, rewrite, write_result
 from filbert.config import Settings
-from filbert.parse.segment import crawl_parse_parts
 from filbert.storage import CrawlDir, CrawlDirError, Segment, count_rows, reading
 
 
@@ -152,7 +151,7 @@ def updatedb(crawl: CrawlDir, settings: Settings, names: list[str] | None = None
         b: (SegmentFiles(
             fetch=[str(seg.part(Segment.FETCH, b)) for seg in segments],
             parse_data=[str(seg.part(Segment.PARSE_DATA, b)) for seg in segments],
-            links=[str(p) for seg in segments for p in crawl_parse_parts(seg, b)],
+            links=[str(p) for seg in segments for p in seg.crawl_parse_parts(b)],
         ), now)
         for b in range(crawl.buckets(settings))
     }

@@ -15,8 +15,7 @@ import numpy as np
 import pyarrow.parquet as pq
 from scipy import sparse
 
-SCORES_FILE = "scores.parquet"  # webgraph/: one row per page; row i is node i
-EDGES_FILE = "edges.parquet"    # webgraph/: src and dst node numbers
+from filbert.storage import WebGraph
 
 
 @dataclass(frozen=True)
@@ -49,7 +48,7 @@ class LinkGraph:
     of the scores table."""
 
     def __init__(self, webgraph_dir: Path, urls: list[str]):
-        edges = pq.read_table(webgraph_dir / EDGES_FILE)
+        edges = pq.read_table(webgraph_dir / WebGraph.EDGES)
         src = edges.column("src").to_numpy()
         dst = edges.column("dst").to_numpy()
         n = len(urls)

@@ -9,7 +9,6 @@ from __future__ import annotations
 from filbert import schemas
 from filbert.buckets import BucketTask, connect, parquet_relation, rewrite, write_result
 from filbert.config import Settings
-from filbert.parse.segment import crawl_parse_parts
 from filbert.storage import CrawlDir, count_rows, reading
 
 HOST = r"regexp_extract({}, '^[a-z]+://([^/]+)', 1)"
@@ -47,7 +46,7 @@ def invertlinks(crawl: CrawlDir, settings: Settings) -> dict[str, int]:
     if not segments and crawl.linkdb.exists():
         return {"segments": 0, "urls": count_rows(crawl.linkdb.files())}
     buckets = crawl.buckets(settings)
-    extra = {b: [str(p) for seg in segments for p in crawl_parse_parts(seg, b)] for b in range(buckets)}
+    extra = {b: [str(p) for seg in segments for p in seg.crawl_parse_parts(b)] for b in range(buckets)}
     meta = {"segments": sorted(done | {seg.name for seg in segments})}
     touched = {b for b, files in extra.items() if files}
     with reading([*crawl.linkdb.files(), *(p for files in extra.values() for p in files)]):

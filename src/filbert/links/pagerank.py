@@ -21,9 +21,7 @@ from filbert import schemas
 from filbert.buckets import BucketTask, connect, parquet_relation, rewrite, write_result
 from filbert.config import Settings
 from filbert.errors import UserError
-from filbert.links.hits import EDGES_FILE, SCORES_FILE
-from filbert.parse.segment import crawl_parse_parts
-from filbert.storage import CrawlDir, VersionedTable, reading, write_table
+from filbert.storage import CrawlDir, WebGraph, reading, write_table
 
 WEBGRAPH_SCORES = pa.schema([("url", pa.string()), ("fp", pa.binary()),
                              ("pagerank", pa.float64()), ("inlinks", pa.int32()),
@@ -79,14 +77,14 @@ def compute_pagerank(crawl: CrawlDir, settings: Settings) -> dict[str, int | flo
     table = nodes.append_column("pagerank", pa.array(result.scores, pa.float64()))
     table = table.append_column("inlinks", pa.array(np.bincount(dst, minlength=n), pa.int32()))
     table = table.append_column("outlinks", pa.array(np.bincount(src, minlength=n), pa.int32()))
-    webgraph = VersionedTable(crawl.path / "webgraph")
+    webgraph = crawl.webgraph
     tmp = webgraph.begin()
-    write_table(table.select(WEBGRAPH_SCORES.names).cast(WEBGRAPH_SCORES), tmp / SCORES_FILE)
+    write_table(table.select(WEBGRAPH_SCORES.names).cast(WEBGRAPH_SCORES), tmp / WebGraph.SCORES)
     write_table(pa.table({"src": pa.array(src, pa.int32()), "dst": pa.array(dst, pa.int32())}),
-                tmp / EDGES_FILE)
+                tmp / WebGraph.EDGES)
     stats = {"pages": n, "links": len(src), "iterations": result.iterations}
     webgraph.publish(tmp, stats)
-    scores_file = str(webgraph.current() / SCORES_FILE)
+    scores_file = str(webgraph.current() / WebGraph.SCORES)
     with reading([*crawl.crawldb.files(), scores_file]):
         rewrite(crawl.crawldb, buckets, settings, _score_bucket, dict.fromkeys(range(buckets), scores_file),
                 {"pagerank": stats})
@@ -97,7 +95,7 @@ def _graph(crawl: CrawlDir, buckets: int) -> tuple[pa.Table, np.ndarray, np.ndar
     """The crawldb's URLs (row i is node i) and the link edges between them."""
     db = parquet_relation([p for p in crawl.crawldb.files()], schemas.CRAWLDB)
     parts = [str(p) for seg in crawl.segments() if seg.parsed
-             for b in range(buckets) for p in crawl_parse_parts(seg, b)]
+             for b in range(buckets) for p in seg.crawl_parse_parts(b)]
     links = parquet_relation(parts, schemas.CRAWL_PARSE)
     con = connect()
     with reading([*crawl.crawldb.files(), *parts]):

@@ -46,15 +46,6 @@ class ParseTask:
     buckets: int
 
 
-def crawl_parse_name(target_bucket: int, writer: int) -> str:
-    """One file per target bucket and writer (the source bucket, or the fetch partition)."""
-    return f"part-{target_bucket:05d}-{writer:05d}.parquet"
-
-
-def crawl_parse_parts(segment: Segment, target_bucket: int) -> list[Path]:
-    return segment.parts(Segment.PARSE, f"part-{target_bucket:05d}-*.parquet")
-
-
 SEEN_LIMIT = 200_000
 CONTENT_BATCH = 64
 
@@ -211,7 +202,7 @@ class _LinkWriter:
 
     def __init__(self, directory: Path, writer: int, buckets: int):
         self.buckets = buckets
-        self.rows = PartWriter(directory, schemas.CRAWL_PARSE, lambda target: crawl_parse_name(target, writer),
+        self.rows = PartWriter(directory, schemas.CRAWL_PARSE, lambda target: Segment.crawl_parse_name(target, writer),
                                PartWriter.SMALL_BATCH)
         self.targets: dict[str, tuple[bytes, str, int]] = {}
         self.count = 0

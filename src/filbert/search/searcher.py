@@ -28,7 +28,7 @@ from filbert.search.query import (
 )
 from filbert.search.ranking import Candidate, Reranker, hit_candidates
 from filbert.search.snippets import make_snippet
-from filbert.storage import CrawlDir, VersionedTable, reading
+from filbert.storage import CrawlDir, WebGraph, reading
 
 MAX_RESULTS = 100
 # the language penalty is applied after tantivy, to this share more candidates than needed,
@@ -126,14 +126,14 @@ class Searcher:
 
     def link_graph(self):
         """The webgraph `filbert pagerank` stored, loaded on first use (for HITS)."""
-        from filbert.links.hits import EDGES_FILE, SCORES_FILE, LinkGraph  # scipy: only when asked for
+        from filbert.links.hits import LinkGraph  # scipy: only when asked for
 
         if self._graph is None:
-            webgraph = VersionedTable(self.crawl.path / "webgraph").current()
+            webgraph = self.crawl.webgraph.current()
             if webgraph is None:
                 raise QueryError("HITS needs the link graph: run `filbert pagerank` first")
-            with reading([webgraph / SCORES_FILE, webgraph / EDGES_FILE]):
-                urls = pq.read_table(webgraph / SCORES_FILE, columns=["url"]).column("url")
+            with reading([webgraph / WebGraph.SCORES, webgraph / WebGraph.EDGES]):
+                urls = pq.read_table(webgraph / WebGraph.SCORES, columns=["url"]).column("url")
                 self._graph = LinkGraph(webgraph, urls.to_pylist())
         return self._graph
 

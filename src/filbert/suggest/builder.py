@@ -26,14 +26,9 @@ from pathlib import Path
 from filbert import schemas
 from filbert.buckets import connect, parquet_relation
 from filbert.config import ConfigError, Settings
-from filbert.storage import CrawlDir, Segment, VersionedTable, reading
-from filbert.suggest.querylog import QUERY_LOG, read_query_log
+from filbert.storage import CrawlDir, Segment, reading
+from filbert.suggest.querylog import read_query_log
 from filbert.suggest.suggester import Suggester, SuggestError, normalize
-
-
-
-def suggest_table(crawl: CrawlDir) -> VersionedTable:
-    return VersionedTable(crawl.path / "suggest")
 
 
 def build_suggest(crawl: CrawlDir, settings: Settings,
@@ -42,7 +37,7 @@ def build_suggest(crawl: CrawlDir, settings: Settings,
     `suggest.synonyms.file`); returns counts."""
     crawl.require()
     pages = crawl_phrases(crawl, settings["suggest.headings.min.pages"])
-    queries = logged_queries(crawl.path / QUERY_LOG, settings["suggest.queries.min.count"],
+    queries = logged_queries(crawl.query_log, settings["suggest.queries.min.count"],
                              settings["suggest.queries.min.clients"])
     if synonyms is None and settings["suggest.synonyms.file"]:
         synonyms = Path(settings["suggest.synonyms.file"])
@@ -50,7 +45,7 @@ def build_suggest(crawl: CrawlDir, settings: Settings,
     suggester = Suggester.build((pages + queries).items(), rings, settings["suggest.max.length"])
     counts = {"phrases": len(suggester), "page phrases": len(pages), "queries": len(queries),
               "synonym rings": len(rings)}
-    table = suggest_table(crawl)
+    table = crawl.suggest
     tmp = table.begin()
     suggester.save(tmp)
     table.publish(tmp, counts)
@@ -152,7 +147,7 @@ def error_lengths(settings: Settings) -> tuple[int, ...]:
 
 def load_suggester(crawl: CrawlDir, settings: Settings) -> tuple[Path, Suggester]:
     """The current dictionary and its generation directory."""
-    current = suggest_table(crawl).current()
+    current = crawl.suggest.current()
     if current is None:
         raise SuggestError(f"{crawl.path} has no suggestion dictionary yet: "
                            "run `filbert suggest-build`")
@@ -170,9 +165,9 @@ class SuggesterHolder:
     def get(self) -> Suggester:
         """The current suggester; SuggestError if there is none or it cannot be read."""
         loaded = self._loaded
-        if loaded is not None and loaded[0] == suggest_table(self.crawl).current():
+        if loaded is not None and loaded[0] == self.crawl.suggest.current():
             return loaded[1]
         with self._lock:
-            if self._loaded is None or self._loaded[0] != suggest_table(self.crawl).current():
+            if self._loaded is None or self._loaded[0] != self.crawl.suggest.current():
                 self._loaded = load_suggester(self.crawl, self.settings)
             return self._loaded[1]

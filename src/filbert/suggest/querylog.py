@@ -33,7 +33,6 @@ from filbert.suggest.suggester import SuggestError
 
 log = logging.getLogger(__name__)
 
-QUERY_LOG = Path("logs") / "queries.jsonl"  # in the crawl directory
 KEY_FILE = "client.key"
 APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT
 

@@ -38,7 +38,7 @@ from filbert.search.searcher import MAX_RESULTS
 from filbert.storage import CURRENT, CrawlDir
 from filbert.suggest import SuggestError
 from filbert.suggest.builder import SuggesterHolder
-from filbert.suggest.querylog import QUERY_LOG, QueryLog
+from filbert.suggest.querylog import QueryLog
 from filbert.web.workers import INTERNAL_ERROR, Overloaded, Reply, WorkerFailed, WorkerPool
 
 HERE = Path(__file__).parent
@@ -319,7 +319,7 @@ def create_app(crawl: CrawlDir, settings: Settings) -> ASGIApp:
         pool.close()
 
     app = FastAPI(title="filbert", docs_url=None, redoc_url=None, lifespan=lifespan)
-    service = SearchService(pool, QueryLog(crawl.path / QUERY_LOG, settings))
+    service = SearchService(pool, QueryLog(crawl.query_log, settings))
     suggestions = SuggesterHolder(crawl, settings)
     health = Health(crawl)
     templates = make_templates()
