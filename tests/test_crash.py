@@ -36,7 +36,7 @@ import pytest
 from sites import Page, SiteServer, graph_path, link_graph, rare_word, title_word
 
 from filbert.config import load_settings
-from filbert.fetch import fetch_segment
+from filbert.crawl import fetch_step
 from filbert.generate import generate
 from filbert.index import build_index
 from filbert.inject import inject
@@ -165,7 +165,7 @@ def _latest(crawl: CrawlDir, ready: str) -> str:
 STEPS = {s.name: s for s in [
     Step("inject", lambda c: ["inject", str(c.seeds)], lambda d, c: inject(d, [str(c.seeds)], SETTINGS)),
     Step("generate", lambda c: ["generate"], lambda d, c: generate(d, SETTINGS)),
-    Step("fetch", lambda c: ["fetch"], lambda d, c: fetch_segment(d, _latest(d, "generated"), SETTINGS)),
+    Step("fetch", lambda c: ["fetch"], lambda d, c: fetch_step(d, _latest(d, "generated"), SETTINGS)),
     Step("parse", lambda c: ["parse"], lambda d, c: parse_segment(d, _latest(d, "fetched"), SETTINGS)),
     Step("updatedb", lambda c: ["updatedb"], lambda d, c: updatedb(d, SETTINGS)),
     Step("invertlinks", lambda c: ["invertlinks"], lambda d, c: invertlinks(d, SETTINGS)),
@@ -202,7 +202,7 @@ def chain(server: SiteServer, tmp_path_factory: pytest.TempPathFactory) -> Chain
     inject(base, [server.url("/")], SETTINGS)
     for _ in range(2):
         name = generate(base, SETTINGS).segment
-        fetch_segment(base, name, SETTINGS)
+        fetch_step(base, name, SETTINGS)
         parse_segment(base, name, SETTINGS)
         updatedb(base, SETTINGS)
     invertlinks(base, SETTINGS)

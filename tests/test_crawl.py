@@ -26,7 +26,7 @@ from sites import (
 )
 
 from filbert.config import load_settings
-from filbert.fetch import fetch_segment
+from filbert.crawl import fetch_step
 from filbert.generate import generate
 from filbert.inject import inject
 from filbert.parse.segment import parse_segment
@@ -274,7 +274,7 @@ def test_updatedb_applies_a_segment_once(site_server, tmp_crawl):
     settings = load_settings(None, FAST)
     inject(crawl, [server.url("/err")], settings)
     name = generate(crawl, settings).segment
-    fetch_segment(crawl, name, settings)
+    fetch_step(crawl, name, settings)
     parse_segment(crawl, name, settings)
     assert updatedb(crawl, settings)["segments"] == 1
     assert updatedb(crawl, settings, [name])["segments"] == 0
@@ -344,9 +344,9 @@ def test_fetch_without_parse_and_refetch_of_a_parsed_segment(site_server, tmp_cr
     settings = load_settings(None, [*FAST, "fetcher.parse=false"])
     inject(crawl, [server.url("/")], settings)
     segment = crawl.segment(generate(crawl, settings).segment)
-    fetch_segment(crawl, segment.name, settings)
+    fetch_step(crawl, segment.name, settings)
     assert segment.fetched and not any(segment.has(sub) for sub in Segment.PARSE_OUTPUTS)
     assert parse_segment(crawl, segment.name, settings)["success"] == 1
     assert segment.parsed
-    fetch_segment(crawl, segment.name, settings)   # the old parse is of the replaced content
+    fetch_step(crawl, segment.name, settings)   # the old parse is of the replaced content
     assert segment.fetched and not any(segment.has(sub) for sub in Segment.PARSE_OUTPUTS)

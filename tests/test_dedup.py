@@ -9,8 +9,8 @@ from xxhash import xxh3_128_digest
 from pipeline import crawl_site
 from sites import html, link
 
+from filbert.crawl import fetch_step
 from filbert.dedup import dedup, simhash
-from filbert.fetch import fetch_segment
 from filbert.generate import generate
 from filbert.parse.segment import content_signature
 from filbert.readdb import crawldb_url
@@ -118,7 +118,7 @@ def test_simhash_is_computed_by_dedup_and_kept(dup_site, tmp_crawl):
     article = dup_site.url("/a.html")
     assert crawldb_url(crawl, article)["simhash"] is not None
     segment = generate(crawl, settings, now=datetime.now(timezone.utc) + timedelta(days=31)).segment
-    fetch_segment(crawl, segment, settings)
+    fetch_step(crawl, segment, settings)
     updatedb(crawl, settings)
     assert crawldb_url(crawl, article)["simhash"] is None      # fetched again: computed anew
     dedup(crawl, settings)

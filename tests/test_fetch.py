@@ -12,7 +12,7 @@ import trustme
 from pipeline import crawl_site
 from sites import Page, SiteServer, html
 
-from filbert.fetch import fetch_segment
+from filbert.crawl import fetch_step
 from filbert.fetch.fetcher import retry_after_seconds
 from filbert.fetch.ipfilter import IpFilter
 from filbert.generate import generate
@@ -98,7 +98,7 @@ def test_conditional_get_makes_unchanged_pages_notmodified(site_server, tmp_craw
     crawl, settings, _ = crawl_site(tmp_crawl, [server.url("/")], depth=1)
     assert crawldb_url(crawl, server.url("/"))["etag"] == '"v1"'
     segment = generate(crawl, settings, now=datetime.now(timezone.utc) + timedelta(days=31)).segment
-    fetch_segment(crawl, segment, settings)
+    fetch_step(crawl, segment, settings)
     parse_segment(crawl, segment, settings)
     updatedb(crawl, settings)
     build_index(crawl, settings)

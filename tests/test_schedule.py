@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 from sites import Page, html
 
 from filbert.config import load_settings
-from filbert.fetch import fetch_segment
+from filbert.crawl import fetch_step
 from filbert.generate import generate
 from filbert.inject import inject
 from filbert.parse.segment import parse_segment
@@ -23,7 +23,7 @@ DAY = 86400
 def fetch_round(crawl: CrawlDir, settings, now: datetime) -> None:
     segment = generate(crawl, settings, now=now).segment
     assert segment is not None, "nothing was due"
-    fetch_segment(crawl, segment, settings)
+    fetch_step(crawl, segment, settings)
     parse_segment(crawl, segment, settings)
     updatedb(crawl, settings)
 

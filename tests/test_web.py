@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from sites import SiteServer, graph_path, html, link_graph, rare_word
 
 from filbert.config import Settings, load_settings
-from filbert.fetch import fetch_segment
+from filbert.crawl import fetch_step
 from filbert.generate import generate
 from filbert.index import build_index
 from filbert.inject import inject
@@ -44,7 +44,7 @@ class Site:
 
 def crawl_round(crawl: CrawlDir, settings: Settings) -> None:
     name = generate(crawl, settings).segment
-    fetch_segment(crawl, name, settings)
+    fetch_step(crawl, name, settings)
     parse_segment(crawl, name, settings)
     updatedb(crawl, settings)
 

@@ -116,13 +116,13 @@ def _segment_or_latest(crawl_dir: CrawlDir, name: str | None, ready: str) -> str
 def fetch(segment: Annotated[str | None, typer.Argument(help="Segment name (default: latest).")] = None,
           dir: Dir = Path("crawl"), threads: Threads = None, define: Define = None) -> None:
     """Fetch a segment's fetch list."""
-    from filbert.fetch import fetch_segment
+    from filbert.crawl import fetch_step
 
     crawl_dir, settings = _open(dir, define)
     reporter = RichReporter()
     with crawl_dir.lock():
         name = _segment_or_latest(crawl_dir, segment, "generated")
-        stats = fetch_segment(crawl_dir, name, settings, threads, reporter.fetched, reporter.fetch_started)
+        stats = fetch_step(crawl_dir, name, settings, threads, reporter.fetched, reporter.fetch_started)
     reporter.fetch_done(stats)
 
 

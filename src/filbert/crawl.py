@@ -1,7 +1,8 @@
 """crawl: inject → (generate → fetch → parse → updatedb) × depth → invertlinks → pagerank →
 dedup → index (and the suggestion dictionary).
 
-With fetcher.parse (the default) the fetch step parses the pages as they arrive.
+With fetcher.parse (the default) the fetch step parses the pages as they arrive: fetch_step
+hands them to the parser.
 
 Each round resumes where a killed run stopped: a generated but unfetched segment is
 fetched, a fetched one parsed, a parsed one folded into the crawldb, before anything new
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -22,7 +24,7 @@ from filbert.fetch.fetcher import HostClock
 from filbert.generate import generate
 from filbert.inject import InjectStats, inject
 from filbert.links.linkdb import invertlinks
-from filbert.parse.segment import parse_segment
+from filbert.parse.segment import SegmentParser, parse_segment
 from filbert.robots import RobotsCache
 from filbert.sitemaps import sitemap
 from filbert.storage import CrawlDir
@@ -54,6 +56,16 @@ class CrawlSummary:
         return self.urls / self.fetch_seconds if self.fetch_seconds else 0.0
 
 
+def fetch_step(crawl: CrawlDir, name: str, settings: Settings, threads: int | None = None,
+               on_result: Callable[[FetchResult], None] | None = None,
+               on_start: Callable[[int], None] | None = None,
+               robots: RobotsCache | None = None, clock: HostClock | None = None) -> FetchStats:
+    """The fetch step as `filbert fetch` and the crawl run it: fetch_segment, with the parser
+    as its page sink when fetcher.parse is set."""
+    return fetch_segment(crawl, name, settings, threads, on_result, on_start, robots, clock,
+                         sink=SegmentParser if settings["fetcher.parse"] else None)
+
+
 def _parsed(counts: Counter) -> str:
     return f"parsed {sum(v for k, v in counts.items() if k != 'outlinks')} pages, {counts['outlinks']} outlinks"
 
@@ -67,8 +79,8 @@ def _finish_segments(crawl: CrawlDir, settings: Settings, threads: int, reporter
             continue
         if not segment.fetched:
             reporter.step(f"fetch {segment.name}")
-            stats = fetch_segment(crawl, segment.name, settings, threads, reporter.fetched,
-                                  reporter.fetch_started, robots, clock)
+            stats = fetch_step(crawl, segment.name, settings, threads, reporter.fetched,
+                               reporter.fetch_started, robots, clock)
             reporter.fetch_done(stats)
             summary.fetched.update(stats.by_status)
             summary.http.update(stats.by_http)

@@ -1,5 +1,8 @@
 """Every table's schema and the status names, in one place (like Nutch's CrawlDatum)."""
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+
 import pyarrow as pa
 
 # CrawlDb statuses (Nutch: STATUS_DB_*).
@@ -125,3 +128,17 @@ LINKDB = pa.schema([
     ("fp", pa.binary()),
     ("inlinks", pa.list_(INLINK)),
 ])
+
+
+@dataclass(frozen=True)
+class FetchedPage:
+    """A fetched page as the fetcher hands it to its sink and the parse step reads it back
+    from content."""
+
+    bucket: int                          # the page's host bucket
+    url: str
+    fp: bytes
+    content: bytes
+    content_type: str | None
+    headers: Mapping[str, str] | None    # the response headers
+    score: float                         # what the page passes on to its outlinks

@@ -1,12 +1,14 @@
-"""The fetch step: fetch a segment's fetch list, writing crawl_fetch and content, and with
-fetcher.parse the parse outputs too (each page is parsed as it arrives)."""
+"""The fetch step: fetch a segment's fetch list, writing crawl_fetch and content, and handing
+each page as it arrives to a sink, if the caller gives one (crawl.fetch_step gives the parser
+with fetcher.parse, which writes the parse outputs too)."""
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import orjson
 
@@ -14,8 +16,8 @@ from filbert import schemas
 from filbert.config import Settings
 from filbert.executor import make_executor
 from filbert.fetch.fetcher import FetchItem, FetchResult, HostClock, run_fetcher
-from filbert.parse.segment import FetchedPage, SegmentParser
 from filbert.robots import RobotsCache
+from filbert.schemas import FetchedPage
 from filbert.storage import CrawlDir, CrawlDirError, PartWriter, Segment, count_rows, read_parts
 from filbert.urls import bucket_of
 
@@ -28,7 +30,8 @@ class FetchStats:
     by_status: Counter = field(default_factory=Counter)
     by_http: Counter = field(default_factory=Counter)
     bytes: int = 0
-    parsed: Counter = field(default_factory=Counter)   # pages by parse status, and "outlinks"
+    parsed: Counter = field(default_factory=Counter)   # the sink's counts (the parser's: pages
+                                                       # by parse status, and "outlinks")
 
     @property
     def fetched(self) -> int:
@@ -48,6 +51,23 @@ class FetchStats:
         return self.urls / self.seconds if self.seconds else 0.0
 
 
+class PageSink(Protocol):
+    """Takes a fetch partition's pages as they arrive and writes what it makes of them into
+    the segment's temporary directory: the parse outputs (Segment.PARSE_OUTPUTS)."""
+
+    def add(self, page: FetchedPage) -> None: ...
+    def redirect(self, url: str, target: str, score: float) -> None: ...
+
+    def close(self, buckets: Iterable[int]) -> Counter:
+        """Finish the outputs (`buckets`: those fetched into); returns counts to report."""
+
+
+# A partition's sink, made from the temporary directory, the settings, the bucket count and
+# the partition's writer number (its first bucket). Partitions may run in other processes:
+# a class or module-level function, so that it pickles.
+SinkFactory = Callable[[Path, Settings, int, int], PageSink]
+
+
 @dataclass(frozen=True)
 class FetchTask:
     """One fetch partition: a set of buckets (so every host stays in one partition)."""
@@ -58,20 +78,20 @@ class FetchTask:
     out: str
     settings: dict
     threads: int
+    sink: SinkFactory | None
 
 
 def fetch_partition(task: FetchTask, on_result: Callable[[FetchResult], None] | None = None,
                     robots_cache: RobotsCache | None = None, clock: HostClock | None = None) -> FetchStats:
     """Fetch one partition's URLs into the temporary crawl_fetch and content directories
-    (and parse them into the parse directories)."""
+    (and hand them to the task's sink)."""
     segment = Segment(Path(task.segment))
     settings = Settings(task.settings)
     items = _fetch_items(segment, task.buckets)
     out = Path(task.out)
     fetch_out = PartWriter(out / Segment.FETCH, schemas.CRAWL_FETCH, batch=PartWriter.SMALL_BATCH)
     content_out = PartWriter(out / Segment.CONTENT, schemas.CONTENT)
-    parser = (SegmentParser(out, settings, task.bucket_count, min(task.buckets, default=0))
-              if settings["fetcher.parse"] else None)
+    sink = task.sink(out, settings, task.bucket_count, min(task.buckets, default=0)) if task.sink else None
     stats = FetchStats(segment.name, len(items))
 
     def record(result: FetchResult) -> None:
@@ -81,11 +101,11 @@ def fetch_partition(task: FetchTask, on_result: Callable[[FetchResult], None] | 
         if result.content is not None:
             content_out.add(bucket, _content_row(result))
             stats.bytes += len(result.content)
-            if parser:
-                parser.add(FetchedPage(bucket, item.url, item.fp, result.content, result.content_type,
-                                       result.headers, item.score))
-        if parser and result.redirect_url:
-            parser.redirect(item.url, result.redirect_url, item.score)
+            if sink:
+                sink.add(FetchedPage(bucket, item.url, item.fp, result.content, result.content_type,
+                                     result.headers, item.score))
+        if sink and result.redirect_url:
+            sink.redirect(item.url, result.redirect_url, item.score)
         stats.by_status[result.status] += 1
         stats.by_http[result.http_status] += 1
         if on_result:
@@ -97,17 +117,19 @@ def fetch_partition(task: FetchTask, on_result: Callable[[FetchResult], None] | 
                                 lambda host: bucket_of(host, task.bucket_count) in buckets, clock)
     fetched = fetch_out.close()
     content_out.close()
-    if parser:
-        stats.parsed = parser.close(fetched)
+    if sink:
+        stats.parsed = sink.close(fetched)
     return stats
 
 
 def fetch_segment(crawl: CrawlDir, name: str, settings: Settings, threads: int | None = None,
                   on_result: Callable[[FetchResult], None] | None = None,
                   on_start: Callable[[int], None] | None = None,
-                  robots_cache: RobotsCache | None = None, clock: HostClock | None = None) -> FetchStats:
+                  robots_cache: RobotsCache | None = None, clock: HostClock | None = None,
+                  sink: SinkFactory | None = None) -> FetchStats:
     """Fetch every URL of the segment's fetch list; re-running replaces an earlier fetch
-    (and its parse). With fetcher.parse the pages are parsed as they arrive.
+    (and its parse). Each partition hands its pages as they arrive to a sink made by `sink`,
+    which writes the parse outputs; without one, `filbert parse` makes them later.
 
     With fetcher.partitions > 1 the partitions run through the executor (one event loop
     per process) and report per partition instead of per page.
@@ -117,12 +139,12 @@ def fetch_segment(crawl: CrawlDir, name: str, settings: Settings, threads: int |
         raise CrawlDirError(f"segment {name} has no fetch list")
     if on_start:
         on_start(count_rows(segment.parts(Segment.GENERATE)))
-    outputs = [Segment.CONTENT, Segment.FETCH, *(Segment.PARSE_OUTPUTS if settings["fetcher.parse"] else ())]
+    outputs = [Segment.CONTENT, Segment.FETCH, *(Segment.PARSE_OUTPUTS if sink else ())]
     tmp = segment.begin()
     for sub in outputs:
         (tmp / sub).mkdir()
     tasks = _partition(segment, tmp, settings, crawl.buckets(settings),
-                       threads or settings["fetcher.threads.fetch"])
+                       threads or settings["fetcher.threads.fetch"], sink)
     if len(tasks) == 1:
         stats = fetch_partition(tasks[0], on_result, robots_cache, clock)
     else:
@@ -134,11 +156,11 @@ def fetch_segment(crawl: CrawlDir, name: str, settings: Settings, threads: int |
 
 
 def _partition(segment: Segment, tmp: Path, settings: Settings, bucket_count: int,
-               threads: int) -> list[FetchTask]:
+               threads: int, sink: SinkFactory | None) -> list[FetchTask]:
     buckets = [b for b in range(bucket_count) if segment.part(Segment.GENERATE, b).exists()]
     n = max(1, min(settings["fetcher.partitions"], len(buckets)))
     return [FetchTask(str(segment.path), tuple(buckets[i::n]), bucket_count, str(tmp),
-                      dict(settings), max(1, threads // n))
+                      dict(settings), max(1, threads // n), sink)
             for i in range(n)]
 
 

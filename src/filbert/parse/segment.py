@@ -1,7 +1,7 @@
 """The parse step: parse a segment's content into parse_text, parse_data and crawl_parse.
 
-A SegmentParser does the work page by page: in the fetcher as pages arrive (fetcher.parse),
-or here, one task per bucket reading the stored content back. Outlinks are normalized,
+A SegmentParser does the work page by page: as the fetcher's page sink (fetcher.parse:
+crawl.fetch_step wires it), or here, one task per bucket reading the stored content back. Outlinks are normalized,
 filtered and capped; crawl_parse rows are written split by the *target's* bucket so
 updatedb and invertlinks read one file set per bucket.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,19 +22,9 @@ from filbert import schemas
 from filbert.config import Settings
 from filbert.executor import make_executor
 from filbert.parse.html import ParseResult, parse_content
+from filbert.schemas import FetchedPage
 from filbert.storage import CrawlDir, CrawlDirError, PartWriter, Segment, read_parts, reading
 from filbert.urls import UrlFilter, UrlNormalizer, bucket_of, fingerprint, host_of
-
-
-@dataclass(frozen=True)
-class FetchedPage:
-    bucket: int                          # the page's host bucket
-    url: str
-    fp: bytes
-    content: bytes
-    content_type: str | None
-    headers: Mapping[str, str] | None    # the response headers
-    score: float                         # what the page passes on to its outlinks
 
 
 @dataclass(frozen=True)
