@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import fcntl
 import json
+import math
 import os
 import shutil
+import threading
+import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Generic, TypeVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -181,6 +185,42 @@ class VersionedTable:
         for gen in self.path.glob("gen-*"):
             if gen != current:
                 shutil.rmtree(gen, ignore_errors=True)
+
+
+T = TypeVar("T")
+
+
+class GenerationHolder(Generic[T]):
+    """An object made from a versioned table's current generation, made again once a new one
+    is published (or `ttl` seconds later). Publishing replaces the CURRENT pointer file, so a
+    stat of it per get() tells, without reading it."""
+
+    def __init__(self, table: VersionedTable, build: Callable[[T | None], T], ttl: float = math.inf):
+        """`build` gets the object made before (None the first time), to reopen it rather than
+        make a new one; what it raises, get() raises, and the next get() builds again."""
+        self._pointer = table.path / CURRENT
+        self._build, self._ttl = build, ttl
+        self._held: tuple[tuple[int, int] | None, float, T] | None = None  # pointer, until, object
+        self._lock = threading.Lock()
+
+    def get(self) -> T:
+        pointer = self._stat()
+        held = self._held
+        if held is not None and held[0] == pointer and time.monotonic() < held[1]:
+            return held[2]
+        with self._lock:
+            held = self._held
+            if held is None or held[0] != pointer or time.monotonic() >= held[1]:
+                built = self._build(held[2] if held else None)
+                held = self._held = (pointer, time.monotonic() + self._ttl, built)
+            return held[2]
+
+    def _stat(self) -> tuple[int, int] | None:
+        try:
+            stat = os.stat(self._pointer)
+        except FileNotFoundError:
+            return None
+        return stat.st_ino, stat.st_mtime_ns
 
 
 class Segment:

@@ -19,14 +19,13 @@ as a new generation and published atomically.
 
 from __future__ import annotations
 
-import threading
 from collections import Counter
 from pathlib import Path
 
 from filbert import schemas
 from filbert.buckets import connect, parquet_relation
 from filbert.config import ConfigError, Settings
-from filbert.storage import CrawlDir, Segment, reading
+from filbert.storage import CrawlDir, GenerationHolder, Segment, reading
 from filbert.suggest.querylog import read_query_log
 from filbert.suggest.suggester import Suggester, SuggestError, normalize
 
@@ -154,20 +153,9 @@ def load_suggester(crawl: CrawlDir, settings: Settings) -> tuple[Path, Suggester
     return current, Suggester.load(current, error_lengths(settings))
 
 
-class SuggesterHolder:
-    """A server's suggester, reloaded when a new dictionary is published."""
+class SuggesterHolder(GenerationHolder[Suggester]):
+    """A server's suggester, reloaded when a new dictionary is published; get() raises
+    SuggestError if there is none or it cannot be read."""
 
     def __init__(self, crawl: CrawlDir, settings: Settings):
-        self.crawl, self.settings = crawl, settings
-        self._loaded: tuple[Path, Suggester] | None = None
-        self._lock = threading.Lock()
-
-    def get(self) -> Suggester:
-        """The current suggester; SuggestError if there is none or it cannot be read."""
-        loaded = self._loaded
-        if loaded is not None and loaded[0] == self.crawl.suggest.current():
-            return loaded[1]
-        with self._lock:
-            if self._loaded is None or self._loaded[0] != self.crawl.suggest.current():
-                self._loaded = load_suggester(self.crawl, self.settings)
-            return self._loaded[1]
+        super().__init__(crawl.suggest, lambda _: load_suggester(crawl, settings)[1])

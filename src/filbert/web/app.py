@@ -35,7 +35,7 @@ from filbert.config import Settings
 from filbert.errors import public_message
 from filbert.index.schema import check_index
 from filbert.search.searcher import MAX_RESULTS
-from filbert.storage import CURRENT, CrawlDir
+from filbert.storage import CrawlDir, GenerationHolder
 from filbert.suggest import SuggestError
 from filbert.suggest.builder import SuggesterHolder
 from filbert.suggest.querylog import QueryLog
@@ -255,29 +255,6 @@ class SearchAPI:
             await send_json(send, reply.status, {"error": reply.error}, head)
 
 
-class Health:
-    """Whether the index can answer, checked at most every HEALTH_TTL seconds (and when a
-    new generation is published)."""
-
-    def __init__(self, crawl: CrawlDir):
-        self.crawl = crawl
-        self._checked: tuple[float, tuple[int, int] | None, str | None] | None = None
-
-    def problem(self) -> str | None:
-        pointer = self._pointer()
-        now = time.monotonic()
-        if self._checked is None or self._checked[1] != pointer or now > self._checked[0]:
-            self._checked = (now + HEALTH_TTL, pointer, check_index(self.crawl))
-        return self._checked[2]
-
-    def _pointer(self) -> tuple[int, int] | None:
-        try:
-            stat = (self.crawl.index.path / CURRENT).stat()
-        except FileNotFoundError:
-            return None
-        return stat.st_ino, stat.st_mtime_ns
-
-
 def is_web_url(url: str) -> bool:
     """Only http(s) URLs become links (never javascript: or data:)."""
     return url.startswith(("http://", "https://"))
@@ -321,7 +298,8 @@ def create_app(crawl: CrawlDir, settings: Settings) -> ASGIApp:
     app = FastAPI(title="filbert", docs_url=None, redoc_url=None, lifespan=lifespan)
     service = SearchService(pool, QueryLog(crawl.query_log, settings))
     suggestions = SuggesterHolder(crawl, settings)
-    health = Health(crawl)
+    # whether the index can answer: checked again at a new generation, or HEALTH_TTL later
+    health = GenerationHolder(crawl.index, lambda _: check_index(crawl), HEALTH_TTL)
     templates = make_templates()
     explain_max = settings["search.explain.max.results"]
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
@@ -393,7 +371,7 @@ def create_app(crawl: CrawlDir, settings: Settings) -> ASGIApp:
 
     @app.get("/healthz")
     async def healthz() -> JSONResponse:
-        problem = health.problem()
+        problem = health.get()
         workers = pool.stats()
         if problem is None and not workers["light"]["alive"]:
             problem = "no search worker is running"

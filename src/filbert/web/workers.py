@@ -36,13 +36,16 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from filbert.config import Settings
 from filbert.errors import UserError, public_message
-from filbert.storage import CURRENT, CrawlDir
+from filbert.storage import CrawlDir, GenerationHolder
+
+if TYPE_CHECKING:  # imported where a worker opens the index
+    from filbert.search.searcher import Searcher
 
 INTERNAL_ERROR = "internal error (see the server's log)"
 HEAVY_NICE = 10    # the heavy lane's CPU priority, below the light lane's (0)
@@ -74,35 +77,22 @@ class Reply:
 
 # --- the worker process --------------------------------------------------------------
 
-class SearcherHolder:
-    """A worker's Searcher, kept on the index generation that is current."""
+class SearcherHolder(GenerationHolder["Searcher"]):
+    """A worker's Searcher, kept on the index generation that is current; get() raises
+    FileNotFoundError if there is no index."""
 
     def __init__(self, crawl: CrawlDir, settings: Settings):
-        self.crawl = crawl
-        self.settings = settings
-        self._searcher = None
-        self._seen: tuple[int, int] | None = None  # the CURRENT pointer the searcher is on
+        super().__init__(crawl.index, self._open)
+        self.crawl, self.settings = crawl, settings
 
-    def get(self):
-        """The searcher on the current index; FileNotFoundError if there is no index."""
+    def _open(self, searcher: Searcher | None) -> Searcher:
         from filbert.search.searcher import Searcher
 
-        pointer = self._pointer()
-        if self._searcher is not None and self._seen == pointer:
-            return self._searcher  # publishing replaces the pointer file: a stat tells
-        if self._searcher is None:
-            self._searcher = Searcher(self.crawl, self.settings)
-        elif self._searcher.generation != self.crawl.index.current():
-            self._searcher.reopen()
-        self._seen = pointer
-        return self._searcher
-
-    def _pointer(self) -> tuple[int, int] | None:
-        try:
-            stat = os.stat(self.crawl.index.path / CURRENT)
-        except FileNotFoundError:
-            return None
-        return stat.st_ino, stat.st_mtime_ns
+        if searcher is None:
+            return Searcher(self.crawl, self.settings)
+        if searcher.generation != self.crawl.index.current():
+            searcher.reopen()
+        return searcher
 
 
 def _worker_main(sock: socket.socket, crawl_path: str, values: dict[str, Any], nice: int) -> None:
