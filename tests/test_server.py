@@ -20,6 +20,7 @@ from pathlib import Path
 import httpx
 import orjson
 import pytest
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from pipeline import crawl_site
 from sites import SiteServer, html, link_graph, rare_word
@@ -84,7 +85,10 @@ def app_with(crawled: Crawl, **overrides: object):
 
 
 def pool_of(client: TestClient) -> WorkerPool:
-    return client.app.app.service.pool
+    app = client.app
+    while not isinstance(app, FastAPI):  # inside the middleware
+        app = app.app
+    return app.state.pool
 
 
 def stopped(worker_pid: int):
@@ -392,3 +396,16 @@ def test_a_request_that_would_wait_past_its_deadline_is_refused_at_once() -> Non
         waiter.cancel()
 
     asyncio.run(scenario())
+
+
+def test_openapi_documents_the_search_api(crawled: Crawl) -> None:
+    with TestClient(app_with(crawled)) as client:
+        spec = client.get("/openapi.json").json()
+    search = spec["paths"]["/api/search"]["get"]
+    assert {p["name"] for p in search["parameters"]} == {"q", "n", "offset", "ranking", "explain"}
+    n = next(p for p in search["parameters"] if p["name"] == "n")["schema"]
+    assert (n["minimum"], n["maximum"]) == (0, 100)
+    assert search["responses"]["200"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/SearchResults"}
+    assert "snippet_html" in spec["components"]["schemas"]["Hit"]["properties"]
+    assert "/api/suggest" in spec["paths"] and "head" not in spec["paths"]["/api/search"]
