@@ -8,7 +8,7 @@ atomically.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,20 +46,40 @@ def connect() -> duckdb.DuckDBPyConnection:
     return con
 
 
-def parquet_relation(paths: list[str | Path], schema: pa.Schema, segment: bool = False) -> str:
-    """SQL for reading some Parquet files, or an empty table of the schema when none exist.
+@dataclass(frozen=True)
+class Relation:
+    """A table expression for a FROM clause and the values its placeholders bind: paths
+    never enter the SQL text, so any character in a crawl directory's path is safe."""
+
+    sql: str
+    params: dict[str, object]
+
+
+def params(*relations: Relation, **values: object) -> dict[str, object]:
+    """The named parameters of a query that reads these relations and binds these values."""
+    merged: dict[str, object] = {}
+    for relation in relations:
+        merged.update(relation.params)
+    merged.update(values)
+    return merged
+
+
+def parquet_relation(name: str, paths: Sequence[str | Path], schema: pa.Schema,
+                     segment: bool = False) -> Relation:
+    """Reading some Parquet files, bound as the parameter `$name` (unique within a query),
+    or an empty table of the schema when none exist.
 
     With `segment`, a `segment` column names the segment each row was read from.
     """
     existing = [str(p) for p in paths if Path(p).exists()]
     if existing:
-        relation = f"read_parquet({existing!r}, union_by_name=true, filename={segment})"
+        sql = f"read_parquet(${name}, union_by_name=true, filename={segment})"
         if segment:
-            relation = (f"(SELECT * EXCLUDE (filename), regexp_extract(filename, '/segments/([^/]+)/', 1)"
-                        f" AS segment FROM {relation})")
-        return relation
+            sql = (f"(SELECT * EXCLUDE (filename), regexp_extract(filename, '/segments/([^/]+)/', 1)"
+                   f" AS segment FROM {sql})")
+        return Relation(sql, {name: existing})
     cols = [f"NULL::{_sql_type(f.type)} AS {f.name}" for f in schema]
-    return f"(SELECT {', '.join(cols + (['NULL AS segment'] if segment else []))} WHERE false)"
+    return Relation(f"(SELECT {', '.join(cols + (['NULL AS segment'] if segment else []))} WHERE false)", {})
 
 
 def _sql_type(t: pa.DataType) -> str:
@@ -82,7 +102,7 @@ def _sql_type(t: pa.DataType) -> str:
 
 
 def write_result(con: duckdb.DuckDBPyConnection, sql: str, schema: pa.Schema, out: str | Path,
-                 params: list | None = None) -> int:
+                 params: dict[str, object] | None = None) -> int:
     """Run a query and write its rows, cast to the schema, as one Parquet file."""
     table = con.sql(sql, params=params).to_arrow_table()
     table = table.select(schema.names).cast(schema, safe=False)

@@ -87,14 +87,14 @@ def find_duplicates(crawl: CrawlDir, settings: Settings) -> tuple[dict[bytes, tu
     """fp -> (its host, the URL it duplicates), over the whole crawldb; and the simhashes
     computed on the way (fp, host, simhash)."""
     con = connect()
-    db = parquet_relation(crawl.crawldb.files(), schemas.CRAWLDB)
+    db = parquet_relation("crawldb", crawl.crawldb.files(), schemas.CRAWLDB)
     statuses = ", ".join(f"'{s}'" for s in CANDIDATES)
     group = GROUPS[settings["dedup.group.mode"]]
     with reading(crawl.crawldb.files()):
         con.execute(f"""CREATE TEMP TABLE pages AS
             SELECT fp, url, host, score, fetch_time, signature, simhash, canonical, {group} AS grp,
                    row_number() OVER (ORDER BY {compare_order(settings)}) AS rank
-            FROM {db} WHERE status IN ({statuses})""")
+            FROM {db.sql} WHERE status IN ({statuses})""", db.params)
     rows = con.execute("""
         SELECT p.fp, p.host, c.url FROM pages p JOIN pages c ON c.url = p.canonical
         WHERE p.canonical IS NOT NULL AND p.canonical <> p.url""").fetchall()
@@ -121,12 +121,12 @@ def _new_simhashes(con, crawl: CrawlDir) -> pa.Table:
     segments the crawldb holds."""
     applied = set(crawl.crawldb.meta().get("segments", []))
     files = [p for seg in crawl.segments() if seg.name in applied for p in seg.parts(Segment.PARSE_TEXT)]
-    texts = parquet_relation(files, schemas.PARSE_TEXT, segment=True)
+    texts = parquet_relation("texts", files, schemas.PARSE_TEXT, segment=True)
     with reading(files):
         rows = con.execute(f"""
-            SELECT t.fp, p.host, t.text FROM {texts} t
+            SELECT t.fp, p.host, t.text FROM {texts.sql} t
             JOIN (SELECT fp, host FROM pages WHERE simhash IS NULL AND signature IS NOT NULL) p USING (fp)
-            QUALIFY row_number() OVER (PARTITION BY t.fp ORDER BY t.segment DESC) = 1""").fetchall()
+            QUALIFY row_number() OVER (PARTITION BY t.fp ORDER BY t.segment DESC) = 1""", texts.params).fetchall()
     return pa.table([pa.array([r[0] for r in rows], pa.binary()), pa.array([r[1] for r in rows], pa.string()),
                      pa.array([simhash(r[2]) for r in rows], pa.int64())], schema=_SIMHASHES)
 
@@ -142,8 +142,8 @@ def _near_duplicates(con, distance: int, known: dict) -> dict[bytes, tuple[str, 
         WITH band AS ({bands})
         SELECT DISTINCT x.fp, x.host, y.url, y.rank FROM band x JOIN band y
           ON x.b = y.b AND x.band = y.band AND x.grp = y.grp AND y.rank < x.rank
-        WHERE bit_count(xor(x.simhash, y.simhash)) <= {distance}
-        ORDER BY y.rank""").fetchall()
+        WHERE bit_count(xor(x.simhash, y.simhash)) <= $distance
+        ORDER BY y.rank""", {"distance": distance}).fetchall()
     found: dict[bytes, tuple[str, str]] = {}
     for fp, host, url, _ in pairs:  # best-ranked original first
         if fp not in known and fp not in found:
@@ -156,15 +156,15 @@ def _mark_bucket(task: BucketTask) -> dict[str, int]:
     con = connect()
     con.register("dupes", dupes)
     con.register("simhashes", simhashes)
-    db = parquet_relation([task.old] if task.old else [], schemas.CRAWLDB)
+    db = parquet_relation("crawldb", [task.old] if task.old else [], schemas.CRAWLDB)
     sql = f"""
         SELECT * REPLACE (CASE
             WHEN d.fp IS NOT NULL THEN '{schemas.DB_DUPLICATE}'
             WHEN status = '{schemas.DB_DUPLICATE}' THEN '{schemas.DB_FETCHED}'
             ELSE status END AS status, coalesce(new_simhash, simhash) AS simhash)
-        FROM {db} LEFT JOIN (SELECT fp FROM dupes) d USING (fp)
+        FROM {db.sql} LEFT JOIN (SELECT fp FROM dupes) d USING (fp)
         LEFT JOIN (SELECT fp, simhash AS new_simhash FROM simhashes) USING (fp)"""
-    rows = write_result(con, sql, schemas.CRAWLDB, task.out)
+    rows = write_result(con, sql, schemas.CRAWLDB, task.out, db.params)
     return {"duplicates": len(dupes), "rows": rows}
 
 

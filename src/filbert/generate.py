@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from filbert import schemas
-from filbert.buckets import BucketTask, connect, parquet_relation
+from filbert.buckets import BucketTask, connect, params, parquet_relation
 from filbert.config import Settings
 from filbert.executor import make_executor
 from filbert.storage import (
@@ -36,16 +36,21 @@ def _candidates(task: BucketTask) -> pa.Table:
     """This bucket's due URLs, best first, at most max.count per host and topN in all."""
     now, top_n = task.extra
     max_count = task.settings["generate.max.count"]
-    per_host = f"QUALIFY row_number() OVER (PARTITION BY host ORDER BY score DESC, url) <= {max_count}" \
+    limits: dict[str, object] = {}
+    if max_count > 0:
+        limits["max_count"] = max_count
+    if top_n:
+        limits["top_n"] = top_n
+    per_host = "QUALIFY row_number() OVER (PARTITION BY host ORDER BY score DESC, url) <= $max_count" \
         if max_count > 0 else ""
-    limit = f"LIMIT {top_n}" if top_n else ""
+    db = parquet_relation("crawldb", [task.old] if task.old else [], schemas.CRAWLDB)
     sql = f"""
-        SELECT url, fp, host, score, etag, last_modified FROM {parquet_relation([task.old] if task.old else [], schemas.CRAWLDB)}
-        WHERE fetch_time <= ?
+        SELECT url, fp, host, score, etag, last_modified FROM {db.sql}
+        WHERE fetch_time <= $now
         {per_host}
-        ORDER BY score DESC, url {limit}
+        ORDER BY score DESC, url {"LIMIT $top_n" if top_n else ""}
     """
-    table = connect().sql(sql, params=[now]).to_arrow_table()
+    table = connect().sql(sql, params=params(db, now=now, **limits)).to_arrow_table()
     return table.select(schemas.FETCHLIST.names).cast(schemas.FETCHLIST, safe=False)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from filbert import schemas
-from filbert.buckets import BucketTask, connect, parquet_relation, rewrite, write_result
+from filbert.buckets import BucketTask, connect, params, parquet_relation, rewrite, write_result
 from filbert.config import Settings
 from filbert.storage import CrawlDir
 from filbert.urls import (
@@ -60,18 +60,18 @@ def _merge_bucket(task: BucketTask) -> dict[str, int]:
     now, new = task.extra
     con = connect()
     con.register("new", new)
-    old = parquet_relation([task.old] if task.old else [], schemas.CRAWLDB)
+    old = parquet_relation("crawldb", [task.old] if task.old else [], schemas.CRAWLDB)
     con.execute(f"""CREATE TEMP TABLE unseen AS SELECT * EXCLUDE (lastmod) FROM new
-                    WHERE fp NOT IN (SELECT fp FROM {old})""")
+                    WHERE fp NOT IN (SELECT fp FROM {old.sql})""", old.params)
     # a known page whose sitemap lastmod is newer than its last change is due now
     sql = f"""
         SELECT o.* REPLACE (CASE
             WHEN n.lastmod > coalesce(o.modified_time, TIMESTAMPTZ '1970-01-01')
                  AND o.status IN ('{schemas.DB_FETCHED}', '{schemas.DB_NOTMODIFIED}')
-            THEN least(o.fetch_time, ?) ELSE o.fetch_time END AS fetch_time)
-        FROM {old} o LEFT JOIN (SELECT fp AS nfp, lastmod FROM new) n ON n.nfp = o.fp
+            THEN least(o.fetch_time, $now) ELSE o.fetch_time END AS fetch_time)
+        FROM {old.sql} o LEFT JOIN (SELECT fp AS nfp, lastmod FROM new) n ON n.nfp = o.fp
         UNION ALL BY NAME SELECT * FROM unseen"""
-    write_result(con, sql, schemas.CRAWLDB, task.out, [now])
+    write_result(con, sql, schemas.CRAWLDB, task.out, params(old, now=now))
     return {"injected": con.execute("SELECT count(*) FROM unseen").fetchone()[0]}
 
 

@@ -6,14 +6,14 @@ import json
 from collections.abc import Iterator
 
 from filbert import schemas
-from filbert.buckets import connect, parquet_relation
+from filbert.buckets import Relation, connect, params, parquet_relation
 from filbert.storage import CrawlDir, reading
 from filbert.urls import domain_of, fingerprint, normalize_url
 
 
-def _relation(crawl: CrawlDir) -> str:
+def _relation(crawl: CrawlDir) -> Relation:
     crawl.require()
-    return parquet_relation(crawl.crawldb.files(), schemas.CRAWLDB)
+    return parquet_relation("crawldb", crawl.crawldb.files(), schemas.CRAWLDB)
 
 
 def crawldb_stats(crawl: CrawlDir, top_hosts: int = 10) -> dict:
@@ -26,14 +26,15 @@ def _stats(crawl: CrawlDir, top_hosts: int) -> dict:
     con = connect()
     db = _relation(crawl)
     total, min_score, avg_score, max_score = con.execute(
-        f"SELECT count(*), min(score), avg(score), max(score) FROM {db}").fetchone()
-    status = dict(con.execute(f"SELECT status, count(*) FROM {db} GROUP BY 1 ORDER BY 2 DESC").fetchall())
+        f"SELECT count(*), min(score), avg(score), max(score) FROM {db.sql}", db.params).fetchone()
+    status = dict(con.execute(f"SELECT status, count(*) FROM {db.sql} GROUP BY 1 ORDER BY 2 DESC", db.params).fetchall())
     http = {str(code): n for code, n in con.execute(
-        f"SELECT http_status, count(*) FROM {db} WHERE http_status > 0 GROUP BY 1 ORDER BY 1").fetchall()}
+        f"SELECT http_status, count(*) FROM {db.sql} WHERE http_status > 0 GROUP BY 1 ORDER BY 1", db.params).fetchall()}
     hosts = con.execute(f"""
         SELECT host, count(*) AS urls, count(*) FILTER (WHERE status = '{schemas.DB_FETCHED}') AS fetched
-        FROM {db} GROUP BY host ORDER BY urls DESC, host LIMIT {int(top_hosts)}""").fetchall()
-    retrying = con.execute(f"SELECT count(*) FROM {db} WHERE retries > 0").fetchone()[0]
+        FROM {db.sql} GROUP BY host ORDER BY urls DESC, host LIMIT $top""",
+        params(db, top=int(top_hosts))).fetchall()
+    retrying = con.execute(f"SELECT count(*) FROM {db.sql} WHERE retries > 0", db.params).fetchone()[0]
     return {
         "total": total,
         "status": status,
@@ -46,12 +47,12 @@ def _stats(crawl: CrawlDir, top_hosts: int) -> dict:
     }
 
 
-def _top_domains(con, db: str, top: int) -> list[dict]:
+def _top_domains(con, db: Relation, top: int) -> list[dict]:
     """URLs, fetched URLs and hosts per registered domain, most URLs first."""
     domains: dict[str, dict] = {}
     rows = con.execute(f"""
         SELECT host, count(*), count(*) FILTER (WHERE status = '{schemas.DB_FETCHED}')
-        FROM {db} GROUP BY host""").fetchall()
+        FROM {db.sql} GROUP BY host""", db.params).fetchall()
     for host, urls, fetched in rows:
         name = domain_of(host)
         entry = domains.setdefault(name, {"domain": name, "hosts": 0, "urls": 0, "fetched": 0})
@@ -61,15 +62,15 @@ def _top_domains(con, db: str, top: int) -> list[dict]:
     return sorted(domains.values(), key=lambda d: (-d["urls"], d["domain"]))[:max(0, int(top))]
 
 
-def _errors(con, db: str) -> dict:
+def _errors(con, db: Relation) -> dict:
     """Fetch errors: URLs whose last answer was HTTP >= 400 (by code), and URLs being retried
     (by number of retries so far, and by status)."""
     http = {str(code): n for code, n in con.execute(
-        f"SELECT http_status, count(*) FROM {db} WHERE http_status >= 400 GROUP BY 1 ORDER BY 1").fetchall()}
+        f"SELECT http_status, count(*) FROM {db.sql} WHERE http_status >= 400 GROUP BY 1 ORDER BY 1", db.params).fetchall()}
     retries = {str(r): n for r, n in con.execute(
-        f"SELECT retries, count(*) FROM {db} WHERE retries > 0 GROUP BY 1 ORDER BY 1").fetchall()}
+        f"SELECT retries, count(*) FROM {db.sql} WHERE retries > 0 GROUP BY 1 ORDER BY 1", db.params).fetchall()}
     retry_status = dict(con.execute(
-        f"SELECT status, count(*) FROM {db} WHERE retries > 0 GROUP BY 1 ORDER BY 2 DESC, 1").fetchall())
+        f"SELECT status, count(*) FROM {db.sql} WHERE retries > 0 GROUP BY 1 ORDER BY 2 DESC, 1", db.params).fetchall())
     return {
         "http": http,
         "http_total": sum(http.values()),
@@ -92,18 +93,20 @@ def jsonable(row: dict) -> dict:
 
 def crawldb_url(crawl: CrawlDir, url: str) -> dict | None:
     fp = fingerprint(normalize_url(url))
+    db = _relation(crawl)
     with reading(crawl.crawldb.files()):
-        table = connect().sql(f"SELECT * FROM {_relation(crawl)} WHERE fp = ?", params=[fp]).to_arrow_table()
+        table = connect().sql(f"SELECT * FROM {db.sql} WHERE fp = $fp", params=params(db, fp=fp)).to_arrow_table()
     rows = table.to_pylist()
     return jsonable(rows[0]) if rows else None
 
 
 def crawldb_dump(crawl: CrawlDir, status: str | None = None) -> Iterator[str]:
     """Every crawldb row as a JSON line, by URL."""
-    where = "WHERE status = ?" if status else ""
+    where, values = ("WHERE status = $status", {"status": status}) if status else ("", {})
+    db = _relation(crawl)
     with reading(crawl.crawldb.files()):
-        reader = connect().sql(f"SELECT * FROM {_relation(crawl)} {where} ORDER BY url",
-                               params=[status] if status else None).to_arrow_reader()
+        reader = connect().sql(f"SELECT * FROM {db.sql} {where} ORDER BY url",
+                               params=params(db, **values)).to_arrow_reader()
         for batch in reader:
             for row in batch.to_pylist():
                 yield json.dumps(jsonable(row), ensure_ascii=False)

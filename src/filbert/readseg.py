@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterator
 
 from filbert import schemas
-from filbert.buckets import connect, parquet_relation
+from filbert.buckets import connect, params, parquet_relation
 from filbert.readdb import jsonable
 from filbert.storage import CrawlDir, Segment, reading
 from filbert.urls import fingerprint, normalize_url
@@ -24,8 +24,9 @@ def _count(segment: Segment, sub: str) -> int | None:
     if not segment.has(sub):
         return None
     files = segment.parts(sub)
+    part = parquet_relation("part", files, PARTS[sub])
     with reading(files):
-        return connect().execute(f"SELECT count(*) FROM {parquet_relation(files, PARTS[sub])}").fetchone()[0]
+        return connect().execute(f"SELECT count(*) FROM {part.sql}", part.params).fetchone()[0]
 
 
 def list_segments(crawl: CrawlDir) -> list[dict]:
@@ -41,11 +42,12 @@ def _records(segment: Segment, fp: bytes | None) -> Iterator[tuple[str, dict]]:
     for sub, schema in PARTS.items():
         if not segment.has(sub):
             continue
-        where = "WHERE fp = ?" if fp is not None else ""
+        where, values = ("WHERE fp = $fp", {"fp": fp}) if fp is not None else ("", {})
         parts = segment.parts(sub)
+        part = parquet_relation("part", parts, schema)
         with reading(parts):
-            reader = con.sql(f"SELECT * FROM {parquet_relation(parts, schema)} {where} ORDER BY url",
-                             params=[fp] if fp is not None else None).to_arrow_reader()
+            reader = con.sql(f"SELECT * FROM {part.sql} {where} ORDER BY url",
+                             params=params(part, **values)).to_arrow_reader()
             for batch in reader:
                 for row in batch.to_pylist():
                     yield sub, row

@@ -174,9 +174,9 @@ def crawl_origins(crawl: CrawlDir) -> list[str]:
     if not crawl.crawldb.exists():
         return []
     files = crawl.crawldb.files()
-    db = parquet_relation(files, schemas.CRAWLDB)
+    db = parquet_relation("crawldb", files, schemas.CRAWLDB)
     with reading(files):
-        urls = connect().execute(f"SELECT any_value(url) FROM {db} GROUP BY host").fetchall()
+        urls = connect().execute(f"SELECT any_value(url) FROM {db.sql} GROUP BY host", db.params).fetchall()
     return sorted({origin_of(url) for (url,) in urls})
 
 

@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from filbert import schemas as s
-from filbert.buckets import BucketTask, connect, parquet_relation, rewrite, write_result
+from filbert.buckets import BucketTask, connect, params, parquet_relation, rewrite, write_result
 from filbert.config import Settings
 from filbert.storage import CrawlDir, CrawlDirError, Segment, count_rows, reading
 
@@ -46,16 +46,16 @@ def _interval_sql(cfg: dict) -> str:
     and grows it when it did not, within min and max. With sync_delta, a page unchanged for
     longer than its interval gets that longer time as its interval.
     """
-    old = f"coalesce(d.fetch_interval, {cfg['db.fetch.interval.default']})"
+    old = "coalesce(d.fetch_interval, $interval_default)"
     if cfg["db.fetch.schedule.class"] == "default":
         return old
     adjusted = f"""CAST(CASE change
-        WHEN 'changed' THEN {old} * (1 - {cfg[ADAPTIVE + 'dec_rate']})
-        WHEN 'unchanged' THEN {old} * (1 + {cfg[ADAPTIVE + 'inc_rate']})
+        WHEN 'changed' THEN {old} * (1 - $dec_rate)
+        WHEN 'unchanged' THEN {old} * (1 + $inc_rate)
         ELSE {old} END AS BIGINT)"""
     if _syncing(cfg):
         adjusted = f"greatest({adjusted}, {_unchanged_for_sql()})"
-    return f"least({cfg[ADAPTIVE + 'max_interval']}, greatest({cfg[ADAPTIVE + 'min_interval']}, {adjusted}))"
+    return f"least($max_interval, greatest($min_interval, {adjusted}))"
 
 
 def _sync_sql(cfg: dict) -> str:
@@ -63,26 +63,37 @@ def _sync_sql(cfg: dict) -> str:
     of change (Nutch's sync_delta_rate share of the time since its last change)."""
     if not _syncing(cfg):
         return "0"
-    return f"CAST({_unchanged_for_sql()} * {cfg[ADAPTIVE + 'sync_delta_rate']} AS BIGINT)"
+    return f"CAST({_unchanged_for_sql()} * $sync_delta_rate AS BIGINT)"
+
+
+def _schedule_params(cfg: dict) -> dict[str, object]:
+    """The settings that _interval_sql and _sync_sql bind, and the retry limits."""
+    values = {"interval_default": cfg["db.fetch.interval.default"], "interval_max": cfg["db.fetch.interval.max"],
+              "retry_max": cfg["db.fetch.retry.max"], "retry_interval": cfg["db.fetch.retry.interval"]}
+    if cfg["db.fetch.schedule.class"] != "default":
+        values |= {key: cfg[ADAPTIVE + key] for key in ("dec_rate", "inc_rate", "min_interval", "max_interval")}
+    if _syncing(cfg):
+        values["sync_delta_rate"] = cfg[ADAPTIVE + "sync_delta_rate"]
+    return values
 
 
 def _update_bucket(task: BucketTask) -> dict[str, int]:
     files, now = task.extra
     cfg = task.settings
-    db = parquet_relation([task.old] if task.old else [], s.CRAWLDB)
-    fetch = parquet_relation(files.fetch, s.CRAWL_FETCH, segment=True)
-    data = parquet_relation(files.parse_data, s.PARSE_DATA, segment=True)
-    links = parquet_relation(files.links, s.CRAWL_PARSE)
+    db = parquet_relation("crawldb", [task.old] if task.old else [], s.CRAWLDB)
+    fetch = parquet_relation("crawl_fetch", files.fetch, s.CRAWL_FETCH, segment=True)
+    data = parquet_relation("parse_data", files.parse_data, s.PARSE_DATA, segment=True)
+    links = parquet_relation("crawl_parse", files.links, s.CRAWL_PARSE)
     gone = (f"(f.status = '{s.FETCH_GONE}' OR f.status = '{s.FETCH_RETRY}'"
-            f" AND coalesce(d.retries, 0) + 1 > {cfg['db.fetch.retry.max']})")
+            " AND coalesce(d.retries, 0) + 1 > $retry_max)")
     sql = f"""
     WITH f AS (
-        SELECT * FROM {fetch} QUALIFY row_number() OVER (PARTITION BY fp ORDER BY fetch_time DESC) = 1
+        SELECT * FROM {fetch.sql} QUALIFY row_number() OVER (PARTITION BY fp ORDER BY fetch_time DESC) = 1
     ), parsed AS (  -- what the parser found in the same segment as the latest fetch
-        SELECT fp AS pfp, segment AS pseg, signature AS new_sig, canonical AS new_canonical FROM {data}
+        SELECT fp AS pfp, segment AS pseg, signature AS new_sig, canonical AS new_canonical FROM {data.sql}
     ), l AS (
-        SELECT fp, min(url) AS url, min(host) AS host, sum(score)::FLOAT AS score FROM {links} GROUP BY fp
-    ), d AS (SELECT * FROM {db})
+        SELECT fp, min(url) AS url, min(host) AS host, sum(score)::FLOAT AS score FROM {links.sql} GROUP BY fp
+    ), d AS (SELECT * FROM {db.sql})
     SELECT
         CASE  -- 'changed'/'unchanged' when both signatures are known (used by the schedule)
             WHEN f.status = '{s.FETCH_NOTMODIFIED}' THEN 'unchanged'
@@ -100,15 +111,15 @@ def _update_bucket(task: BucketTask) -> dict[str, int]:
             ELSE coalesce(d.status, '{s.DB_UNFETCHED}')
         END AS status,
         CASE
-            WHEN f.status IS NULL THEN coalesce(d.fetch_time, ?)
-            WHEN {gone} THEN f.fetch_time + to_seconds({cfg["db.fetch.interval.max"]})
-            WHEN f.status = '{s.FETCH_RETRY}' THEN f.fetch_time + to_seconds({cfg["db.fetch.retry.interval"]})
+            WHEN f.status IS NULL THEN coalesce(d.fetch_time, $now)
+            WHEN {gone} THEN f.fetch_time + to_seconds($interval_max)
+            WHEN f.status = '{s.FETCH_RETRY}' THEN f.fetch_time + to_seconds($retry_interval)
             ELSE f.fetch_time + to_seconds(interval - {_sync_sql(cfg)})
         END AS fetch_time,
         CASE WHEN f.status = '{s.FETCH_SUCCESS}' AND change IS DISTINCT FROM 'unchanged'
              THEN f.fetch_time ELSE d.modified_time END AS modified_time,
         CASE WHEN f.status IN ('{s.FETCH_SUCCESS}', '{s.FETCH_NOTMODIFIED}') THEN interval
-             ELSE coalesce(d.fetch_interval, {cfg['db.fetch.interval.default']}) END AS fetch_interval,
+             ELSE coalesce(d.fetch_interval, $interval_default) END AS fetch_interval,
         CASE WHEN f.status = '{s.FETCH_RETRY}' AND NOT {gone}
              THEN coalesce(d.retries, 0) + 1 ELSE 0 END AS retries,
         coalesce(d.score, l.score, 0) AS score,
@@ -123,7 +134,8 @@ def _update_bucket(task: BucketTask) -> dict[str, int]:
     FROM d FULL OUTER JOIN f USING (fp) FULL OUTER JOIN l USING (fp)
     LEFT JOIN parsed ON pfp = f.fp AND pseg = f.segment
     """
-    return {"rows": write_result(connect(), sql, s.CRAWLDB, task.out, [now])}
+    bound = params(db, fetch, data, links, now=now, **_schedule_params(cfg))
+    return {"rows": write_result(connect(), sql, s.CRAWLDB, task.out, bound)}
 
 
 def pending_segments(crawl: CrawlDir) -> list[Segment]:

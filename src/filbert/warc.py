@@ -33,7 +33,7 @@ from warcio.timeutils import datetime_to_iso_date
 from warcio.warcwriter import WARCWriter
 
 from filbert import __version__, schemas
-from filbert.buckets import connect, parquet_relation
+from filbert.buckets import connect, params, parquet_relation
 from filbert.config import Settings
 from filbert.fetch.fetcher import request_headers
 from filbert.storage import TMP_PREFIX, CrawlDir, CrawlDirError, Segment, fsync_dir, reading
@@ -105,14 +105,16 @@ def _rows(segment: Segment) -> Iterator[dict]:
     con = connect()
     for part in segment.parts(Segment.CONTENT):
         fetch = segment.path / Segment.FETCH / part.name
+        content = parquet_relation("content", [part], schemas.CONTENT)
+        fetched = parquet_relation("fetch", [fetch], schemas.CRAWL_FETCH)
         sql = f"""
             SELECT c.url, c.content_type, c.headers, c.content, c.truncated,
                    f.http_status, f.fetch_time
-            FROM {parquet_relation([part], schemas.CONTENT)} c
-            LEFT JOIN {parquet_relation([fetch], schemas.CRAWL_FETCH)} f ON c.fp = f.fp
+            FROM {content.sql} c
+            LEFT JOIN {fetched.sql} f ON c.fp = f.fp
             ORDER BY f.fetch_time, c.url"""
         with reading([part, fetch]):
-            for batch in con.sql(sql).to_arrow_reader(batch_size=32):
+            for batch in con.sql(sql, params=params(content, fetched)).to_arrow_reader(batch_size=32):
                 yield from batch.to_pylist()
 
 

@@ -23,14 +23,13 @@ import xxhash
 
 from filbert import schemas
 from filbert.analysis import analyzer, identify, load_user_dict
-from filbert.buckets import connect, parquet_relation
+from filbert.buckets import connect, params, parquet_relation
 from filbert.config import Settings
 from filbert.executor import make_executor
 from filbert.index.columns import COLUMNS_FILE, Columns
 from filbert.index.schema import ALL_FIELD, index_schema, shard_name
 from filbert.storage import CrawlDir, Segment, part_name, reading
 from filbert.urls import fingerprint
-
 
 URL_PUNCTUATION = re.compile(r"[\W_]+")  # URL words, split apart so each is analyzed once
 ROWS_PER_GROUP = 128     # documents per Parquet row group of the gathered documents
@@ -62,36 +61,36 @@ def _docs_bucket(task: DocsTask) -> int:
 
 def _write_docs(task: DocsTask) -> int:
     """Gather one bucket's documents into task.out; how many."""
-    db = parquet_relation([task.crawldb] if task.crawldb else [], schemas.CRAWLDB)
-    links = parquet_relation([task.linkdb] if task.linkdb else [], schemas.LINKDB)
-    data = parquet_relation(task.parse_data, schemas.PARSE_DATA, segment=True)
-    text = parquet_relation(task.parse_text, schemas.PARSE_TEXT, segment=True)
-    columns = {row[0] for row in connect().sql(f"DESCRIBE SELECT * FROM {data}").fetchall()}
+    db = parquet_relation("crawldb", [task.crawldb] if task.crawldb else [], schemas.CRAWLDB)
+    links = parquet_relation("linkdb", [task.linkdb] if task.linkdb else [], schemas.LINKDB)
+    data = parquet_relation("parse_data", task.parse_data, schemas.PARSE_DATA, segment=True)
+    text = parquet_relation("parse_text", task.parse_text, schemas.PARSE_TEXT, segment=True)
+    columns = {row[0] for row in connect().sql(f"DESCRIBE SELECT * FROM {data.sql}", params=data.params).fetchall()}
     headings = "headings" if "headings" in columns else "NULL"  # segments parsed by older versions
     sql = f"""
     WITH pages AS (
-        SELECT fp, url, host, score, coalesce(simhash, 0) AS simhash FROM {db}
+        SELECT fp, url, host, score, coalesce(simhash, 0) AS simhash FROM {db.sql}
         WHERE status IN ('{schemas.DB_FETCHED}', '{schemas.DB_NOTMODIFIED}')
     ), latest AS (
-        SELECT fp, title, {headings} AS headings, noindex, segment FROM {data}
+        SELECT fp, title, {headings} AS headings, noindex, segment FROM {data.sql}
         WHERE status = '{schemas.PARSE_SUCCESS}'
         QUALIFY row_number() OVER (PARTITION BY fp ORDER BY segment DESC) = 1
     ), body AS (
-        SELECT fp, text, segment FROM {text}
+        SELECT fp, text, segment FROM {text.sql}
     ), anchors AS (
         SELECT fp, array_to_string(list_distinct([i.anchor FOR i IN inlinks IF i.anchor <> '']), ' \n ')
                AS anchor
-        FROM {links}
+        FROM {links.sql}
     )
     SELECT p.url, p.host, coalesce(l.title, '') AS title, coalesce(l.headings, '') AS headings,
            coalesce(a.anchor, '') AS anchor,
-           left(coalesce(b.text, ''), {task.max_text}) AS body, l.segment, p.score, p.simhash
+           left(coalesce(b.text, ''), $max_text) AS body, l.segment, p.score, p.simhash
     FROM pages p JOIN latest l USING (fp)
     LEFT JOIN body b ON b.fp = p.fp AND b.segment = l.segment
     LEFT JOIN anchors a ON a.fp = p.fp
     WHERE NOT l.noindex
     """
-    table = connect().sql(sql).to_arrow_table()
+    table = connect().sql(sql, params=params(db, links, data, text, max_text=task.max_text)).to_arrow_table()
     pq.write_table(table, task.out, row_group_size=ROWS_PER_GROUP)
     return table.num_rows
 

@@ -7,7 +7,7 @@ current linkdb bucket with the new segments' links for that bucket; no shuffle i
 from __future__ import annotations
 
 from filbert import schemas
-from filbert.buckets import BucketTask, connect, parquet_relation, rewrite, write_result
+from filbert.buckets import BucketTask, connect, params, parquet_relation, rewrite, write_result
 from filbert.config import Settings
 from filbert.storage import CrawlDir, count_rows, reading
 
@@ -16,15 +16,15 @@ HOST = r"regexp_extract({}, '^[a-z]+://([^/]+)', 1)"
 
 def _invert_bucket(task: BucketTask) -> dict[str, int]:
     cfg = task.settings
-    old = parquet_relation([task.old] if task.old else [], schemas.LINKDB)
-    new = parquet_relation(task.extra, schemas.CRAWL_PARSE, segment=True)
+    old = parquet_relation("linkdb", [task.old] if task.old else [], schemas.LINKDB)
+    new = parquet_relation("crawl_parse", task.extra, schemas.CRAWL_PARSE, segment=True)
     internal = f"AND {HOST.format('from_url')} <> host" if cfg["linkdb.ignore.internal.links"] else ""
     sql = f"""
     WITH links AS (
         SELECT url, fp, i.from_url AS from_url, i.anchor AS anchor, '' AS segment
-        FROM (SELECT url, fp, unnest(inlinks) AS i FROM {old})
+        FROM (SELECT url, fp, unnest(inlinks) AS i FROM {old.sql})
         UNION ALL
-        SELECT url, fp, from_url, anchor, segment FROM {new}
+        SELECT url, fp, from_url, anchor, segment FROM {new.sql}
         WHERE kind = 'link' AND from_url <> url {internal}
     ), unique_links AS (
         -- a link seen again keeps its latest anchor (segment names sort by time)
@@ -32,11 +32,12 @@ def _invert_bucket(task: BucketTask) -> dict[str, int]:
         FROM links GROUP BY fp, from_url
     )
     SELECT any_value(url) AS url, fp,
-           list({{'from_url': from_url, 'anchor': anchor}} ORDER BY from_url)[1:{cfg["linkdb.max.inlinks"]}]
+           list({{'from_url': from_url, 'anchor': anchor}} ORDER BY from_url)[1:$max_inlinks]
                AS inlinks
     FROM unique_links GROUP BY fp
     """
-    return {"urls": write_result(connect(), sql, schemas.LINKDB, task.out)}
+    bound = params(old, new, max_inlinks=cfg["linkdb.max.inlinks"])
+    return {"urls": write_result(connect(), sql, schemas.LINKDB, task.out, bound)}
 
 
 def invertlinks(crawl: CrawlDir, settings: Settings) -> dict[str, int]:

@@ -18,7 +18,7 @@ import pyarrow as pa
 from scipy import sparse
 
 from filbert import schemas
-from filbert.buckets import BucketTask, connect, parquet_relation, rewrite, write_result
+from filbert.buckets import BucketTask, connect, params, parquet_relation, rewrite, write_result
 from filbert.config import Settings
 from filbert.errors import UserError
 from filbert.storage import CrawlDir, WebGraph, reading, write_table
@@ -93,31 +93,31 @@ def compute_pagerank(crawl: CrawlDir, settings: Settings) -> dict[str, int | flo
 
 def _graph(crawl: CrawlDir, buckets: int) -> tuple[pa.Table, np.ndarray, np.ndarray]:
     """The crawldb's URLs (row i is node i) and the link edges between them."""
-    db = parquet_relation([p for p in crawl.crawldb.files()], schemas.CRAWLDB)
+    db = parquet_relation("crawldb", crawl.crawldb.files(), schemas.CRAWLDB)
     parts = [str(p) for seg in crawl.segments() if seg.parsed
              for b in range(buckets) for p in seg.crawl_parse_parts(b)]
-    links = parquet_relation(parts, schemas.CRAWL_PARSE)
+    links = parquet_relation("crawl_parse", parts, schemas.CRAWL_PARSE)
     con = connect()
     with reading([*crawl.crawldb.files(), *parts]):
         con.execute(f"CREATE TEMP TABLE nodes AS SELECT row_number() OVER (ORDER BY fp) - 1 AS id, "
-                    f"url, fp FROM {db}")
+                    f"url, fp FROM {db.sql}", db.params)
         nodes = con.sql("SELECT url, fp FROM nodes ORDER BY id").to_arrow_table()
         edges = con.sql(f"""
             SELECT DISTINCT s.id AS src, d.id AS dst
-            FROM (SELECT from_url, fp FROM {links} WHERE kind = 'link') l
+            FROM (SELECT from_url, fp FROM {links.sql} WHERE kind = 'link') l
             JOIN nodes s ON s.url = l.from_url JOIN nodes d ON d.fp = l.fp
             WHERE s.id <> d.id
-        """).fetchnumpy()
+        """, params=links.params).fetchnumpy()
     con.execute("DROP TABLE nodes")
     return nodes, edges["src"].astype(np.int64), edges["dst"].astype(np.int64)
 
 
 def _score_bucket(task: BucketTask) -> dict[str, int]:
     """Crawldb score := PageRank × pages (average 1.0); pages outside the graph keep theirs."""
-    db = parquet_relation([task.old] if task.old else [], schemas.CRAWLDB)
+    db = parquet_relation("crawldb", [task.old] if task.old else [], schemas.CRAWLDB)
     sql = f"""
-    WITH graph AS (SELECT fp, pagerank * count(*) OVER () AS score FROM read_parquet('{task.extra}'))
+    WITH graph AS (SELECT fp, pagerank * count(*) OVER () AS score FROM read_parquet($graph))
     SELECT c.* REPLACE (coalesce(g.score, c.score)::FLOAT AS score)
-    FROM {db} c LEFT JOIN graph g USING (fp)
+    FROM {db.sql} c LEFT JOIN graph g USING (fp)
     """
-    return {"scored": write_result(connect(), sql, schemas.CRAWLDB, task.out)}
+    return {"scored": write_result(connect(), sql, schemas.CRAWLDB, task.out, params(db, graph=str(task.extra)))}

@@ -8,7 +8,7 @@ from pathlib import Path
 import tantivy
 
 from filbert import schemas
-from filbert.buckets import connect, parquet_relation
+from filbert.buckets import connect, params, parquet_relation
 from filbert.index.schema import stored_doc
 from filbert.storage import CrawlDir, CrawlDirError, Segment, reading
 from filbert.urls import fingerprint
@@ -40,9 +40,10 @@ def _content(crawl: CrawlDir, url: str, name: str) -> CachedPage | None:
     except CrawlDirError:
         return None  # the segment was deleted after indexing
     parts = segment.parts(Segment.CONTENT)
+    content = parquet_relation("content", parts, schemas.CONTENT)
     with reading(parts):
-        row = connect().execute(f"SELECT content_type, content FROM {parquet_relation(parts, schemas.CONTENT)} "
-                                "WHERE fp = ?", [fingerprint(url)]).fetchone()
+        row = connect().execute(f"SELECT content_type, content FROM {content.sql} WHERE fp = $fp",
+                                params(content, fp=fingerprint(url))).fetchone()
     if row is None:
         return None
     return CachedPage(url, name, row[0] or "application/octet-stream", row[1] or b"")

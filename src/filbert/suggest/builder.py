@@ -23,7 +23,7 @@ from collections import Counter
 from pathlib import Path
 
 from filbert import schemas
-from filbert.buckets import connect, parquet_relation
+from filbert.buckets import Relation, connect, params, parquet_relation
 from filbert.config import ConfigError, Settings
 from filbert.storage import CrawlDir, GenerationHolder, Segment, reading
 from filbert.suggest.querylog import read_query_log
@@ -57,23 +57,26 @@ def crawl_phrases(crawl: CrawlDir, heading_pages: int = 2) -> Counter[str]:
     segments = [seg for seg in crawl.segments() if seg.parsed]
     db_files, link_files = crawl.crawldb.files(), crawl.linkdb.files()
     data_files = [p for seg in segments for p in seg.parts(Segment.PARSE_DATA)]
-    db = parquet_relation(db_files, schemas.CRAWLDB)
-    links = parquet_relation(link_files, schemas.LINKDB)
-    data = parquet_relation(data_files, schemas.PARSE_DATA, segment=True)
+    db = parquet_relation("crawldb", db_files, schemas.CRAWLDB)
+    links = parquet_relation("linkdb", link_files, schemas.LINKDB)
+    data = parquet_relation("parse_data", data_files, schemas.PARSE_DATA, segment=True)
     con = connect()
     with reading([*db_files, *link_files, *data_files]):
-        columns = {row[0] for row in con.sql(f"DESCRIBE SELECT * FROM {data}").fetchall()}
-        return Counter(dict(con.sql(_phrases_sql(db, links, data, columns, heading_pages)).fetchall()))
+        columns = {row[0] for row in con.sql(f"DESCRIBE SELECT * FROM {data.sql}", params=data.params).fetchall()}
+        sql = _phrases_sql(db, links, data, columns)
+        bound = params(db, links, data, heading_pages=int(heading_pages))
+        return Counter(dict(con.sql(sql, params=bound).fetchall()))
 
 
-def _phrases_sql(db: str, links: str, data: str, columns: set[str], heading_pages: int) -> str:
-    """The query counting the phrases of crawl_phrases, over these relations."""
+def _phrases_sql(db: Relation, links: Relation, data: Relation, columns: set[str]) -> str:
+    """The query counting the phrases of crawl_phrases, over these relations
+    (binds `$heading_pages`)."""
     headings = "headings" if "headings" in columns else "NULL"  # segments parsed before them
     return f"""
     WITH pages AS (
-        SELECT fp FROM {db} WHERE status IN ('{schemas.DB_FETCHED}', '{schemas.DB_NOTMODIFIED}')
+        SELECT fp FROM {db.sql} WHERE status IN ('{schemas.DB_FETCHED}', '{schemas.DB_NOTMODIFIED}')
     ), latest AS (
-        SELECT fp, title, {headings} AS headings, noindex FROM {data}
+        SELECT fp, title, {headings} AS headings, noindex FROM {data.sql}
         WHERE status = '{schemas.PARSE_SUCCESS}'
         QUALIFY row_number() OVER (PARTITION BY fp ORDER BY segment DESC) = 1
     ), indexed AS (
@@ -81,7 +84,7 @@ def _phrases_sql(db: str, links: str, data: str, columns: set[str], heading_page
     ), named AS (
         SELECT title AS phrase FROM indexed
         UNION ALL
-        SELECT unnest(inlinks).anchor AS phrase FROM {links} WHERE fp IN (SELECT fp FROM indexed)
+        SELECT unnest(inlinks).anchor AS phrase FROM {links.sql} WHERE fp IN (SELECT fp FROM indexed)
     ), page_headings AS (
         SELECT DISTINCT fp, trim(heading) AS phrase
         FROM (SELECT fp, unnest(string_split(coalesce(headings, ''), chr(10))) AS heading
@@ -91,7 +94,7 @@ def _phrases_sql(db: str, links: str, data: str, columns: set[str], heading_page
         GROUP BY phrase
         UNION ALL
         SELECT phrase, count(*) AS n FROM page_headings WHERE phrase <> ''
-        GROUP BY phrase HAVING count(*) >= {int(heading_pages)}
+        GROUP BY phrase HAVING count(*) >= $heading_pages
     )
     SELECT phrase, sum(n)::BIGINT FROM counted GROUP BY phrase
     """
