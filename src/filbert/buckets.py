@@ -2,7 +2,7 @@
 
 A rewrite runs one task per host bucket through the executor; each task reads its bucket
 of the current generation and writes its bucket of the next one, which is then published
-atomically.
+atomically. Each step subclasses BucketTask with the fields its task function needs.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import duckdb
 import pyarrow as pa
@@ -22,13 +23,23 @@ from filbert.storage import VersionedTable, part_name, reading, write_table
 
 @dataclass(frozen=True)
 class BucketTask:
-    """What one bucket task needs; plain data so it can travel to another process."""
+    """What every bucket task has; a step's subclass adds the fields its task needs.
+    Plain data so it can travel to another process."""
 
     bucket: int
     old: str | None          # this bucket's file in the current generation, if any
     out: str                 # file to write
-    settings: dict
-    extra: object = None
+
+
+Task = TypeVar("Task", bound=BucketTask)
+
+
+def latest_per_page(alias: str = "") -> str:
+    """The QUALIFY clause keeping each page's row from its latest segment (segment names sort
+    by time), in a query over a relation read with `segment=True`; `alias` qualifies the
+    columns."""
+    col = f"{alias}." if alias else ""
+    return f"QUALIFY row_number() OVER (PARTITION BY {col}fp ORDER BY {col}segment DESC) = 1"
 
 
 _DATABASES: dict[int, duckdb.DuckDBPyConnection] = {}
@@ -111,29 +122,31 @@ def write_result(con: duckdb.DuckDBPyConnection, sql: str, schema: pa.Schema, ou
 
 
 def rewrite(table: VersionedTable, buckets: int, settings: Settings,
-            task: Callable[[BucketTask], dict],
-            extra_by_bucket: dict[int, object], meta: dict,
+            run: Callable[[Task], dict[str, int]],
+            make_task: Callable[[int, str | None, str], Task], meta: dict,
             only_buckets: set[int] | None = None) -> dict[str, int]:
     """Produce the next crawldb generation bucket by bucket, then publish it.
 
-    Buckets outside `only_buckets` are carried over unchanged (hard links, no copying).
+    `make_task(bucket, old, out)` builds each bucket's task, which `run` runs (in a worker
+    process, possibly). Buckets outside `only_buckets` are carried over unchanged (hard
+    links, no copying).
     Returns the tasks' counters summed. A damaged file of the table is a DamagedFileError.
     """
     files = table.files()
     tmp = table.begin()
     tasks = []
     for bucket in range(buckets):
-        old = table.bucket_path(bucket)
-        old = str(old) if old is not None and old.exists() else None
+        path = table.bucket_path(bucket)
+        old = str(path) if path is not None and path.exists() else None
         out = tmp / part_name(bucket)
         if only_buckets is not None and bucket not in only_buckets:
             if old is not None:
                 os.link(old, out)
             continue
-        tasks.append(BucketTask(bucket, old, str(out), dict(settings), extra_by_bucket.get(bucket)))
+        tasks.append(make_task(bucket, old, str(out)))
     totals: dict[str, int] = {}
     with reading(files):
-        for counts in make_executor(settings).map(task, tasks):
+        for counts in make_executor(settings).map(run, tasks):
             for key, value in counts.items():
                 totals[key] = totals.get(key, 0) + value
     table.publish(tmp, {**table.meta(), **meta})

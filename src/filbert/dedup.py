@@ -12,12 +12,14 @@ Groups are global, or limited to one host or domain (`dedup.group.mode`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from filbert import schemas
-from filbert.buckets import BucketTask, connect, parquet_relation, rewrite, write_result
+from filbert.buckets import BucketTask, connect, latest_per_page, parquet_relation, rewrite, write_result
 from filbert.config import ConfigError, Settings
 from filbert.storage import CrawlDir, Segment, reading
 from filbert.urls import bucket_of
@@ -126,7 +128,7 @@ def _new_simhashes(con, crawl: CrawlDir) -> pa.Table:
         rows = con.execute(f"""
             SELECT t.fp, p.host, t.text FROM {texts.sql} t
             JOIN (SELECT fp, host FROM pages WHERE simhash IS NULL AND signature IS NOT NULL) p USING (fp)
-            QUALIFY row_number() OVER (PARTITION BY t.fp ORDER BY t.segment DESC) = 1""", texts.params).fetchall()
+            {latest_per_page("t")}""", texts.params).fetchall()
     return pa.table([pa.array([r[0] for r in rows], pa.binary()), pa.array([r[1] for r in rows], pa.string()),
                      pa.array([simhash(r[2]) for r in rows], pa.int64())], schema=_SIMHASHES)
 
@@ -151,11 +153,16 @@ def _near_duplicates(con, distance: int, known: dict) -> dict[bytes, tuple[str, 
     return found
 
 
-def _mark_bucket(task: BucketTask) -> dict[str, int]:
-    dupes, simhashes = task.extra
+@dataclass(frozen=True)
+class MarkTask(BucketTask):
+    dupes: pa.Table          # fp of this bucket's duplicates
+    simhashes: pa.Table      # fp, simhash of this bucket's newly computed simhashes
+
+
+def _mark_bucket(task: MarkTask) -> dict[str, int]:
     con = connect()
-    con.register("dupes", dupes)
-    con.register("simhashes", simhashes)
+    con.register("dupes", task.dupes)
+    con.register("simhashes", task.simhashes)
     db = parquet_relation("crawldb", [task.old] if task.old else [], schemas.CRAWLDB)
     sql = f"""
         SELECT * REPLACE (CASE
@@ -165,7 +172,7 @@ def _mark_bucket(task: BucketTask) -> dict[str, int]:
         FROM {db.sql} LEFT JOIN (SELECT fp FROM dupes) d USING (fp)
         LEFT JOIN (SELECT fp, simhash AS new_simhash FROM simhashes) USING (fp)"""
     rows = write_result(con, sql, schemas.CRAWLDB, task.out, db.params)
-    return {"duplicates": len(dupes), "rows": rows}
+    return {"duplicates": task.dupes.num_rows, "rows": rows}
 
 
 def dedup(crawl: CrawlDir, settings: Settings) -> dict[str, int]:
@@ -177,9 +184,11 @@ def dedup(crawl: CrawlDir, settings: Settings) -> dict[str, int]:
     for fp, (host, _) in dupes.items():
         by_bucket[bucket_of(host, buckets)].append(fp)
     simhash_buckets = pa.array([bucket_of(host, buckets) for host in simhashes["host"].to_pylist()], pa.int64())
-    extra = {b: (pa.table({"fp": pa.array(fps, pa.binary())}),
-                 simhashes.filter(pc.equal(simhash_buckets, b)))
-             for b, fps in by_bucket.items()}
+
+    def mark_task(bucket: int, old: str | None, out: str) -> MarkTask:
+        return MarkTask(bucket, old, out, pa.table({"fp": pa.array(by_bucket[bucket], pa.binary())}),
+                        simhashes.filter(pc.equal(simhash_buckets, bucket)))
+
     with reading(crawl.crawldb.files()):
-        totals = rewrite(crawl.crawldb, buckets, settings, _mark_bucket, extra, {})
+        totals = rewrite(crawl.crawldb, buckets, settings, _mark_bucket, mark_task, {})
     return {"duplicates": len(dupes), "rows": totals.get("rows", 0)}

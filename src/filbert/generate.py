@@ -32,17 +32,23 @@ class GenerateStats:
     hosts: int
 
 
-def _candidates(task: BucketTask) -> pa.Table:
+@dataclass(frozen=True)
+class GenerateTask(BucketTask):
+    now: datetime
+    max_count: int           # generate.max.count: URLs per host, <= 0 for no limit
+    top_n: int | None        # URLs in all, None or 0 for no limit
+
+
+def _candidates(task: GenerateTask) -> pa.Table:
     """This bucket's due URLs, best first, at most max.count per host and topN in all."""
-    now, top_n = task.extra
-    max_count = task.settings["generate.max.count"]
+    top_n = task.top_n
     limits: dict[str, object] = {}
-    if max_count > 0:
-        limits["max_count"] = max_count
+    if task.max_count > 0:
+        limits["max_count"] = task.max_count
     if top_n:
         limits["top_n"] = top_n
     per_host = "QUALIFY row_number() OVER (PARTITION BY host ORDER BY score DESC, url) <= $max_count" \
-        if max_count > 0 else ""
+        if task.max_count > 0 else ""
     db = parquet_relation("crawldb", [task.old] if task.old else [], schemas.CRAWLDB)
     sql = f"""
         SELECT url, fp, host, score, etag, last_modified FROM {db.sql}
@@ -50,7 +56,7 @@ def _candidates(task: BucketTask) -> pa.Table:
         {per_host}
         ORDER BY score DESC, url {"LIMIT $top_n" if top_n else ""}
     """
-    table = connect().sql(sql, params=params(db, now=now, **limits)).to_arrow_table()
+    table = connect().sql(sql, params=params(db, now=task.now, **limits)).to_arrow_table()
     return table.select(schemas.FETCHLIST.names).cast(schemas.FETCHLIST, safe=False)
 
 
@@ -61,7 +67,7 @@ def generate(crawl: CrawlDir, settings: Settings, top_n: int | None = None,
     now = now or datetime.now(timezone.utc)
     buckets = crawl.buckets(settings)
     tasks = [
-        BucketTask(b, str(p), "", dict(settings), (now, top_n))
+        GenerateTask(b, str(p), "", now, settings["generate.max.count"], top_n)
         for b in range(buckets)
         if (p := crawl.crawldb.bucket_path(b)) is not None and p.exists()
     ]

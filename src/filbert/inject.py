@@ -56,10 +56,15 @@ class NewUrl:
     lastmod: datetime | None = None
 
 
-def _merge_bucket(task: BucketTask) -> dict[str, int]:
-    now, new = task.extra
+@dataclass(frozen=True)
+class MergeTask(BucketTask):
+    now: datetime
+    new: pa.Table            # this bucket's new URLs (rows of the crawldb, with lastmod)
+
+
+def _merge_bucket(task: MergeTask) -> dict[str, int]:
     con = connect()
-    con.register("new", new)
+    con.register("new", task.new)
     old = parquet_relation("crawldb", [task.old] if task.old else [], schemas.CRAWLDB)
     con.execute(f"""CREATE TEMP TABLE unseen AS SELECT * EXCLUDE (lastmod) FROM new
                     WHERE fp NOT IN (SELECT fp FROM {old.sql})""", old.params)
@@ -71,7 +76,7 @@ def _merge_bucket(task: BucketTask) -> dict[str, int]:
             THEN least(o.fetch_time, $now) ELSE o.fetch_time END AS fetch_time)
         FROM {old.sql} o LEFT JOIN (SELECT fp AS nfp, lastmod FROM new) n ON n.nfp = o.fp
         UNION ALL BY NAME SELECT * FROM unseen"""
-    write_result(con, sql, schemas.CRAWLDB, task.out, params(old, now=now))
+    write_result(con, sql, schemas.CRAWLDB, task.out, params(old, now=task.now))
     return {"injected": con.execute("SELECT count(*) FROM unseen").fetchone()[0]}
 
 
@@ -83,8 +88,9 @@ def merge_urls(crawl: CrawlDir, settings: Settings, urls: list[NewUrl]) -> int:
     for entry in {fingerprint(u.url): u for u in reversed(urls)}.values():  # first one wins
         by_bucket.setdefault(bucket_of(host_of(entry.url), buckets), []).append(entry)
     now = datetime.now(timezone.utc)
-    tables = {b: (now, _new_rows(entries, now, settings)) for b, entries in by_bucket.items()}
-    totals = rewrite(crawl.crawldb, buckets, settings, _merge_bucket, tables, {}, only_buckets=set(tables))
+    tables = {b: _new_rows(entries, now, settings) for b, entries in by_bucket.items()}
+    totals = rewrite(crawl.crawldb, buckets, settings, _merge_bucket,
+                     lambda b, old, out: MergeTask(b, old, out, now, tables[b]), {}, only_buckets=set(tables))
     return totals.get("injected", 0)
 
 

@@ -25,10 +25,17 @@ class SegmentFiles:
     links: list[str]
 
 
+@dataclass(frozen=True)
+class UpdateTask(BucketTask):
+    files: SegmentFiles      # this bucket's parts of the segments to fold in
+    now: datetime
+    settings: Settings       # the fetch schedule's db.fetch.* settings
+
+
 ADAPTIVE = "db.fetch.schedule.adaptive."
 
 
-def _syncing(cfg: dict) -> bool:
+def _syncing(cfg: Settings) -> bool:
     return cfg["db.fetch.schedule.class"] == "adaptive" and cfg[ADAPTIVE + "sync_delta"]
 
 
@@ -38,7 +45,7 @@ def _unchanged_for_sql() -> str:
             "ELSE coalesce(epoch(f.fetch_time - d.modified_time), 0)::BIGINT END")
 
 
-def _interval_sql(cfg: dict) -> str:
+def _interval_sql(cfg: Settings) -> str:
     """The next fetch interval in seconds (Nutch's Default- or AdaptiveFetchSchedule).
 
     `change` is 'changed' or 'unchanged' when both the old and new content signatures are
@@ -58,7 +65,7 @@ def _interval_sql(cfg: dict) -> str:
     return f"least($max_interval, greatest($min_interval, {adjusted}))"
 
 
-def _sync_sql(cfg: dict) -> str:
+def _sync_sql(cfg: Settings) -> str:
     """Seconds to move the reference time back, so re-fetches follow the page's own rhythm
     of change (Nutch's sync_delta_rate share of the time since its last change)."""
     if not _syncing(cfg):
@@ -66,7 +73,7 @@ def _sync_sql(cfg: dict) -> str:
     return f"CAST({_unchanged_for_sql()} * $sync_delta_rate AS BIGINT)"
 
 
-def _schedule_params(cfg: dict) -> dict[str, object]:
+def _schedule_params(cfg: Settings) -> dict[str, object]:
     """The settings that _interval_sql and _sync_sql bind, and the retry limits."""
     values = {"interval_default": cfg["db.fetch.interval.default"], "interval_max": cfg["db.fetch.interval.max"],
               "retry_max": cfg["db.fetch.retry.max"], "retry_interval": cfg["db.fetch.retry.interval"]}
@@ -77,9 +84,8 @@ def _schedule_params(cfg: dict) -> dict[str, object]:
     return values
 
 
-def _update_bucket(task: BucketTask) -> dict[str, int]:
-    files, now = task.extra
-    cfg = task.settings
+def _update_bucket(task: UpdateTask) -> dict[str, int]:
+    files, cfg = task.files, task.settings
     db = parquet_relation("crawldb", [task.old] if task.old else [], s.CRAWLDB)
     fetch = parquet_relation("crawl_fetch", files.fetch, s.CRAWL_FETCH, segment=True)
     data = parquet_relation("parse_data", files.parse_data, s.PARSE_DATA, segment=True)
@@ -134,7 +140,7 @@ def _update_bucket(task: BucketTask) -> dict[str, int]:
     FROM d FULL OUTER JOIN f USING (fp) FULL OUTER JOIN l USING (fp)
     LEFT JOIN parsed ON pfp = f.fp AND pseg = f.segment
     """
-    bound = params(db, fetch, data, links, now=now, **_schedule_params(cfg))
+    bound = params(db, fetch, data, links, now=task.now, **_schedule_params(cfg))
     return {"rows": write_result(connect(), sql, s.CRAWLDB, task.out, bound)}
 
 
@@ -159,17 +165,18 @@ def updatedb(crawl: CrawlDir, settings: Settings, names: list[str] | None = None
     if not segments:
         return {"segments": 0, "rows": count_rows(crawl.crawldb.files())}
     now = now or datetime.now(timezone.utc)
-    extra = {
-        b: (SegmentFiles(
+    by_bucket = {
+        b: SegmentFiles(
             fetch=[str(seg.part(Segment.FETCH, b)) for seg in segments],
             parse_data=[str(seg.part(Segment.PARSE_DATA, b)) for seg in segments],
             links=[str(p) for seg in segments for p in seg.crawl_parse_parts(b)],
-        ), now)
+        )
         for b in range(crawl.buckets(settings))
     }
     meta = {"segments": sorted(applied | {seg.name for seg in segments})}
-    touched = {b for b, (files, _) in extra.items() if any(Path(p).exists() for p in files.fetch + files.links)}
-    read = [p for files, _ in extra.values() for p in (*files.fetch, *files.parse_data, *files.links)]
+    touched = {b for b, files in by_bucket.items() if any(Path(p).exists() for p in files.fetch + files.links)}
+    read = [p for files in by_bucket.values() for p in (*files.fetch, *files.parse_data, *files.links)]
     with reading([*crawl.crawldb.files(), *read]):
-        rewrite(crawl.crawldb, crawl.buckets(settings), settings, _update_bucket, extra, meta, touched)
+        rewrite(crawl.crawldb, crawl.buckets(settings), settings, _update_bucket,
+                lambda b, old, out: UpdateTask(b, old, out, by_bucket[b], now, settings), meta, touched)
     return {"segments": len(segments), "rows": count_rows(crawl.crawldb.files())}

@@ -76,7 +76,7 @@ class FetchTask:
     buckets: tuple[int, ...]
     bucket_count: int
     out: str
-    settings: dict
+    settings: Settings
     threads: int
     sink: SinkFactory | None
 
@@ -86,7 +86,7 @@ def fetch_partition(task: FetchTask, on_result: Callable[[FetchResult], None] | 
     """Fetch one partition's URLs into the temporary crawl_fetch and content directories
     (and hand them to the task's sink)."""
     segment = Segment(Path(task.segment))
-    settings = Settings(task.settings)
+    settings = task.settings
     items = _fetch_items(segment, task.buckets)
     out = Path(task.out)
     fetch_out = PartWriter(out / Segment.FETCH, schemas.CRAWL_FETCH, batch=PartWriter.SMALL_BATCH)
@@ -160,7 +160,7 @@ def _partition(segment: Segment, tmp: Path, settings: Settings, bucket_count: in
     buckets = [b for b in range(bucket_count) if segment.part(Segment.GENERATE, b).exists()]
     n = max(1, min(settings["fetcher.partitions"], len(buckets)))
     return [FetchTask(str(segment.path), tuple(buckets[i::n]), bucket_count, str(tmp),
-                      dict(settings), max(1, threads // n), sink)
+                      settings, max(1, threads // n), sink)
             for i in range(n)]
 
 

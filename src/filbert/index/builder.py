@@ -23,7 +23,7 @@ import xxhash
 
 from filbert import schemas
 from filbert.analysis import analyzer, identify, load_user_dict
-from filbert.buckets import connect, params, parquet_relation
+from filbert.buckets import connect, latest_per_page, params, parquet_relation
 from filbert.config import Settings
 from filbert.executor import make_executor
 from filbert.index.columns import COLUMNS_FILE, Columns
@@ -74,7 +74,7 @@ def _write_docs(task: DocsTask) -> int:
     ), latest AS (
         SELECT fp, title, {headings} AS headings, noindex, segment FROM {data.sql}
         WHERE status = '{schemas.PARSE_SUCCESS}'
-        QUALIFY row_number() OVER (PARTITION BY fp ORDER BY segment DESC) = 1
+        {latest_per_page()}
     ), body AS (
         SELECT fp, text, segment FROM {text.sql}
     ), anchors AS (

@@ -6,6 +6,8 @@ current linkdb bucket with the new segments' links for that bucket; no shuffle i
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from filbert import schemas
 from filbert.buckets import BucketTask, connect, params, parquet_relation, rewrite, write_result
 from filbert.config import Settings
@@ -14,11 +16,17 @@ from filbert.storage import CrawlDir, count_rows, reading
 HOST = r"regexp_extract({}, '^[a-z]+://([^/]+)', 1)"
 
 
-def _invert_bucket(task: BucketTask) -> dict[str, int]:
-    cfg = task.settings
+@dataclass(frozen=True)
+class InvertTask(BucketTask):
+    crawl_parse: list[str]   # this bucket's crawl_parse files of the new segments
+    ignore_internal: bool    # linkdb.ignore.internal.links
+    max_inlinks: int         # linkdb.max.inlinks
+
+
+def _invert_bucket(task: InvertTask) -> dict[str, int]:
     old = parquet_relation("linkdb", [task.old] if task.old else [], schemas.LINKDB)
-    new = parquet_relation("crawl_parse", task.extra, schemas.CRAWL_PARSE, segment=True)
-    internal = f"AND {HOST.format('from_url')} <> host" if cfg["linkdb.ignore.internal.links"] else ""
+    new = parquet_relation("crawl_parse", task.crawl_parse, schemas.CRAWL_PARSE, segment=True)
+    internal = f"AND {HOST.format('from_url')} <> host" if task.ignore_internal else ""
     sql = f"""
     WITH links AS (
         SELECT url, fp, i.from_url AS from_url, i.anchor AS anchor, '' AS segment
@@ -36,7 +44,7 @@ def _invert_bucket(task: BucketTask) -> dict[str, int]:
                AS inlinks
     FROM unique_links GROUP BY fp
     """
-    bound = params(old, new, max_inlinks=cfg["linkdb.max.inlinks"])
+    bound = params(old, new, max_inlinks=task.max_inlinks)
     return {"urls": write_result(connect(), sql, schemas.LINKDB, task.out, bound)}
 
 
@@ -47,9 +55,11 @@ def invertlinks(crawl: CrawlDir, settings: Settings) -> dict[str, int]:
     if not segments and crawl.linkdb.exists():
         return {"segments": 0, "urls": count_rows(crawl.linkdb.files())}
     buckets = crawl.buckets(settings)
-    extra = {b: [str(p) for seg in segments for p in seg.crawl_parse_parts(b)] for b in range(buckets)}
+    parts = {b: [str(p) for seg in segments for p in seg.crawl_parse_parts(b)] for b in range(buckets)}
     meta = {"segments": sorted(done | {seg.name for seg in segments})}
-    touched = {b for b, files in extra.items() if files}
-    with reading([*crawl.linkdb.files(), *(p for files in extra.values() for p in files)]):
-        rewrite(crawl.linkdb, buckets, settings, _invert_bucket, extra, meta, touched)
+    touched = {b for b, files in parts.items() if files}
+    ignore_internal, max_inlinks = settings["linkdb.ignore.internal.links"], settings["linkdb.max.inlinks"]
+    with reading([*crawl.linkdb.files(), *(p for files in parts.values() for p in files)]):
+        rewrite(crawl.linkdb, buckets, settings, _invert_bucket,
+                lambda b, old, out: InvertTask(b, old, out, parts[b], ignore_internal, max_inlinks), meta, touched)
     return {"segments": len(segments), "urls": count_rows(crawl.linkdb.files())}

@@ -86,8 +86,8 @@ def compute_pagerank(crawl: CrawlDir, settings: Settings) -> dict[str, int | flo
     webgraph.publish(tmp, stats)
     scores_file = str(webgraph.current() / WebGraph.SCORES)
     with reading([*crawl.crawldb.files(), scores_file]):
-        rewrite(crawl.crawldb, buckets, settings, _score_bucket, dict.fromkeys(range(buckets), scores_file),
-                {"pagerank": stats})
+        rewrite(crawl.crawldb, buckets, settings, _score_bucket,
+                lambda b, old, out: ScoreTask(b, old, out, scores_file), {"pagerank": stats})
     return stats
 
 
@@ -112,7 +112,12 @@ def _graph(crawl: CrawlDir, buckets: int) -> tuple[pa.Table, np.ndarray, np.ndar
     return nodes, edges["src"].astype(np.int64), edges["dst"].astype(np.int64)
 
 
-def _score_bucket(task: BucketTask) -> dict[str, int]:
+@dataclass(frozen=True)
+class ScoreTask(BucketTask):
+    scores: str              # the webgraph's scores file
+
+
+def _score_bucket(task: ScoreTask) -> dict[str, int]:
     """Crawldb score := PageRank × pages (average 1.0); pages outside the graph keep theirs."""
     db = parquet_relation("crawldb", [task.old] if task.old else [], schemas.CRAWLDB)
     sql = f"""
@@ -120,4 +125,4 @@ def _score_bucket(task: BucketTask) -> dict[str, int]:
     SELECT c.* REPLACE (coalesce(g.score, c.score)::FLOAT AS score)
     FROM {db.sql} c LEFT JOIN graph g USING (fp)
     """
-    return {"scored": write_result(connect(), sql, schemas.CRAWLDB, task.out, params(db, graph=str(task.extra)))}
+    return {"scored": write_result(connect(), sql, schemas.CRAWLDB, task.out, params(db, graph=task.scores))}

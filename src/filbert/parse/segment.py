@@ -32,7 +32,7 @@ class ParseTask:
     segment: str      # segment directory
     bucket: int
     out: str          # temporary directory for the outputs
-    settings: dict
+    settings: Settings
     buckets: int
 
 
@@ -43,7 +43,7 @@ CONTENT_BATCH = 64
 class _Outlinks:
     """Keeps the outlinks a page may pass on, per Nutch's ParseOutputFormat."""
 
-    def __init__(self, settings: Settings | dict):
+    def __init__(self, settings: Settings):
         self.url_filter = UrlFilter.from_settings(settings)
         self.normalizer = UrlNormalizer.from_settings(settings)
         self.ignore_external = settings["db.ignore.external.links"]
@@ -86,7 +86,7 @@ class SegmentParser:
     BATCH = 64
     BATCH_BYTES = 4 << 20
 
-    def __init__(self, out: Path, settings: Settings | dict, buckets: int, writer: int):
+    def __init__(self, out: Path, settings: Settings, buckets: int, writer: int):
         self.outlinks = _Outlinks(settings)
         self.agent = settings["http.agent.name"]
         self.texts = PartWriter(out / Segment.PARSE_TEXT, schemas.PARSE_TEXT)
@@ -224,7 +224,7 @@ def parse_segment(crawl: CrawlDir, name: str, settings: Settings) -> Counter:
     for sub in Segment.PARSE_OUTPUTS:
         (tmp / sub).mkdir()
     buckets = crawl.buckets(settings)
-    tasks = [ParseTask(str(segment.path), b, str(tmp), dict(settings), buckets)
+    tasks = [ParseTask(str(segment.path), b, str(tmp), settings, buckets)
              for b in range(buckets) if segment.part(Segment.FETCH, b).exists()]
     totals: Counter = Counter()
     for counts in make_executor(settings).map(_parse_bucket, tasks):

@@ -23,7 +23,7 @@ from collections import Counter
 from pathlib import Path
 
 from filbert import schemas
-from filbert.buckets import Relation, connect, params, parquet_relation
+from filbert.buckets import Relation, connect, latest_per_page, params, parquet_relation
 from filbert.config import ConfigError, Settings
 from filbert.storage import CrawlDir, GenerationHolder, Segment, reading
 from filbert.suggest.querylog import read_query_log
@@ -78,7 +78,7 @@ def _phrases_sql(db: Relation, links: Relation, data: Relation, columns: set[str
     ), latest AS (
         SELECT fp, title, {headings} AS headings, noindex FROM {data.sql}
         WHERE status = '{schemas.PARSE_SUCCESS}'
-        QUALIFY row_number() OVER (PARTITION BY fp ORDER BY segment DESC) = 1
+        {latest_per_page()}
     ), indexed AS (
         SELECT fp, title, headings FROM pages JOIN latest USING (fp) WHERE NOT noindex
     ), named AS (
