@@ -74,10 +74,6 @@ ERROR_RESPONSES: dict[int | str, dict] = {
                                       "Retry-After"))}
 
 
-class ParamError(ValueError):
-    """A request parameter that is not what it may be."""
-
-
 class SecurityHeaders:
     """ASGI middleware adding SECURITY_HEADERS to responses that do not set them (/cache sets
     a stricter policy). Plain ASGI: Starlette's BaseHTTPMiddleware costs ~0.1 ms a request."""
@@ -201,19 +197,6 @@ def parameter_error(error: dict) -> str:
     if kind == "literal_error":
         return f"{name} must be {error['ctx']['expected']}, not {value!r}"
     return f"{name}: {error['msg']}"
-
-
-def int_param(params: QueryParams, name: str, default: int, low: int, high: int) -> int:
-    value = params.get(name)
-    if value is None:
-        return default
-    try:
-        number = int(value)
-    except ValueError:
-        raise ParamError(f"{name} must be an integer, not {value[:20]!r}") from None
-    if not low <= number <= high:
-        raise ParamError(f"{name} must be between {low} and {high}, not {number}")
-    return number
 
 
 def safe_media_type(value: str) -> str:
@@ -420,15 +403,15 @@ def create_app(crawl: CrawlDir, settings: Settings) -> ASGIApp:
         q = request.query_params.get("q", "")
         context: dict = {"query": q, "results": None, "error": None, "seconds": 0.0, "pager": None}
         status = 200
-        try:
-            offset = int_param(request.query_params, "offset", 0, 0, MAX_OFFSET)
-        except ParamError as exc:
-            context["error"], status, q = str(exc), 400, ""
-        if q.strip():
+        try:  # the page takes q and offset, checked as the API checks them
+            params = SearchParams.model_validate(
+                {"q": q, "offset": request.query_params.get("offset", 0)})
+        except ValidationError as exc:
+            context["error"], status = parameter_error(exc.errors()[0]), 400
+        if status == 200 and q.strip():
             start = time.perf_counter()
             client = request.client.host if request.client else ""
-            reply = await service.search(SearchParams(q=q, offset=offset), client,
-                                         request.scope["deadline"])
+            reply = await service.search(params, client, request.scope["deadline"])
             if reply.status == 200:
                 results = orjson.loads(reply.body)
                 context.update(results=results, pager=pager(results))
