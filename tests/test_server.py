@@ -409,3 +409,13 @@ def test_openapi_documents_the_search_api(crawled: Crawl) -> None:
         "$ref": "#/components/schemas/SearchResults"}
     assert "snippet_html" in spec["components"]["schemas"]["Hit"]["properties"]
     assert "/api/suggest" in spec["paths"] and "head" not in spec["paths"]["/api/search"]
+
+
+def test_head_is_answered_wherever_get_is(crawled: Crawl) -> None:
+    with TestClient(app_with(crawled)) as client:
+        for path in ("/healthz", "/", "/api/suggest"):
+            head = client.head(path)
+            assert head.status_code == client.get(path).status_code and head.content == b""
+        posted = client.post("/healthz")
+        assert posted.status_code == 405 and posted.headers["allow"] == "GET, HEAD"
+        assert set(posted.json()) == {"error"}
