@@ -26,7 +26,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from results import record
-from filbert import evaluation as ev
+from filbert.tools import evaluation as ev
 from filbert.config import load_settings
 from filbert.index.schema import TEXT_FIELDS
 from filbert.links.pagerank import compute_pagerank

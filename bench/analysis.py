@@ -33,7 +33,7 @@ from selectolax.lexbor import LexborHTMLParser
 from results import record
 from filbert.analysis import analyzer
 from filbert.config import load_settings
-from filbert.index.builder import ROWS_PER_GROUP, index_documents
+from filbert.index.step import ROWS_PER_GROUP, index_documents
 
 ROOT = Path("/usr/share/doc/debian-handbook/html")
 BOOKS = {"en": "en-US", "zh": "zh-CN", "ru": "ru-RU"}

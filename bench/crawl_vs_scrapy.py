@@ -429,7 +429,7 @@ COMPONENTS = [
     ("fingerprint/bucket (xxhash)", r"filbert/urls/fingerprint\.py"),
     ("HTML parse (selectolax)", r"filbert/parse/html\.py|/selectolax/"),
     ("charset decode", r"filbert/parse/encoding\.py"),
-    ("simhash (filbert/dedup.py, numpy)", r"simhash|/numpy/"),
+    ("simhash (filbert/crawldb/dedup.py, numpy)", r"simhash|/numpy/"),
     ("Parquet/Arrow I/O (pyarrow)", r"/pyarrow/|filbert/storage\.py|_flush \(filbert/fetch/segment"),
     ("DuckDB (connect + SQL)", r"/duckdb/|\(filbert/buckets\.py|\(filbert/(generate|updatedb|inject|links/linkdb)\.py"),
     ("HTTP client (libcurl, asyncio)", r"/aiohttp/|/yarl/|/multidict/|/asyncio/|/uvloop/|/selectors\.py|filbert/fetch/(fetcher|http)\.py"),

@@ -76,7 +76,7 @@ import wordfreq
 from results import record
 from filbert.analysis.analyzers import stop_words
 from filbert.config import Settings, load_settings
-from filbert.index.builder import ROWS_PER_GROUP, index_documents, index_writer
+from filbert.index.step import ROWS_PER_GROUP, index_documents, index_writer
 from filbert.index.schema import FIELD_NAMES, open_shards
 from filbert.search.query import AnalyzedQuery
 from filbert.search.searcher import PENALTY_MARGIN, Hit, Searcher, SearchResults

@@ -55,7 +55,7 @@ def test_bad_settings_file(tmp_path):
 def test_index_writer_memory(tmp_path):
     import tantivy
 
-    from filbert.index.builder import index_writer
+    from filbert.index.step import index_writer
     from filbert.index.schema import index_schema
 
     index = tantivy.Index(index_schema(), str(tmp_path))

@@ -37,15 +37,15 @@ from sites import Page, SiteServer, graph_path, link_graph, rare_word, title_wor
 
 from filbert.config import load_settings
 from filbert.crawl import fetch_step
-from filbert.generate import generate
+from filbert.crawldb.generate import generate
 from filbert.index import build_index
-from filbert.inject import inject
-from filbert.links.linkdb import invertlinks
-from filbert.parse.segment import parse_segment
-from filbert.readdb import crawldb_stats
+from filbert.crawldb.inject import inject
+from filbert.links.invertlinks import invertlinks
+from filbert.parse.step import parse_segment
+from filbert.tools.readdb import crawldb_stats
 from filbert.search import Searcher
 from filbert.storage import TMP_PREFIX, CrawlDir
-from filbert.updatedb import updatedb
+from filbert.crawldb.updatedb import updatedb
 
 FILBERT = Path(sys.executable).with_name("filbert")
 FAST = ["-D", "fetcher.server.delay=0", "-D", "executor.kind=sequential"]

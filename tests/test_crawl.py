@@ -27,13 +27,13 @@ from sites import (
 
 from filbert.config import load_settings
 from filbert.crawl import fetch_step
-from filbert.generate import generate
-from filbert.inject import inject
-from filbert.parse.segment import parse_segment
-from filbert.readdb import crawldb_stats, crawldb_url
+from filbert.crawldb.generate import generate
+from filbert.crawldb.inject import inject
+from filbert.parse.step import parse_segment
+from filbert.tools.readdb import crawldb_stats, crawldb_url
 from filbert.search import Searcher
 from filbert.storage import CrawlDir, Segment
-from filbert.updatedb import updatedb
+from filbert.crawldb.updatedb import updatedb
 
 
 def status_of(crawl: CrawlDir, url: str) -> str | None:

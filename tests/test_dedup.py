@@ -10,12 +10,12 @@ from pipeline import crawl_site
 from sites import html, link
 
 from filbert.crawl import fetch_step
-from filbert.dedup import dedup, simhash
-from filbert.generate import generate
-from filbert.parse.segment import content_signature
-from filbert.readdb import crawldb_url
+from filbert.crawldb.dedup import dedup, simhash
+from filbert.crawldb.generate import generate
+from filbert.parse.step import content_signature
+from filbert.tools.readdb import crawldb_url
 from filbert.search import Searcher
-from filbert.updatedb import updatedb
+from filbert.crawldb.updatedb import updatedb
 
 ARTICLE = " ".join(f"sentence {i} about the zqdupx river delta and its {i * 7} birds." for i in range(60))
 

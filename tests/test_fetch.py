@@ -15,12 +15,12 @@ from sites import Page, SiteServer, html
 from filbert.crawl import fetch_step
 from filbert.fetch.fetcher import retry_after_seconds
 from filbert.fetch.ipfilter import IpFilter
-from filbert.generate import generate
+from filbert.crawldb.generate import generate
 from filbert.index import build_index
-from filbert.parse.segment import parse_segment
-from filbert.readdb import crawldb_url
+from filbert.parse.step import parse_segment
+from filbert.tools.readdb import crawldb_url
 from filbert.search import Searcher
-from filbert.updatedb import updatedb
+from filbert.crawldb.updatedb import updatedb
 
 
 def status(crawl, url: str) -> str | None:

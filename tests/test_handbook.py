@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 from pipeline import crawl_site
 
-from filbert.readdb import crawldb_stats
+from filbert.tools.readdb import crawldb_stats
 from filbert.search import Searcher
 from filbert.storage import Segment
 

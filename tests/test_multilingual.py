@@ -10,7 +10,7 @@ from pipeline import crawl_site
 from sites import SiteServer, html, link
 from typer.testing import CliRunner
 
-from filbert import evaluation as ev
+from filbert.tools import evaluation as ev
 from filbert.cli import app
 from filbert.index.schema import ALL_FIELD, has_field, index_schema
 from filbert.search import Searcher
@@ -263,7 +263,7 @@ def test_explain_adds_up_to_the_score(site):
 
 
 def test_site_names_and_query_languages():
-    from filbert.index.builder import parent_domains
+    from filbert.index.step import parent_domains
     from filbert.search.searcher import main_languages
 
     assert parent_domains("www.debian.org") == ["www.debian.org", "debian.org"]

@@ -105,7 +105,7 @@ def test_pagerank_command_scores_the_crawldb(tmp_path):
 def test_hits_matches_networkx():
     from scipy import sparse
 
-    from filbert.links.hits import hits
+    from filbert.search.hits import hits
 
     rng = np.random.default_rng(3)
     n = 60
@@ -124,7 +124,7 @@ def test_base_set_adds_outlinks_and_capped_inlinks(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from filbert.links.hits import LinkGraph
+    from filbert.search.hits import LinkGraph
     from filbert.storage import WebGraph
 
     # 0 → 1, 0 → 2; 3, 4, 5 → 0; 6 is unrelated
@@ -162,7 +162,7 @@ def test_hits_ranking_in_search(tmp_path):
 
 def test_pagerank_sets_crawl_priority(tmp_path):
     """After `pagerank`, generate picks the unfetched page most linked to first."""
-    from filbert.generate import generate
+    from filbert.crawldb.generate import generate
     from filbert.storage import Segment
 
     pages = {

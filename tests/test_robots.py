@@ -3,7 +3,7 @@
 # https://github.com/google/robotstxt, Copyright 2019 Google LLC, licensed under the
 # Apache License, Version 2.0 (https://www.apache.org/licenses/LICENSE-2.0).
 # Changes: translated from C++/gtest to Python/pytest; RobotsMatcher, ParseRobotsTxt,
-# GetPathParamsQuery and MaybeEscapePattern map to filbert.robots functions.
+# GetPathParamsQuery and MaybeEscapePattern map to filbert.fetch.robots functions.
 """robots.txt parsing and matching (RFC 9309, Google's robotstxt semantics)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from filbert.robots import (
+from filbert.fetch.robots import (
     ALLOW,
     DISALLOW,
     MAX_LINE_LEN,
@@ -451,7 +451,7 @@ def test_google_only_documentation_checks():
 
 
 class RobotsStatsReporter:
-    """robots_test.cc RobotsStatsReporter over filbert.robots.parse_directives."""
+    """robots_test.cc RobotsStatsReporter over filbert.fetch.robots.parse_directives."""
 
     def __init__(self) -> None:
         self.last_line_seen = 0
@@ -900,7 +900,7 @@ def test_agent_selection_is_cached_per_rules():
 
 
 def test_path_fast_path_equals_the_general_one():
-    from filbert.robots import _path_params_query
+    from filbert.fetch.robots import _path_params_query
     rng = random.Random(0)
     parts = ["http://", "https://", "//", "/", "?", ";", "#", "a", "b.c", ":", "://"]
     for _ in range(20_000):

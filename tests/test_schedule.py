@@ -10,12 +10,12 @@ from sites import Page, html
 
 from filbert.config import load_settings
 from filbert.crawl import fetch_step
-from filbert.generate import generate
-from filbert.inject import inject
-from filbert.parse.segment import parse_segment
-from filbert.readdb import crawldb_url
+from filbert.crawldb.generate import generate
+from filbert.crawldb.inject import inject
+from filbert.parse.step import parse_segment
+from filbert.tools.readdb import crawldb_url
 from filbert.storage import CrawlDir
-from filbert.updatedb import updatedb
+from filbert.crawldb.updatedb import updatedb
 
 DAY = 86400
 

@@ -318,7 +318,7 @@ def test_parameters_out_of_range_are_400(crawled: Crawl) -> None:
 
 
 def test_a_bug_is_a_json_500(crawled: Crawl, monkeypatch: pytest.MonkeyPatch) -> None:
-    from filbert.suggest.builder import SuggesterHolder
+    from filbert.suggest.step import SuggesterHolder
     from filbert.web.app import SearchService
 
     def broken(*args: object) -> None:

@@ -11,9 +11,9 @@ from pipeline import FAST, crawl_site
 from sites import Page, html, robots
 
 from filbert.config import load_settings
-from filbert.generate import generate
-from filbert.readdb import crawldb_url
-from filbert.sitemaps import parse_sitemap, sitemap
+from filbert.crawldb.generate import generate
+from filbert.tools.readdb import crawldb_url
+from filbert.crawldb.sitemaps import parse_sitemap, sitemap
 from filbert.storage import CrawlDir
 
 NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'

@@ -9,12 +9,12 @@ import pytest
 from pipeline import crawl_site
 from sites import SiteServer, html, link
 
-from filbert.readdb import crawldb_dump, crawldb_stats, crawldb_url
-from filbert.readseg import dump_segment, list_segments
+from filbert.tools.readdb import crawldb_dump, crawldb_stats, crawldb_url
+from filbert.tools.readseg import dump_segment, list_segments
 from filbert.search import Searcher
-from filbert.sitemaps import crawl_origins
-from filbert.suggest.builder import crawl_phrases
-from filbert.warc import export_warc
+from filbert.crawldb.sitemaps import crawl_origins
+from filbert.suggest.step import crawl_phrases
+from filbert.tools.warc import export_warc
 
 PAGES = {
     "/": html("Home", link("/a.html", "walrus facts") + link("/b.html", "narwhal facts")),

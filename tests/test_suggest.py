@@ -22,7 +22,7 @@ from filbert.suggest import (
     normalize,
     normalize_prefix,
 )
-from filbert.suggest.builder import (
+from filbert.suggest.step import (
     SuggesterHolder,
     build_suggest,
     error_lengths,

@@ -26,11 +26,11 @@ from filbert import schemas
 from filbert.cli import app
 from filbert.config import DEFAULTS, load_settings
 from filbert.fetch import user_agent
-from filbert.inject import inject
-from filbert.parsechecker import check_url, format_report
-from filbert.readdb import crawldb_stats
+from filbert.crawldb.inject import inject
+from filbert.tools.parsechecker import check_url, format_report
+from filbert.tools.readdb import crawldb_stats
 from filbert.storage import CrawlDir, Segment
-from filbert.warc import default_path, export_warc
+from filbert.tools.warc import default_path, export_warc
 
 runner = CliRunner()
 FAST = ["-D", "fetcher.server.delay=0", "-D", "executor.kind=sequential"]
@@ -191,7 +191,7 @@ def test_warc_cli(warc_crawl, tmp_path):
 
 
 def test_warc_of_unfetched_segment_is_an_error(tmp_crawl, site_server):
-    from filbert.generate import generate
+    from filbert.crawldb.generate import generate
     from filbert.storage import CrawlDirError
 
     server = site_server({"/": "<p>hi</p>"})

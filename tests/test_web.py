@@ -15,14 +15,14 @@ from sites import SiteServer, graph_path, html, link_graph, rare_word
 
 from filbert.config import Settings, load_settings
 from filbert.crawl import fetch_step
-from filbert.generate import generate
+from filbert.crawldb.generate import generate
 from filbert.index import build_index
-from filbert.inject import inject
-from filbert.links.linkdb import invertlinks
-from filbert.parse.segment import parse_segment
+from filbert.crawldb.inject import inject
+from filbert.links.invertlinks import invertlinks
+from filbert.parse.step import parse_segment
 from filbert.storage import CrawlDir
-from filbert.suggest.builder import build_suggest
-from filbert.updatedb import updatedb
+from filbert.suggest.step import build_suggest
+from filbert.crawldb.updatedb import updatedb
 from filbert.web import create_app
 
 PAGES = 24

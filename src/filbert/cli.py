@@ -80,7 +80,7 @@ def crawl(seeds: Annotated[list[str] | None, typer.Argument(
 def inject(seeds: Annotated[list[str], typer.Argument(help="Seed URLs or files of URLs.")],
            dir: Dir = Path("crawl"), define: Define = None) -> None:
     """Add seed URLs to the crawldb (known URLs are kept as they are)."""
-    from filbert.inject import inject as run
+    from filbert.crawldb.inject import inject as run
 
     crawl_dir, settings = _open(dir, define)
     with crawl_dir.lock():
@@ -93,7 +93,7 @@ def inject(seeds: Annotated[list[str], typer.Argument(help="Seed URLs or files o
 @app.command()
 def generate(dir: Dir = Path("crawl"), top_n: TopN = None, define: Define = None) -> None:
     """Select due URLs into a new segment's fetch list."""
-    from filbert.generate import generate as run
+    from filbert.crawldb.generate import generate as run
 
     stats = _locked(dir, define, lambda crawl_dir, settings: run(crawl_dir, settings, top_n))
     if stats.segment is None:
@@ -130,7 +130,7 @@ def fetch(segment: Annotated[str | None, typer.Argument(help="Segment name (defa
 def parse(segment: Annotated[str | None, typer.Argument(help="Segment name (default: latest fetched).")] = None,
           dir: Dir = Path("crawl"), define: Define = None) -> None:
     """Parse a fetched segment: text, title, outlinks."""
-    from filbert.parse.segment import parse_segment
+    from filbert.parse.step import parse_segment
 
     crawl_dir, settings = _open(dir, define)
     with crawl_dir.lock():
@@ -142,7 +142,7 @@ def parse(segment: Annotated[str | None, typer.Argument(help="Segment name (defa
 def updatedb(segments: Annotated[list[str] | None, typer.Argument(help="Segments (default: all pending).")] = None,
              dir: Dir = Path("crawl"), define: Define = None) -> None:
     """Fold fetched and parsed segments into the crawldb."""
-    from filbert.updatedb import updatedb as run
+    from filbert.crawldb.updatedb import updatedb as run
 
     counts = _locked(dir, define, lambda crawl_dir, settings: run(crawl_dir, settings, segments))
     console.print(f"applied {counts['segments']} segment(s); crawldb has {counts.get('rows', '-')} URLs")
@@ -151,7 +151,7 @@ def updatedb(segments: Annotated[list[str] | None, typer.Argument(help="Segments
 @app.command()
 def invertlinks(dir: Dir = Path("crawl"), define: Define = None) -> None:
     """Build the linkdb: inlinks and anchor text per URL."""
-    from filbert.links.linkdb import invertlinks as run
+    from filbert.links.invertlinks import invertlinks as run
 
     counts = _locked(dir, define, run)
     console.print(f"inverted {counts['segments']} segment(s); linkdb has {counts.get('urls', '-')} URLs")
@@ -173,7 +173,7 @@ def sitemap(sitemaps: Annotated[list[str] | None, typer.Argument(help="Sitemap U
             robots: bool = typer.Option(True, help="Also read the sitemaps the crawl's hosts list in robots.txt."),
             define: Define = None) -> None:
     """Merge sitemap URLs into the crawldb (new ones unfetched; a newer lastmod makes a page due)."""
-    from filbert.sitemaps import sitemap as run
+    from filbert.crawldb.sitemaps import sitemap as run
 
     stats = _locked(dir, define, lambda crawl_dir, settings: run(crawl_dir, settings, sitemaps or [], robots))
     for url, why in stats.failed:
@@ -184,7 +184,7 @@ def sitemap(sitemaps: Annotated[list[str] | None, typer.Argument(help="Sitemap U
 @app.command()
 def dedup(dir: Dir = Path("crawl"), define: Define = None) -> None:
     """Mark exact and near-duplicate pages in the crawldb (kept out of the index)."""
-    from filbert.dedup import dedup as run
+    from filbert.crawldb.dedup import dedup as run
 
     counts = _locked(dir, define, run)
     console.print(f"marked {counts['duplicates']} duplicate pages")
@@ -194,7 +194,7 @@ def dedup(dir: Dir = Path("crawl"), define: Define = None) -> None:
 def index(dir: Dir = Path("crawl"), define: Define = None) -> None:
     """Rebuild the search index from the crawl, and the suggestion dictionary with it."""
     from filbert.index import build_index
-    from filbert.suggest.builder import build_suggest
+    from filbert.suggest.step import build_suggest
 
     def step(crawl_dir: CrawlDir, settings: Settings) -> tuple[dict, dict]:
         return build_index(crawl_dir, settings), build_suggest(crawl_dir, settings)
@@ -211,7 +211,7 @@ def suggest_build(dir: Dir = Path("crawl"),
                                                "canonical phrase first (default: suggest.synonyms.file)."),
                   define: Define = None) -> None:
     """Build the query-completion dictionary from titles, anchors, headings and the query log."""
-    from filbert.suggest.builder import build_suggest
+    from filbert.suggest.step import build_suggest
 
     counts = _locked(dir, define, lambda crawl_dir, settings: build_suggest(crawl_dir, settings, synonyms))
     console.print(f"{counts['phrases']} phrases for suggestions ({counts['page phrases']} from pages, "
@@ -227,7 +227,7 @@ def suggest(prefix: str, dir: Dir = Path("crawl"),
     """Complete a query prefix, typos allowed."""
     from dataclasses import asdict
 
-    from filbert.suggest.builder import load_suggester
+    from filbert.suggest.step import load_suggester
 
     crawl_dir, settings = _open(dir, define)
     _, suggester = load_suggester(crawl_dir, settings)
@@ -282,7 +282,7 @@ def eval_(queries: Annotated[Path, typer.Argument(help="Known-item queries: lang
           save: Path | None = typer.Option(None, help="Save this run's ranks as JSON."),
           define: Define = None) -> None:
     """Known-item evaluation: MRR@10 and success@1/10 per language, with paired bootstrap CIs."""
-    from filbert import evaluation as ev
+    from filbert.tools import evaluation as ev
     from filbert.search import Searcher
 
     crawl_dir, settings = _open(dir, define)
@@ -318,7 +318,7 @@ def readdb(dir: Dir = Path("crawl"), stats: bool = typer.Option(False, "--stats"
            top: int = typer.Option(10, "--top", help="Hosts to list in --stats."),
            as_json: AsJson = False) -> None:
     """Inspect the crawldb."""
-    from filbert.readdb import crawldb_dump, crawldb_stats, crawldb_url
+    from filbert.tools.readdb import crawldb_dump, crawldb_stats, crawldb_url
 
     crawl_dir = CrawlDir(dir)
     if url:
@@ -354,7 +354,7 @@ def readseg(segment: Annotated[str | None, typer.Argument(help="Segment name.")]
             dump: bool = typer.Option(False, "--dump", help="Every record as JSON lines."),
             get: str | None = typer.Option(None, "--get", help="One URL's records.")) -> None:
     """Inspect segments."""
-    from filbert.readseg import dump_segment, list_segments
+    from filbert.tools.readseg import dump_segment, list_segments
 
     crawl_dir = CrawlDir(dir)
     if list_ or not (dump or get):
@@ -376,7 +376,7 @@ def warc(segment: Annotated[str | None, typer.Argument(help="Segment name (defau
          out: Path | None = typer.Option(None, "--out", "-o", help="File to write (default: CRAWL/warc/SEGMENT.warc.gz)."),
          define: Define = None) -> None:
     """Export a segment's fetched content as a WARC 1.1 file (gzip per record)."""
-    from filbert.warc import export_warc
+    from filbert.tools.warc import export_warc
 
     crawl_dir, settings = _open(dir, define)
     stats = export_warc(crawl_dir, _segment_or_latest(crawl_dir, segment, "fetched"), settings, out)
@@ -392,7 +392,7 @@ def parsechecker(url: Annotated[str, typer.Argument(help="The URL to fetch and p
                  as_json: AsJson = False, define: Define = None) -> None:
     """Fetch and parse one URL as the crawler would, and show the result (nothing is stored)."""
     from filbert.config import load_settings
-    from filbert.parsechecker import check_url, format_report, succeeded
+    from filbert.tools.parsechecker import check_url, format_report, succeeded
 
     report = check_url(url, load_settings(dir, define or []), text_chars)
     print(json.dumps(report, ensure_ascii=False, indent=1) if as_json else format_report(report))

@@ -153,13 +153,13 @@ def _of_path(target: str) -> Callable[[Mapping[str, Any], str], object]:
 PARSERS: dict[str, Callable[[Mapping[str, Any], str], object]] = {
     "http.filter.ipaddress.include": _of_settings("filbert.fetch.ipfilter:IpFilter.from_settings"),
     "http.filter.ipaddress.exclude": _of_settings("filbert.fetch.ipfilter:IpFilter.from_settings"),
-    "dedup.compare.order": _of_settings("filbert.dedup:compare_order"),
+    "dedup.compare.order": _of_settings("filbert.crawldb.dedup:compare_order"),
     "urlfilter.regex.file": _of_settings("filbert.urls.filter:UrlFilter.from_settings"),
     "urlfilter.domain.allow": _of_settings("filbert.urls.filter:FilterLimits.from_settings"),
     "urlfilter.domain.deny": _of_settings("filbert.urls.filter:FilterLimits.from_settings"),
     "analysis.zh.userdict": _of_path("filbert.analysis.analyzers:read_user_dict"),
-    "suggest.errors.lengths": _of_settings("filbert.suggest.builder:error_lengths"),
-    "suggest.synonyms.file": _of_path("filbert.suggest.builder:read_synonyms"),
+    "suggest.errors.lengths": _of_settings("filbert.suggest.step:error_lengths"),
+    "suggest.synonyms.file": _of_path("filbert.suggest.step:read_synonyms"),
 }
 
 

@@ -18,17 +18,17 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from filbert.config import Settings
-from filbert.dedup import dedup
+from filbert.crawldb.dedup import dedup
 from filbert.fetch import FetchResult, FetchStats, fetch_segment
 from filbert.fetch.fetcher import HostClock
-from filbert.generate import generate
-from filbert.inject import InjectStats, inject
-from filbert.links.linkdb import invertlinks
-from filbert.parse.segment import SegmentParser, parse_segment
-from filbert.robots import RobotsCache
-from filbert.sitemaps import sitemap
+from filbert.crawldb.generate import generate
+from filbert.crawldb.inject import InjectStats, inject
+from filbert.links.invertlinks import invertlinks
+from filbert.parse.step import SegmentParser, parse_segment
+from filbert.fetch.robots import RobotsCache
+from filbert.crawldb.sitemaps import sitemap
 from filbert.storage import CrawlDir
-from filbert.updatedb import pending_segments, updatedb
+from filbert.crawldb.updatedb import pending_segments, updatedb
 
 
 class Reporter(Protocol):
@@ -129,7 +129,7 @@ def run_crawl(crawl: CrawlDir, seeds: list[str], settings: Settings, reporter: R
     if index:
         from filbert.index import build_index  # tantivy is only needed here
         from filbert.links.pagerank import compute_pagerank  # and scipy here
-        from filbert.suggest.builder import build_suggest
+        from filbert.suggest.step import build_suggest
 
         ranked = compute_pagerank(crawl, settings)
         reporter.step(f"pagerank: {ranked['pages']} pages, {ranked['links']} links, "

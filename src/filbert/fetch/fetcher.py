@@ -37,7 +37,7 @@ from filbert.fetch.http import (
     Response,
 )
 from filbert.fetch.ipfilter import IpFilter
-from filbert.robots import RobotRules, RobotsCache, rules_from_response
+from filbert.fetch.robots import RobotRules, RobotsCache, rules_from_response
 from filbert.urls import (
     InvalidUrl,
     UrlFilter,

@@ -1,1 +1,1 @@
-"""Link analysis: the linkdb (inlinks and anchor text), PageRank, and HITS at query time."""
+"""Link analysis offline: the linkdb of inlinks and anchor text (invertlinks), PageRank."""

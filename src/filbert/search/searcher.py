@@ -126,7 +126,7 @@ class Searcher:
 
     def link_graph(self):
         """The webgraph `filbert pagerank` stored, loaded on first use (for HITS)."""
-        from filbert.links.hits import LinkGraph  # scipy: only when asked for
+        from filbert.search.hits import LinkGraph  # scipy: only when asked for
 
         if self._graph is None:
             webgraph = self.crawl.webgraph.current()

@@ -38,7 +38,7 @@ from filbert.index.schema import check_index
 from filbert.search.searcher import MAX_RESULTS, SearchResults
 from filbert.storage import CrawlDir, GenerationHolder
 from filbert.suggest import SuggestError
-from filbert.suggest.builder import SuggesterHolder
+from filbert.suggest.step import SuggesterHolder
 from filbert.suggest.querylog import QueryLog
 from filbert.web.workers import INTERNAL_ERROR, Overloaded, Reply, WorkerFailed, WorkerPool
 

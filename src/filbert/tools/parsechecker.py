@@ -13,7 +13,7 @@ from filbert import schemas
 from filbert.config import Settings
 from filbert.fetch.fetcher import FetchItem, FetchResult, origin_of, run_fetcher
 from filbert.parse import decode_html, decode_text, parse_content
-from filbert.robots import RobotRules, RobotsCache
+from filbert.fetch.robots import RobotRules, RobotsCache
 from filbert.urls import UrlFilter, fingerprint, host_of, normalize_url
 
 _TEXT_TYPES = frozenset({"text/plain"})

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from filbert import schemas
 from filbert.buckets import connect, params, parquet_relation
-from filbert.readdb import jsonable
+from filbert.tools.readdb import jsonable
 from filbert.storage import CrawlDir, Segment, reading
 from filbert.urls import fingerprint, normalize_url
 

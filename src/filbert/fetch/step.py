@@ -16,7 +16,7 @@ from filbert import schemas
 from filbert.config import Settings
 from filbert.executor import make_executor
 from filbert.fetch.fetcher import FetchItem, FetchResult, HostClock, run_fetcher
-from filbert.robots import RobotsCache
+from filbert.fetch.robots import RobotsCache
 from filbert.schemas import FetchedPage
 from filbert.storage import CrawlDir, CrawlDirError, PartWriter, Segment, count_rows, read_parts
 from filbert.urls import bucket_of

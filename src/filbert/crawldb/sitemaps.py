@@ -23,8 +23,8 @@ from filbert import schemas
 from filbert.buckets import connect, parquet_relation
 from filbert.config import Settings
 from filbert.fetch.fetcher import Fetcher, FetchItem, FetchResult, origin_of
-from filbert.inject import NewUrl, merge_urls
-from filbert.robots import RobotsCache
+from filbert.crawldb.inject import NewUrl, merge_urls
+from filbert.fetch.robots import RobotsCache
 from filbert.storage import CrawlDir, reading
 from filbert.urls import (
     InvalidUrl,

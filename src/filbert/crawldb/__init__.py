@@ -1,0 +1,1 @@
+"""The crawldb and the steps that change it: inject, sitemap, generate, updatedb, dedup."""

@@ -1,0 +1,1 @@
+"""Inspection commands: readdb, readseg, warc export, parsechecker and eval."""
