@@ -26,26 +26,27 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from results import record
-from filbert.tools import evaluation as ev
+
 from filbert.config import load_settings
 from filbert.index.schema import TEXT_FIELDS
 from filbert.links.pagerank import compute_pagerank
 from filbert.search import Searcher
 from filbert.search.query import PROXIMITY_BINS
 from filbert.storage import CrawlDir
+from filbert.tools import evaluation as ev
 
 HERE = Path(__file__).parent
-QUERY_SETS = {"known-item (headings)": "eval/handbook.tsv",
-              "navigational (link names)": "eval/handbook-nav.tsv"}
+QUERY_SETS = {
+    "known-item (headings)": "eval/handbook.tsv",
+    "navigational (link names)": "eval/handbook-nav.tsv",
+}
 SITES_QUERY_SETS = {  # on the multi-site crawl (URLs in the files are absolute)
     "multi-site navigational (link names, pages drawn uniformly)": "eval/sites-nav.tsv",
-    "multi-site navigational (link names, pages drawn by the pages linking to them)":
-        "eval/sites-popular.tsv",
+    "multi-site navigational (link names, pages drawn by the pages linking to them)": "eval/sites-popular.tsv",
     "known-item (handbook headings) on the multi-site crawl": "eval/handbook.tsv",
 }
 HOME_QUERY_SETS = {  # on the crawl of all 66 editions of eval/sites.py
-    "multi-site home-page finding (an edition's name: its home page's title), per site":
-        "eval/sites-home.tsv",
+    "multi-site home-page finding (an edition's name: its home page's title), per site": "eval/sites-home.tsv",
 }
 HOME = "eval/sites-home.tsv"
 GRID_WEIGHTS = (1, 4, 16, 64, 256, 1024)
@@ -68,6 +69,7 @@ def by_site(items: list[ev.KnownItem]) -> list[ev.KnownItem]:
     """The items with their site's name (eval/sites.py) in the language column."""
     sys.path.insert(0, str(HERE.parent / "eval"))
     import sites  # eval/sites.py
+
     names = {urlsplit(site.base).netloc: site.name for site in sites.SITES}
     return [ev.KnownItem(names.get(urlsplit(i.url).netloc, "?"), i.query, i.url) for i in items]
 
@@ -77,25 +79,34 @@ def load(path: str, base: str) -> list[ev.KnownItem]:
     return by_site(items) if path == HOME else items
 
 
-def section(crawl: CrawlDir, title: str, items: list[ev.KnownItem],
-            baseline: list[str] | None = None) -> list[str]:
+def section(
+    crawl: CrawlDir, title: str, items: list[ev.KnownItem], baseline: list[str] | None = None
+) -> list[str]:
     full = run(crawl, items, baseline or [], "full")
     plain_index = ev.PlainIndex(crawl)
     plain = ev.evaluate("plain tantivy", items, plain_index.search)
     plain_index.close()
     langs = ev.languages(items)
-    lines = [f"### {title}", "", "| ranking | " + " | ".join(langs) + " |",
-             "|---|" + "---:|" * len(langs),
-             "| full | " + " | ".join(f"{ev.scores(full, l).mrr:.3f}" for l in langs) + " |"]
-    others = [(f"without {signal}", run(crawl, items, overrides, signal))
-              for signal, overrides in WITHOUT.items()]
+    lines = [
+        f"### {title}",
+        "",
+        "| ranking | " + " | ".join(langs) + " |",
+        "|---|" + "---:|" * len(langs),
+        "| full | " + " | ".join(f"{ev.scores(full, l).mrr:.3f}" for l in langs) + " |",
+    ]
+    others = [
+        (f"without {signal}", run(crawl, items, overrides, signal))
+        for signal, overrides in WITHOUT.items()
+    ]
     others.append(("plain tantivy (body, default tokenizer)", plain))
     for name, other in others:
         cells = []
         for lang in langs:
             diff = ev.compare(other, full, lang)
-            cells.append(f"{ev.scores(other, lang).mrr:.3f} ({diff.mean:+.3f} "
-                         f"[{diff.low:+.3f}, {diff.high:+.3f}])")
+            cells.append(
+                f"{ev.scores(other, lang).mrr:.3f} ({diff.mean:+.3f} "
+                f"[{diff.low:+.3f}, {diff.high:+.3f}])"
+            )
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return lines + [""]
 
@@ -111,8 +122,11 @@ def main() -> None:
     args = parser.parse_args()
     if args.tune_pagerank:
         return tune(args)
-    lines = ["MRR@10 per language; in brackets the change against the full ranking with its "
-             "95 % paired-bootstrap CI.", ""]
+    lines = [
+        "MRR@10 per language; in brackets the change against the full ranking with its "
+        "95 % paired-bootstrap CI.",
+        "",
+    ]
     for directory, sets in crawls(args):
         crawl = CrawlDir(Path(directory))
         if sets is not QUERY_SETS and not crawl.index.current():
@@ -125,14 +139,19 @@ def main() -> None:
     report = "\n".join(lines)
     print(report)
     if not args.no_record:
-        record("ranking ablation (bench/ablation.py)",
-               "scripts/eval.sh && scripts/eval-sites.sh && .venv/bin/python bench/ablation.py",
-               report)
+        record(
+            "ranking ablation (bench/ablation.py)",
+            "scripts/eval.sh && scripts/eval-sites.sh && .venv/bin/python bench/ablation.py",
+            report,
+        )
 
 
 def crawls(args: argparse.Namespace) -> tuple:
-    return ((args.dir, QUERY_SETS), (args.sites_dir, SITES_QUERY_SETS),
-            (args.home_dir, HOME_QUERY_SETS))
+    return (
+        (args.dir, QUERY_SETS),
+        (args.sites_dir, SITES_QUERY_SETS),
+        (args.home_dir, HOME_QUERY_SETS),
+    )
 
 
 def tuning_half(item: ev.KnownItem) -> bool:
@@ -144,8 +163,11 @@ def per_query(crawl: CrawlDir, items: list[ev.KnownItem]) -> list[str]:
     text score and PageRank of the home page and of the first result without PageRank."""
     full = Searcher(crawl, load_settings(crawl.path))
     bare = Searcher(crawl, load_settings(crawl.path, ["search.pagerank.weight=0"]))
-    lines = ["| site | lang | query | rank | rank without PR | home: text+prox, pr | "
-             "first without PR: text+prox, pr |", "|---|---|---|---:|---:|---|---|"]
+    lines = [
+        "| site | lang | query | rank | rank without PR | home: text+prox, pr | "
+        "first without PR: text+prox, pr |",
+        "|---|---|---|---:|---:|---|---|",
+    ]
     for item, site in zip(items, by_site(items)):
         ranks = []
         for searcher in (full, bare):
@@ -155,12 +177,21 @@ def per_query(crawl: CrawlDir, items: list[ev.KnownItem]) -> list[str]:
 
         def described(hit) -> str:
             return f"{hit.signals['text'] + hit.signals['proximity']:.1f}, {hit.signals['pagerank']:.2f}"
+
         home = next((h for h in hits if h.url == item.url), None)
         first = hits[0] if hits else None
-        lines.append(f"| {site.lang} | {item.lang} | {item.query} | {ranks[0] or '>100'} | "
-                     f"{ranks[1] or '>100'} | {described(home) if home else '-'} | "
-                     + (f"{first.url.split('//')[1]}: {described(first)}" if first and first is not home
-                        else "(the home page)" if first else "-") + " |")
+        lines.append(
+            f"| {site.lang} | {item.lang} | {item.query} | {ranks[0] or '>100'} | "
+            f"{ranks[1] or '>100'} | {described(home) if home else '-'} | "
+            + (
+                f"{first.url.split('//')[1]}: {described(first)}"
+                if first and first is not home
+                else "(the home page)"
+                if first
+                else "-"
+            )
+            + " |"
+        )
     return lines
 
 
@@ -171,12 +202,17 @@ def tune(args: argparse.Namespace) -> None:
     items = ev.load_queries(Path(HOME), args.base)
     tuning = [i for i in items if tuning_half(i)]
     held_out = [i for i in items if not tuning_half(i)]
-    lines = [f"Home-page finding (eval/sites-home.tsv, {len(items)} queries), per query:", "",
-             *per_query(crawl, items), "",
-             f"Grid on the tuning half ({len(tuning)} queries, crc32 of the line even), "
-             f"MRR@10 (default: weight 1, half 1):", "",
-             "| weight \\ half | " + " | ".join(map(str, GRID_HALVES)) + " |",
-             "|---|" + "---:|" * len(GRID_HALVES)]
+    lines = [
+        f"Home-page finding (eval/sites-home.tsv, {len(items)} queries), per query:",
+        "",
+        *per_query(crawl, items),
+        "",
+        f"Grid on the tuning half ({len(tuning)} queries, crc32 of the line even), "
+        f"MRR@10 (default: weight 1, half 1):",
+        "",
+        "| weight \\ half | " + " | ".join(map(str, GRID_HALVES)) + " |",
+        "|---|" + "---:|" * len(GRID_HALVES),
+    ]
     best, best_mrr = ["search.pagerank.weight=0"], -1.0
     base_mrr = ev.scores(run(crawl, tuning, ["search.pagerank.weight=0"], "off")).mrr
     for weight in GRID_WEIGHTS:
@@ -188,15 +224,21 @@ def tune(args: argparse.Namespace) -> None:
             if mrr > best_mrr + 1e-9:  # the smallest weight of the best, ties to the lighter
                 best, best_mrr = overrides, mrr
         lines.append(f"| {weight} | " + " | ".join(cells) + " |")
-    lines += ["", f"Without PageRank on the tuning half: {base_mrr:.3f}; best: "
-              f"{' '.join(best)} ({best_mrr:.3f}).", ""]
+    lines += [
+        "",
+        f"Without PageRank on the tuning half: {base_mrr:.3f}; best: "
+        f"{' '.join(best)} ({best_mrr:.3f}).",
+        "",
+    ]
     default_run = run(crawl, held_out, [], "default")
     for name, overrides in (("without PageRank", ["search.pagerank.weight=0"]), ("best", best)):
         other = run(crawl, held_out, overrides, name)
         diff = ev.compare(other, default_run)
-        lines.append(f"Held-out half ({len(held_out)} queries): {name} {ev.scores(other).mrr:.3f} "
-                     f"vs default {ev.scores(default_run).mrr:.3f} ({diff.mean:+.3f} "
-                     f"[{diff.low:+.3f}, {diff.high:+.3f}])")
+        lines.append(
+            f"Held-out half ({len(held_out)} queries): {name} {ev.scores(other).mrr:.3f} "
+            f"vs default {ev.scores(default_run).mrr:.3f} ({diff.mean:+.3f} "
+            f"[{diff.low:+.3f}, {diff.high:+.3f}])"
+        )
     lines += ["", f"The best setting ({' '.join(best)}) against the defaults on every set:", ""]
     for directory, sets in crawls(args):
         every = CrawlDir(Path(directory))
@@ -207,21 +249,27 @@ def tune(args: argparse.Namespace) -> None:
     report = "\n".join(lines)
     print(report)
     if not args.no_record:
-        record("PageRank on home-page finding (bench/ablation.py --tune-pagerank)",
-               "scripts/eval.sh && scripts/eval-sites.sh && "
-               ".venv/bin/python bench/ablation.py --tune-pagerank", report)
+        record(
+            "PageRank on home-page finding (bench/ablation.py --tune-pagerank)",
+            "scripts/eval.sh && scripts/eval-sites.sh && "
+            ".venv/bin/python bench/ablation.py --tune-pagerank",
+            report,
+        )
 
 
-def section_against(crawl: CrawlDir, title: str, items: list[ev.KnownItem],
-                    overrides: list[str]) -> list[str]:
+def section_against(
+    crawl: CrawlDir, title: str, items: list[ev.KnownItem], overrides: list[str]
+) -> list[str]:
     full = run(crawl, items, [], "default")
     other = run(crawl, items, overrides, "tuned")
     langs = ev.languages(items)
     cells = []
     for lang in langs:
         diff = ev.compare(other, full, lang)
-        cells.append(f"{ev.scores(full, lang).mrr:.3f} → {ev.scores(other, lang).mrr:.3f} "
-                     f"({diff.mean:+.3f} [{diff.low:+.3f}, {diff.high:+.3f}])")
+        cells.append(
+            f"{ev.scores(full, lang).mrr:.3f} → {ev.scores(other, lang).mrr:.3f} "
+            f"({diff.mean:+.3f} [{diff.low:+.3f}, {diff.high:+.3f}])"
+        )
     return [f"- {title}: " + "; ".join(f"{lang} {cell}" for lang, cell in zip(langs, cells))]
 
 

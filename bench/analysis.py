@@ -28,9 +28,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import tantivy
+from results import record
 from selectolax.lexbor import LexborHTMLParser
 
-from results import record
 from filbert.analysis import analyzer
 from filbert.config import load_settings
 from filbert.index.step import ROWS_PER_GROUP, index_documents
@@ -49,18 +49,29 @@ def load_documents() -> dict[str, list[dict]]:
         for page in pages:
             tree = LexborHTMLParser(page.read_bytes().decode("utf-8", "replace"))
             title = tree.css_first("title")
-            docs[lang].append({
-                "url": f"http://127.0.0.1/{book}/{page.name}", "host": "127.0.0.1",
-                "title": title.text() if title else "", "headings": "", "anchor": "",
-                "body": " ".join((tree.body.text(separator=" ") if tree.body else "").split()),
-                "segment": "20261130000000", "score": 1.0, "simhash": 0,
-            })
+            docs[lang].append(
+                {
+                    "url": f"http://127.0.0.1/{book}/{page.name}",
+                    "host": "127.0.0.1",
+                    "title": title.text() if title else "",
+                    "headings": "",
+                    "anchor": "",
+                    "body": " ".join((tree.body.text(separator=" ") if tree.body else "").split()),
+                    "segment": "20261130000000",
+                    "score": 1.0,
+                    "simhash": 0,
+                }
+            )
     return docs
 
 
 def tantivy_tokenizer() -> tantivy.TextAnalyzer:
-    return (tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
-            .filter(tantivy.Filter.remove_long(40)).filter(tantivy.Filter.lowercase()).build())
+    return (
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+        .filter(tantivy.Filter.remove_long(40))
+        .filter(tantivy.Filter.lowercase())
+        .build()
+    )
 
 
 def chars_per_second(texts: list[str], analyze) -> float:
@@ -102,16 +113,21 @@ def main() -> None:
 
     docs = load_documents()
     raw = tantivy_tokenizer()
-    lines = ["| language | docs | chars | filbert cold (M chars/s) | filbert warm | "
-             "tantivy default (M chars/s) | warm ratio |", "|---|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| language | docs | chars | filbert cold (M chars/s) | filbert warm | "
+        "tantivy default (M chars/s) | warm ratio |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for lang, items in docs.items():
         texts = [d["body"] for d in items]
         ours = analyzer(lang)
         cold = chars_per_second(texts, ours.joined)
         warm = chars_per_second(texts, ours.joined)
         theirs = chars_per_second(texts, raw.analyze)
-        lines.append(f"| {lang} | {len(texts)} | {sum(map(len, texts)):,} | {cold / 1e6:.2f} | "
-                     f"{warm / 1e6:.2f} | {theirs / 1e6:.2f} | {warm / theirs:.2f} |")
+        lines.append(
+            f"| {lang} | {len(texts)} | {sum(map(len, texts)):,} | {cold / 1e6:.2f} | "
+            f"{warm / 1e6:.2f} | {theirs / 1e6:.2f} | {warm / theirs:.2f} |"
+        )
 
     everything = [d for items in docs.values() for d in items]
     with tempfile.TemporaryDirectory() as tmp:
@@ -123,16 +139,21 @@ def main() -> None:
             raw_runs.append(index_raw(docs_file, len(everything)))
             ours_runs.append(index_filbert(docs_file, len(everything)))
     ours_dps, raw_dps = statistics.median(ours_runs), statistics.median(raw_runs)
-    lines += ["", f"Indexing {len(everything)} documents (median of {args.repeat}): filbert "
-              f"{ours_dps:,.0f} docs/s, raw tantivy {raw_dps:,.0f} docs/s, "
-              f"**ratio {ours_dps / raw_dps:.2f}** (target >= 0.50)"]
+    lines += [
+        "",
+        f"Indexing {len(everything)} documents (median of {args.repeat}): filbert "
+        f"{ours_dps:,.0f} docs/s, raw tantivy {raw_dps:,.0f} docs/s, "
+        f"**ratio {ours_dps / raw_dps:.2f}** (target >= 0.50)",
+    ]
     report = "\n".join(lines)
     print(report)
     if not args.no_record:
-        record("analysis and indexing throughput (bench/analysis.py)",
-               f".venv/bin/python bench/analysis.py --repeat {args.repeat}",
-               f"Python {platform.python_version()}; word caches are per process, so 'cold' is "
-               f"a first pass over a new corpus.\n\n{report}")
+        record(
+            "analysis and indexing throughput (bench/analysis.py)",
+            f".venv/bin/python bench/analysis.py --repeat {args.repeat}",
+            f"Python {platform.python_version()}; word caches are per process, so 'cold' is "
+            f"a first pass over a new corpus.\n\n{report}",
+        )
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -53,6 +53,7 @@ EXTERNAL_LINKS = 2
 
 # --------------------------------------------------------------------------- the web
 
+
 def host_address(i: int) -> str:
     """Host number i (1-based) -> 127.1.H1.H2; 1000 -> 127.1.3.232."""
     return f"127.1.{i >> 8}.{i & 255}"
@@ -65,10 +66,11 @@ class Web:
         self.hosts, self.pages, self.port, self.seed = hosts, pages, port, seed
         rng = random.Random(seed)
         letters = "abcdefghijklmnopqrstuvwxyz"
-        self.words = sorted({"".join(rng.choice(letters) for _ in range(rng.randint(3, 10)))
-                             for _ in range(4000)})
+        self.words = sorted(
+            {"".join(rng.choice(letters) for _ in range(rng.randint(3, 10))) for _ in range(4000)}
+        )
         self.paragraphs = []
-        for _ in range(1024):   # ~350-750 bytes each
+        for _ in range(1024):  # ~350-750 bytes each
             sentences = []
             for _ in range(rng.randint(4, 8)):
                 sentence = " ".join(rng.choice(self.words) for _ in range(rng.randint(8, 14)))
@@ -101,12 +103,19 @@ class Web:
         rng = random.Random((self.seed * 7_000_003 + host) * 1_000_003 + page)
         title = f"Host {host} page {page}: " + " ".join(rng.sample(self.words, 4))
         local, external = self.links(host, page)
-        items = [f'<li><a href="{self.path(p)}">{" ".join(rng.sample(self.words, 2))} {p}</a></li>'
-                 for p in local]
-        items += [f'<li><a href="{self.origins[h]}{self.path(p)}">{" ".join(rng.sample(self.words, 2))}'
-                  f' on host {h}</a></li>' for h, p in external]
-        parts = [f"<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>{title}</title></head>\n"
-                 f"<body><h1>{title}</h1>\n".encode()]
+        items = [
+            f'<li><a href="{self.path(p)}">{" ".join(rng.sample(self.words, 2))} {p}</a></li>'
+            for p in local
+        ]
+        items += [
+            f'<li><a href="{self.origins[h]}{self.path(p)}">{" ".join(rng.sample(self.words, 2))}'
+            f" on host {h}</a></li>"
+            for h, p in external
+        ]
+        parts = [
+            f'<!doctype html>\n<html><head><meta charset="utf-8"><title>{title}</title></head>\n'
+            f"<body><h1>{title}</h1>\n".encode()
+        ]
         size, target = 0, rng.randint(2400, 4900)
         while size < target:
             para = self.paragraphs[rng.randrange(len(self.paragraphs))]
@@ -117,6 +126,7 @@ class Web:
 
 
 # --------------------------------------------------------------------------- the server
+
 
 def serve(args: argparse.Namespace) -> None:
     """Server process: listen on every host address, log request times per host."""
@@ -162,8 +172,11 @@ def serve(args: argparse.Namespace) -> None:
         server = web.Server(handler, access_log=None)
         listeners = []
         for address in by_address:
-            listeners.append(await loop.create_server(server, address, args.port, backlog=1024,
-                                                      reuse_address=True))
+            listeners.append(
+                await loop.create_server(
+                    server, address, args.port, backlog=1024, reuse_address=True
+                )
+            )
         print("READY", flush=True)
         await stop.wait()
         for listener in listeners:
@@ -173,17 +186,22 @@ def serve(args: argparse.Namespace) -> None:
     started = time.monotonic()
     asyncio.run(main())
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    Path(args.serve_log).write_text(json.dumps({
-        "seconds": time.monotonic() - started,
-        "cpu": usage.ru_utime + usage.ru_stime,
-        "maxrss_mb": usage.ru_maxrss / 1024,
-        "counts": counts,
-        "pages": {h: t for h, t in enumerate(page_times) if t},
-        "robots": {h: t for h, t in enumerate(robots_times) if t},
-    }))
+    Path(args.serve_log).write_text(
+        json.dumps(
+            {
+                "seconds": time.monotonic() - started,
+                "cpu": usage.ru_utime + usage.ru_stime,
+                "maxrss_mb": usage.ru_maxrss / 1024,
+                "counts": counts,
+                "pages": {h: t for h, t in enumerate(page_times) if t},
+                "robots": {h: t for h, t in enumerate(robots_times) if t},
+            }
+        )
+    )
 
 
 # --------------------------------------------------------------------------- measuring
+
 
 def proc_stat(pid: int) -> tuple[int, float] | None:
     """(parent pid, user+sys seconds) of a process, None if gone."""
@@ -228,12 +246,12 @@ def memory_kb(pid: int) -> tuple[int, int]:
 class Sample:
     t: float
     phase: str
-    main_rss: int      # kB, the crawl process
-    tree_rss: int      # kB, crawl process + workers, VmRSS summed
-    tree_pss: int      # kB, same, proportional set size summed
+    main_rss: int  # kB, the crawl process
+    tree_rss: int  # kB, crawl process + workers, VmRSS summed
+    tree_pss: int  # kB, same, proportional set size summed
     procs: int
     server_cpu: float
-    crawl_cpu: float   # live processes only (finished workers are not counted)
+    crawl_cpu: float  # live processes only (finished workers are not counted)
 
 
 @dataclass
@@ -259,10 +277,18 @@ class Monitor:
                 out.flush()
                 text = line.lstrip("» ").strip()
                 now = time.monotonic()
-                if m := re.match(r"round (\d+)/\d+: generated (\d+) URLs on (\d+) hosts in (\S+)", text):
+                if m := re.match(
+                    r"round (\d+)/\d+: generated (\d+) URLs on (\d+) hosts in (\S+)", text
+                ):
                     round_no = int(m[1])
-                    self.rounds.append({"round": round_no, "generated": int(m[2]), "hosts": int(m[3]),
-                                        "segment": m[4]})
+                    self.rounds.append(
+                        {
+                            "round": round_no,
+                            "generated": int(m[2]),
+                            "hosts": int(m[3]),
+                            "segment": m[4],
+                        }
+                    )
                     self._set(now, f"r{round_no} generate")
                 elif text.startswith("fetch "):
                     self._set(now, f"r{round_no} fetch")
@@ -295,19 +321,41 @@ class Monitor:
             cpu = sum((st[1] for p in pids if (st := proc_stat(p))), 0.0)
             server = proc_stat(self.server_pid)
             if mem and mem[0][0]:
-                self.samples.append(Sample(now, self.phase, mem[0][0], sum(m[0] for m in mem),
-                                           sum(m[1] for m in mem), len(pids),
-                                           server[1] if server else 0.0, cpu))
+                self.samples.append(
+                    Sample(
+                        now,
+                        self.phase,
+                        mem[0][0],
+                        sum(m[0] for m in mem),
+                        sum(m[1] for m in mem),
+                        len(pids),
+                        server[1] if server else 0.0,
+                        cpu,
+                    )
+                )
             self.stop.wait(max(0.0, self.interval - (time.monotonic() - now)))
 
 
 # --------------------------------------------------------------------------- the run
 
+
 def start_server(args: argparse.Namespace, workdir: Path) -> tuple[subprocess.Popen, Path]:
     log = workdir / "server.json"
-    cmd = [sys.executable, __file__, "--serve", "--serve-log", str(log), "--hosts", str(args.hosts),
-           "--pages-per-host", str(args.pages_per_host), "--port", str(args.port),
-           "--seed", str(args.seed)]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--serve",
+        "--serve-log",
+        str(log),
+        "--hosts",
+        str(args.hosts),
+        "--pages-per-host",
+        str(args.pages_per_host),
+        "--port",
+        str(args.port),
+        "--seed",
+        str(args.seed),
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE)
     line = proc.stdout.readline()
     if line.strip() != b"READY":
@@ -325,6 +373,7 @@ def wait_rusage(proc: subprocess.Popen) -> tuple[int, float]:
 
 def politeness(server_log: dict, delay: float, round_starts: list[float]) -> dict:
     """Smallest gap between consecutive page requests to one host (robots.txt apart)."""
+
     def round_of(t: float) -> int:
         return sum(1 for s in round_starts if s <= t)
 
@@ -346,7 +395,9 @@ def politeness(server_log: dict, delay: float, round_starts: list[float]) -> dic
             robots_first = min(robots_first, times[0] - min(robots))
     per_host_min.sort()
     return {
-        "gaps": gaps, "min_gap": min_gap, "min_gap_host": where,
+        "gaps": gaps,
+        "min_gap": min_gap,
+        "min_gap_host": where,
         "violations": len(violations),
         "violations_within_round": sum(1 for v in violations if v[2] == v[3]),
         "violations_sample": violations[:5],
@@ -370,11 +421,21 @@ def crawldb_figures(crawl_dir: Path) -> dict:
         SELECT count(*), count(*) FILTER (fetched > 0), sum(fetched), sum(urls),
                min(fetched), max(fetched), count(*) FILTER (fetched < urls)
         FROM per_host""").fetchone()
-    status = dict(con.execute(
-        f"SELECT status, count(*) FROM read_parquet('{files}') GROUP BY 1 ORDER BY 2 DESC").fetchall())
-    return {"hosts": row[0], "hosts_fetched": row[1], "pages_fetched": row[2], "urls": row[3],
-            "min_per_host": row[4], "max_per_host": row[5], "hosts_incomplete": row[6],
-            "status": status}
+    status = dict(
+        con.execute(
+            f"SELECT status, count(*) FROM read_parquet('{files}') GROUP BY 1 ORDER BY 2 DESC"
+        ).fetchall()
+    )
+    return {
+        "hosts": row[0],
+        "hosts_fetched": row[1],
+        "pages_fetched": row[2],
+        "urls": row[3],
+        "min_per_host": row[4],
+        "max_per_host": row[5],
+        "hosts_incomplete": row[6],
+        "status": status,
+    }
 
 
 def max_per_host(segment: Path) -> int:
@@ -382,8 +443,12 @@ def max_per_host(segment: Path) -> int:
     fetch's lower bound)."""
     import duckdb
 
-    return duckdb.connect().execute(f"""SELECT max(n) FROM (SELECT count(*) AS n
-        FROM read_parquet('{segment / "crawl_generate" / "*.parquet"}') GROUP BY host)""").fetchone()[0]
+    return (
+        duckdb.connect()
+        .execute(f"""SELECT max(n) FROM (SELECT count(*) AS n
+        FROM read_parquet('{segment / "crawl_generate" / "*.parquet"}') GROUP BY host)""")
+        .fetchone()[0]
+    )
 
 
 def phase_table(samples: list[Sample]) -> list[tuple[str, float, int, int, int, int]]:
@@ -397,8 +462,17 @@ def phase_table(samples: list[Sample]) -> list[tuple[str, float, int, int, int, 
         r[1] = s.t
         r[2], r[3] = max(r[2], s.main_rss), max(r[3], s.tree_rss)
         r[4], r[5] = max(r[4], s.tree_pss), max(r[5], s.procs)
-    return [(p, rows[p][1] - rows[p][0] + 1, rows[p][2] // 1024, rows[p][3] // 1024,
-             rows[p][4] // 1024, rows[p][5]) for p in order]
+    return [
+        (
+            p,
+            rows[p][1] - rows[p][0] + 1,
+            rows[p][2] // 1024,
+            rows[p][3] // 1024,
+            rows[p][4] // 1024,
+            rows[p][5],
+        )
+        for p in order
+    ]
 
 
 def md_table(header: list[str], rows: list[list]) -> list[str]:
@@ -414,22 +488,41 @@ def run(args: argparse.Namespace) -> None:
     if crawl_dir.exists():
         shutil.rmtree(crawl_dir)
     seeds = workdir / "seeds.txt"
-    seeds.write_text("".join(f"http://{host_address(h)}:{args.port}/\n" for h in range(1, args.hosts + 1)))
+    seeds.write_text(
+        "".join(f"http://{host_address(h)}:{args.port}/\n" for h in range(1, args.hosts + 1))
+    )
     total_pages = args.hosts * (args.pages_per_host + 1)
 
-    print(f"workdir {workdir}: {args.hosts} hosts x {args.pages_per_host + 1} pages = {total_pages} pages",
-          file=sys.stderr)
+    print(
+        f"workdir {workdir}: {args.hosts} hosts x {args.pages_per_host + 1} pages = {total_pages} pages",
+        file=sys.stderr,
+    )
     server, server_log_path = start_server(args, workdir)
-    cmd = [str(FILBERT), "crawl", str(seeds), "--dir", str(crawl_dir), "--depth", str(args.depth),
-           *(["--topN", str(args.topN)] if args.topN else []),
-           "--threads", str(args.threads), "-D", f"fetcher.server.delay={args.delay}",
-           "-D", "db.ignore.external.links=false", *sum((["-D", d] for d in args.define), []),
-           "--no-index"]
+    cmd = [
+        str(FILBERT),
+        "crawl",
+        str(seeds),
+        "--dir",
+        str(crawl_dir),
+        "--depth",
+        str(args.depth),
+        *(["--topN", str(args.topN)] if args.topN else []),
+        "--threads",
+        str(args.threads),
+        "-D",
+        f"fetcher.server.delay={args.delay}",
+        "-D",
+        "db.ignore.external.links=false",
+        *sum((["-D", d] for d in args.define), []),
+        "--no-index",
+    ]
     env = {**os.environ, "COLUMNS": "240", "NO_COLOR": "1"}
     load_before, revision = os.getloadavg()[0], code_state()
     started = time.monotonic()
     server_cpu0 = proc_stat(server.pid)[1]
-    crawl = subprocess.Popen(cmd, stdout=open(workdir / "crawl.out", "w"), stderr=subprocess.PIPE, env=env)
+    crawl = subprocess.Popen(
+        cmd, stdout=open(workdir / "crawl.out", "w"), stderr=subprocess.PIPE, env=env
+    )
     monitor = Monitor(crawl.pid, server.pid, workdir / "crawl.err", args.interval)
     follower = threading.Thread(target=monitor.follow, args=(crawl.stderr,), daemon=True)
     sampler = threading.Thread(target=monitor.sample, daemon=True)
@@ -449,8 +542,14 @@ def run(args: argparse.Namespace) -> None:
         print((workdir / "crawl.err").read_text()[-3000:], file=sys.stderr)
         raise SystemExit(f"filbert crawl exited with {code}; see {workdir}")
 
-    stats = json.loads(subprocess.run([str(FILBERT), "readdb", "--dir", str(crawl_dir), "--stats", "--json"],
-                                      capture_output=True, check=True, text=True).stdout)
+    stats = json.loads(
+        subprocess.run(
+            [str(FILBERT), "readdb", "--dir", str(crawl_dir), "--stats", "--json"],
+            capture_output=True,
+            check=True,
+            text=True,
+        ).stdout
+    )
     db = crawldb_figures(crawl_dir)
     round_starts = [t for t, phase in monitor.events if phase.endswith(" generate")]
     polite = politeness(server_log, args.delay, round_starts)
@@ -465,32 +564,56 @@ def run(args: argparse.Namespace) -> None:
 
     # ------------------------------------------------------------------ report
     figures = [
-        ("hosts x pages (generated web)", f"{args.hosts} x {args.pages_per_host + 1} = {total_pages}"),
+        (
+            "hosts x pages (generated web)",
+            f"{args.hosts} x {args.pages_per_host + 1} = {total_pages}",
+        ),
         ("pages fetched (crawldb)", f"{pages} ({pages / total_pages:.1%})"),
         ("crawldb status", ", ".join(f"{k} {v}" for k, v in db["status"].items())),
-        ("readdb --stats total / db_fetched", f"{stats['total']} / {stats['status'].get('db_fetched', 0)}"),
+        (
+            "readdb --stats total / db_fetched",
+            f"{stats['total']} / {stats['status'].get('db_fetched', 0)}",
+        ),
         ("hosts with >= 1 fetched page", f"{db['hosts_fetched']} of {args.hosts}"),
         ("fetched per host min / max", f"{db['min_per_host']} / {db['max_per_host']}"),
-        ("server: page / robots.txt requests", f"{server_log['counts']['pages']} / {server_log['counts']['robots']}"
-                                                f" (repeats {server_log['counts']['repeats']},"
-                                                f" 404 {server_log['counts']['not_found']})"),
+        (
+            "server: page / robots.txt requests",
+            f"{server_log['counts']['pages']} / {server_log['counts']['robots']}"
+            f" (repeats {server_log['counts']['repeats']},"
+            f" 404 {server_log['counts']['not_found']})",
+        ),
         ("rounds", len(monitor.rounds)),
         ("wall s", f"{wall:.1f}"),
         ("crawl CPU s (user+sys, with workers)", f"{crawl_cpu:.1f}"),
         ("pages/s (wall)", f"{pages / wall:.1f}"),
         ("pages per CPU-s", f"{pages / crawl_cpu:.1f}"),
-        ("server CPU s during the crawl", f"{server_cpu_crawl:.1f} ({server_cpu_crawl / wall:.0%} of one core, "
-                                           f"{1000 * server_cpu_crawl / max(1, requests):.2f} ms per request)"),
-        ("load average before / after (other work on the machine)", f"{load_before:.1f} / {load_after:.1f}"),
+        (
+            "server CPU s during the crawl",
+            f"{server_cpu_crawl:.1f} ({server_cpu_crawl / wall:.0%} of one core, "
+            f"{1000 * server_cpu_crawl / max(1, requests):.2f} ms per request)",
+        ),
+        (
+            "load average before / after (other work on the machine)",
+            f"{load_before:.1f} / {load_after:.1f}",
+        ),
         ("peak RSS, crawl process (MB)", peak_main // 1024),
-        ("peak RSS, process tree summed (MB)", f"{peak.tree_rss // 1024} (phase {peak.phase}, {peak.procs} processes)"),
+        (
+            "peak RSS, process tree summed (MB)",
+            f"{peak.tree_rss // 1024} (phase {peak.phase}, {peak.procs} processes)",
+        ),
         ("peak PSS, process tree (MB)", peak_pss // 1024),
-        (f"politeness: min gap between page requests to one host (delay {args.delay} s)",
-         f"{polite['min_gap']:.4f} s over {polite['gaps']} gaps; median per-host min "
-         f"{polite['median_host_min_gap']:.4f} s"),
-        ("politeness check", "OK" if polite["ok"] else
-         f"FAILED: {polite['violations']} gaps < delay ({polite['violations_within_round']} within a round), "
-         f"e.g. {polite['violations_sample'][:3]}"),
+        (
+            f"politeness: min gap between page requests to one host (delay {args.delay} s)",
+            f"{polite['min_gap']:.4f} s over {polite['gaps']} gaps; median per-host min "
+            f"{polite['median_host_min_gap']:.4f} s",
+        ),
+        (
+            "politeness check",
+            "OK"
+            if polite["ok"]
+            else f"FAILED: {polite['violations']} gaps < delay ({polite['violations_within_round']} within a round), "
+            f"e.g. {polite['violations_sample'][:3]}",
+        ),
         ("robots.txt -> first page, smallest gap", f"{polite['robots_to_first_page_min']:.3f} s"),
     ]
     width = max(len(k) for k, _ in figures)
@@ -501,16 +624,40 @@ def run(args: argparse.Namespace) -> None:
     phases = {p[0]: p for p in phase_table(monitor.samples)}
     for r in monitor.rounds:
         n = r["round"]
-        cells = [n, r["generated"], r["hosts"], r.get("urls", "-"), r.get("fetch_s", "-"), f"{r['bound_s']:.0f}"]
+        cells = [
+            n,
+            r["generated"],
+            r["hosts"],
+            r.get("urls", "-"),
+            r.get("fetch_s", "-"),
+            f"{r['bound_s']:.0f}",
+        ]
         for step in ("fetch", "parse", "updatedb"):
             p = phases.get(f"r{n} {step}")
             cells.append(f"{p[1]:.0f} s, {p[2]}/{p[3]}/{p[4]}" if p else "-")
         round_rows.append(cells)
-    other_rows = [[p[0], f"{p[1]:.0f}", p[2], p[3], p[4], p[5]] for p in phases.values()
-                  if not re.match(r"r\d+ ", p[0]) or p[0].endswith(("generate", "fetched"))]
-    rounds_md = md_table(["round", "generated", "hosts", "fetched URLs", "fetch s", "politeness bound s",
-                          "fetch: s, peak MB main/tree RSS/tree PSS", "parse", "updatedb"], round_rows)
-    other_md = md_table(["phase", "s", "main RSS MB", "tree RSS MB", "tree PSS MB", "processes"], other_rows)
+    other_rows = [
+        [p[0], f"{p[1]:.0f}", p[2], p[3], p[4], p[5]]
+        for p in phases.values()
+        if not re.match(r"r\d+ ", p[0]) or p[0].endswith(("generate", "fetched"))
+    ]
+    rounds_md = md_table(
+        [
+            "round",
+            "generated",
+            "hosts",
+            "fetched URLs",
+            "fetch s",
+            "politeness bound s",
+            "fetch: s, peak MB main/tree RSS/tree PSS",
+            "parse",
+            "updatedb",
+        ],
+        round_rows,
+    )
+    other_md = md_table(
+        ["phase", "s", "main RSS MB", "tree RSS MB", "tree PSS MB", "processes"], other_rows
+    )
     print()
     print("\n".join(rounds_md))
     print()
@@ -519,11 +666,15 @@ def run(args: argparse.Namespace) -> None:
 
     if not args.no_record:
         command = " ".join([".venv/bin/python bench/big_web.py", *map(shlex.quote, sys.argv[1:])])
-        crawl_cmd = " ".join(shlex.quote(c) for c in cmd).replace(str(workdir), "$W").replace(str(ROOT) + "/", "")
+        crawl_cmd = (
+            " ".join(shlex.quote(c) for c in cmd)
+            .replace(str(workdir), "$W")
+            .replace(str(ROOT) + "/", "")
+        )
         curve = rss_curve(monitor.samples)
         section = [
             f"\n## Big web: {args.hosts} hosts x {args.pages_per_host + 1} pages, politeness "
-            f"{args.delay} s ({datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC)\n",
+            f"{args.delay} s ({datetime.now(UTC):%Y-%m-%d %H:%M} UTC)\n",
             f"Command: `{command}`  ",
             f"Crawl: `{crawl_cmd}`  ",
             f"filbert code: {revision}  ",
@@ -548,7 +699,9 @@ def run(args: argparse.Namespace) -> None:
         new_file = not RESULTS.exists() or RESULTS.stat().st_size == 0
         with open(RESULTS, "a", encoding="utf-8") as handle:
             if new_file:
-                handle.write("# filbert benchmarks\n\nSections are appended by the scripts in bench/.\n")
+                handle.write(
+                    "# filbert benchmarks\n\nSections are appended by the scripts in bench/.\n"
+                )
             handle.write("\n".join(section) + "\n")
         print(f"appended to {RESULTS.relative_to(ROOT)}", file=sys.stderr)
     if not args.keep:
@@ -557,18 +710,22 @@ def run(args: argparse.Namespace) -> None:
 
 def code_state() -> str:
     """The commit the crawl ran from, and which files under src/ differed from it."""
+
     def git(*a: str) -> str:
-        return subprocess.run(["git", "-C", str(ROOT), *a], capture_output=True, text=True).stdout.strip()
+        return subprocess.run(
+            ["git", "-C", str(ROOT), *a], capture_output=True, text=True
+        ).stdout.strip()
 
     dirty = git("status", "--porcelain", "--", "src").splitlines()
-    return git("rev-parse", "--short", "HEAD") + (f" + uncommitted changes in {len(dirty)} files under src/"
-                                                   if dirty else " (src/ clean)")
+    return git("rev-parse", "--short", "HEAD") + (
+        f" + uncommitted changes in {len(dirty)} files under src/" if dirty else " (src/ clean)"
+    )
 
 
 def rss_curve(samples: list[Sample], points: int = 40) -> tuple[int, str, str]:
     """The samples in about `points` windows: (seconds per window, main RSS peaks, tree PSS peaks)."""
     step = max(1, -(-len(samples) // points))
-    windows = [samples[i:i + step] for i in range(0, len(samples), step)]
+    windows = [samples[i : i + step] for i in range(0, len(samples), step)]
     main = " ".join(str(max(s.main_rss for s in w) // 1024) for w in windows)
     pss = " ".join(str(max(s.tree_pss for s in w) // 1024) for w in windows)
     return step, main, pss
@@ -576,8 +733,12 @@ def rss_curve(samples: list[Sample], points: int = 40) -> tuple[int, str, str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--hosts", type=int, default=1000, help="host addresses 127.1.0.1 ... (default 1000)")
-    ap.add_argument("--pages-per-host", type=int, default=100, help="pages besides / per host (default 100)")
+    ap.add_argument(
+        "--hosts", type=int, default=1000, help="host addresses 127.1.0.1 ... (default 1000)"
+    )
+    ap.add_argument(
+        "--pages-per-host", type=int, default=100, help="pages besides / per host (default 100)"
+    )
     ap.add_argument("--delay", type=float, default=1.0, help="fetcher.server.delay (default 1.0)")
     ap.add_argument("--threads", type=int, default=200, help="crawl --threads (default 200)")
     ap.add_argument("--depth", type=int, default=6, help="crawl --depth (default 6)")
@@ -585,8 +746,12 @@ def main() -> None:
     ap.add_argument("--interval", type=float, default=1.0, help="seconds between memory samples")
     ap.add_argument("--port", type=int, default=18181)
     ap.add_argument("--seed", type=int, default=42)
-    ap.add_argument("-D", dest="define", action="append", default=[], help="extra -D key=value for filbert")
-    ap.add_argument("--workdir", help="where the crawl, logs and samples go (default: a new temp dir)")
+    ap.add_argument(
+        "-D", dest="define", action="append", default=[], help="extra -D key=value for filbert"
+    )
+    ap.add_argument(
+        "--workdir", help="where the crawl, logs and samples go (default: a new temp dir)"
+    )
     ap.add_argument("--keep", action="store_true", help="keep the crawl directory")
     ap.add_argument("--no-record", action="store_true", help="do not append to bench/RESULTS.md")
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)

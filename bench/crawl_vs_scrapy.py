@@ -47,9 +47,9 @@ import tempfile
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from urllib.parse import urljoin, urldefrag
+from urllib.parse import urldefrag, urljoin
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -63,7 +63,7 @@ FILBERT = ROOT / ".venv" / "bin" / "filbert"
 RESULTS = HERE / "RESULTS.md"
 OUT = HERE / "out"
 CONCURRENCY = 16
-PER_HOST = 8   # Scrapy's default CONCURRENT_REQUESTS_PER_DOMAIN; filbert's default is Nutch's 1
+PER_HOST = 8  # Scrapy's default CONCURRENT_REQUESTS_PER_DOMAIN; filbert's default is Nutch's 1
 FILBERT_DEFINES = [
     "fetcher.server.delay=0",
     f"fetcher.threads.per.queue={PER_HOST}",
@@ -76,6 +76,7 @@ FETCHED = ("db_fetched", "db_duplicate", "db_notmodified")
 
 
 # --------------------------------------------------------------------------- the Scrapy child
+
 
 def scrapy_child(seed: str, feed: str, stats_out: str, overrides: list[str]) -> None:
     """Runs inside bench/.venv-scrapy: crawl from `seed`, write items to `feed`."""
@@ -97,15 +98,17 @@ def scrapy_child(seed: str, feed: str, stats_out: str, overrides: list[str]) -> 
         rules = (Rule(LinkExtractor(allow=allow), callback="parse_page", follow=True),)
 
         def parse_start_url(self, response):
-            return [self.parse_page(response)]   # the seed is a page too (filbert stores it)
+            return [self.parse_page(response)]  # the seed is a page too (filbert stores it)
 
         def parse_page(self, response):
             return {
                 "url": response.url,
                 "title": collapse(response.css("title::text").getall()),
-                "text": collapse(response.xpath(
-                    "//body//text()[not(ancestor::script or ancestor::style or ancestor::noscript)]"
-                ).getall()),
+                "text": collapse(
+                    response.xpath(
+                        "//body//text()[not(ancestor::script or ancestor::style or ancestor::noscript)]"
+                    ).getall()
+                ),
             }
 
     settings = {
@@ -120,24 +123,29 @@ def scrapy_child(seed: str, feed: str, stats_out: str, overrides: list[str]) -> 
     }
     for item in overrides:
         key, _, value = item.partition("=")
-        settings[key] = json.loads(value) if value[:1] in "0123456789-[{tfn\"" else value
+        settings[key] = json.loads(value) if value[:1] in '0123456789-[{tfn"' else value
     process = CrawlerProcess(settings)
     crawler = process.create_crawler(HandbookSpider)
     process.crawl(crawler)
     process.start()
-    stats = {k: (v.isoformat() if hasattr(v, "isoformat") else v)
-             for k, v in crawler.stats.get_stats().items()}
+    stats = {
+        k: (v.isoformat() if hasattr(v, "isoformat") else v)
+        for k, v in crawler.stats.get_stats().items()
+    }
     stats["settings"] = {k: v for k, v in settings.items() if k != "FEEDS"}
     Path(stats_out).write_text(json.dumps(stats, indent=1, default=str))
 
 
 # --------------------------------------------------------------------------- environment
 
+
 def ensure_bench_venv(with_py_spy: bool = False) -> None:
     """Create bench/.venv-scrapy with Scrapy (and py-spy when profiling) if missing."""
     need = []
-    if not SCRAPY_PYTHON.exists() or subprocess.run(
-            [SCRAPY_PYTHON, "-c", "import scrapy"], capture_output=True).returncode:
+    if (
+        not SCRAPY_PYTHON.exists()
+        or subprocess.run([SCRAPY_PYTHON, "-c", "import scrapy"], capture_output=True).returncode
+    ):
         need.append(SCRAPY_REQUIREMENT)
     if with_py_spy and not PY_SPY.exists():
         need.append(PY_SPY_REQUIREMENT)
@@ -180,13 +188,14 @@ class Nginx:
         self.site = self.dir / "site"
         self.site.mkdir(parents=True)
         for path in (workdir, self.dir, self.site):
-            path.chmod(0o755)    # workers run as an unprivileged user when started by root
+            path.chmod(0o755)  # workers run as an unprivileged user when started by root
         self.port = free_port()
         links = "\n".join(f'<li><a href="{lang}/index.html">{lang}</a></li>' for lang in languages)
         (self.site / "index.html").write_text(
-            "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Debian Administrator's "
+            '<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>Debian Administrator\'s '
             f"Handbook: all languages</title></head>\n<body><h1>The Debian Administrator's "
-            f"Handbook</h1>\n<ul>\n{links}\n</ul>\n</body></html>\n")
+            f"Handbook</h1>\n<ul>\n{links}\n</ul>\n</body></html>\n"
+        )
         (self.site / "robots.txt").write_text("User-agent: *\nAllow: /\n")
         d = self.dir
         self.conf = d / "nginx.conf"
@@ -224,9 +233,11 @@ http {{
         return f"http://127.0.0.1:{self.port}/index.html"
 
     def start(self) -> None:
-        self.proc = subprocess.Popen(["nginx", "-p", str(self.dir), "-c", str(self.conf),
-                                      "-e", str(self.dir / "error.log")],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.proc = subprocess.Popen(
+            ["nginx", "-p", str(self.dir), "-c", str(self.conf), "-e", str(self.dir / "error.log")],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -246,7 +257,7 @@ http {{
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()    # SIGTERM: fast shutdown of master and workers
+            self.proc.terminate()  # SIGTERM: fast shutdown of master and workers
             try:
                 self.proc.wait(10)
             except subprocess.TimeoutExpired:
@@ -256,7 +267,9 @@ http {{
 
 # --------------------------------------------------------------------------- ground truth
 
-_HREF = re.compile(r"""<(?:a|area)\s[^>]*?\bhref\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""", re.I | re.S)
+_HREF = re.compile(
+    r"""<(?:a|area)\s[^>]*?\bhref\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""", re.I | re.S
+)
 
 
 def reachable_pages(seed: str, site_index: Path) -> set[str]:
@@ -266,7 +279,7 @@ def reachable_pages(seed: str, site_index: Path) -> set[str]:
     def local(url: str) -> Path | None:
         if not url.startswith(origin + "/"):
             return None
-        path = url[len(origin):]
+        path = url[len(origin) :]
         if path == "/index.html":
             return site_index
         file = HANDBOOK / path.lstrip("/")
@@ -290,6 +303,7 @@ def reachable_pages(seed: str, site_index: Path) -> set[str]:
 
 # --------------------------------------------------------------------------- the runs
 
+
 @dataclass
 class Run:
     crawler: str
@@ -310,8 +324,13 @@ def timed(cmd: list, log: Path, env: dict | None = None) -> tuple[float, float, 
     """Run cmd; return (wall s, CPU s of it and its reaped descendants, exit code)."""
     with open(log, "wb") as out:
         start = time.perf_counter()
-        proc = subprocess.Popen([str(c) for c in cmd], stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, env=env)
+        proc = subprocess.Popen(
+            [str(c) for c in cmd],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+        )
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -319,13 +338,23 @@ def timed(cmd: list, log: Path, env: dict | None = None) -> tuple[float, float, 
 
 
 def filbert_cmd(seed: str, crawl_dir: Path, defines: list[str]) -> list:
-    cmd = [FILBERT, "crawl", seed, "--dir", crawl_dir, "--depth", "50", "--threads", str(CONCURRENCY)]
+    cmd = [
+        FILBERT,
+        "crawl",
+        seed,
+        "--dir",
+        crawl_dir,
+        "--depth",
+        "50",
+        "--threads",
+        str(CONCURRENCY),
+    ]
     for d in FILBERT_DEFINES + defines:
         cmd += ["-D", d]
     return cmd + ["--no-index"]
 
 
-FILBERT_ENV: dict | None = None   # set by --filbert-src
+FILBERT_ENV: dict | None = None  # set by --filbert-src
 LOAD_AT_START = "?"
 
 
@@ -351,8 +380,19 @@ def compile_filbert(src: str | None) -> None:
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
     for source in package.rglob("*.c"):
         if not source.with_suffix(suffix).exists():
-            subprocess.run(["gcc", "-O2", "-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}",
-                            str(source), "-o", str(source.with_suffix(suffix))], check=True)
+            subprocess.run(
+                [
+                    "gcc",
+                    "-O2",
+                    "-shared",
+                    "-fPIC",
+                    f"-I{sysconfig.get_paths()['include']}",
+                    str(source),
+                    "-o",
+                    str(source.with_suffix(suffix)),
+                ],
+                check=True,
+            )
 
 
 def run_filbert(nginx: Nginx, workdir: Path, n: int, defines: list[str]) -> Run:
@@ -363,17 +403,35 @@ def run_filbert(nginx: Nginx, workdir: Path, n: int, defines: list[str]) -> Run:
     server = nginx.cpu() - server0
     if code:
         sys.exit(f"filbert crawl failed ({code}); see {log}:\n{log.read_text()[-3000:]}")
-    stats = json.loads(subprocess.run([FILBERT, "readdb", "--dir", crawl_dir, "--stats", "--json"],
-                                      check=True, capture_output=True, text=True,
-                                      env=FILBERT_ENV).stdout)
-    dump = subprocess.run([FILBERT, "readdb", "--dir", crawl_dir, "--dump"],
-                          check=True, capture_output=True, text=True, env=FILBERT_ENV).stdout
+    stats = json.loads(
+        subprocess.run(
+            [FILBERT, "readdb", "--dir", crawl_dir, "--stats", "--json"],
+            check=True,
+            capture_output=True,
+            text=True,
+            env=FILBERT_ENV,
+        ).stdout
+    )
+    dump = subprocess.run(
+        [FILBERT, "readdb", "--dir", crawl_dir, "--dump"],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=FILBERT_ENV,
+    ).stdout
     urls = {row["url"] for row in map(json.loads, dump.splitlines()) if row["status"] in FETCHED}
     pages = sum(stats["status"].get(s, 0) for s in FETCHED)
     rounds = re.findall(r"round (\d+)/", log.read_text())
-    return Run("filbert", n, pages, wall, cpu, server, urls,
-               {"status": stats["status"], "rounds": int(rounds[-1]) if rounds else 0,
-                "log": str(log)})
+    return Run(
+        "filbert",
+        n,
+        pages,
+        wall,
+        cpu,
+        server,
+        urls,
+        {"status": stats["status"], "rounds": int(rounds[-1]) if rounds else 0, "log": str(log)},
+    )
 
 
 def run_scrapy(nginx: Nginx, workdir: Path, n: int, overrides: list[str]) -> Run:
@@ -381,8 +439,18 @@ def run_scrapy(nginx: Nginx, workdir: Path, n: int, overrides: list[str]) -> Run
     stats_file = workdir / f"scrapy-{n}.stats.json"
     log = workdir / f"scrapy-{n}.log"
     server0 = nginx.cpu()
-    wall, cpu, code = timed([SCRAPY_PYTHON, Path(__file__).resolve(), "_scrapy", nginx.seed, feed,
-                             stats_file, *overrides], log)
+    wall, cpu, code = timed(
+        [
+            SCRAPY_PYTHON,
+            Path(__file__).resolve(),
+            "_scrapy",
+            nginx.seed,
+            feed,
+            stats_file,
+            *overrides,
+        ],
+        log,
+    )
     server = nginx.cpu() - server0
     if code or not stats_file.exists():
         sys.exit(f"scrapy failed ({code}); see {log}:\n{log.read_text()[-3000:]}")
@@ -394,13 +462,32 @@ def run_scrapy(nginx: Nginx, workdir: Path, n: int, overrides: list[str]) -> Run
             urls.add(item["url"])
             empty += not item["text"]
     stats = json.loads(stats_file.read_text())
-    keys = ("downloader/request_count", "downloader/response_count", "response_received_count",
-            "dupefilter/filtered", "offsite/filtered", "robotstxt/request_count",
-            "downloader/response_status_count/200", "downloader/response_status_count/404",
-            "log_count/ERROR")
-    return Run("Scrapy", n, pages, wall, cpu, server, urls,
-               {"stats": {k: stats[k] for k in keys if k in stats}, "empty_text": empty,
-                "settings": stats.get("settings", {}), "log": str(log)})
+    keys = (
+        "downloader/request_count",
+        "downloader/response_count",
+        "response_received_count",
+        "dupefilter/filtered",
+        "offsite/filtered",
+        "robotstxt/request_count",
+        "downloader/response_status_count/200",
+        "downloader/response_status_count/404",
+        "log_count/ERROR",
+    )
+    return Run(
+        "Scrapy",
+        n,
+        pages,
+        wall,
+        cpu,
+        server,
+        urls,
+        {
+            "stats": {k: stats[k] for k in keys if k in stats},
+            "empty_text": empty,
+            "settings": stats.get("settings", {}),
+            "log": str(log),
+        },
+    )
 
 
 # --------------------------------------------------------------------------- profile
@@ -430,9 +517,18 @@ COMPONENTS = [
     ("HTML parse (selectolax)", r"filbert/parse/html\.py|/selectolax/"),
     ("charset decode", r"filbert/parse/encoding\.py"),
     ("simhash (filbert/crawldb/dedup.py, numpy)", r"simhash|/numpy/"),
-    ("Parquet/Arrow I/O (pyarrow)", r"/pyarrow/|filbert/storage\.py|_flush \(filbert/fetch/segment"),
-    ("DuckDB (connect + SQL)", r"/duckdb/|\(filbert/buckets\.py|\(filbert/(generate|updatedb|inject|links/linkdb)\.py"),
-    ("HTTP client (libcurl, asyncio)", r"/aiohttp/|/yarl/|/multidict/|/asyncio/|/uvloop/|/selectors\.py|filbert/fetch/(fetcher|http)\.py"),
+    (
+        "Parquet/Arrow I/O (pyarrow)",
+        r"/pyarrow/|filbert/storage\.py|_flush \(filbert/fetch/segment",
+    ),
+    (
+        "DuckDB (connect + SQL)",
+        r"/duckdb/|\(filbert/buckets\.py|\(filbert/(generate|updatedb|inject|links/linkdb)\.py",
+    ),
+    (
+        "HTTP client (libcurl, asyncio)",
+        r"/aiohttp/|/yarl/|/multidict/|/asyncio/|/uvloop/|/selectors\.py|filbert/fetch/(fetcher|http)\.py",
+    ),
     ("process pool (fork, pickling, workers)", r"/multiprocessing/|/concurrent/futures/"),
     ("dataclass rows, dict building (filbert)", r"filbert/"),
     ("CLI (typer/click)", r"/typer/|/click/"),
@@ -440,8 +536,18 @@ COMPONENTS = [
 COMPONENTS = [(name, re.compile(rx)) for name, rx in COMPONENTS]
 
 
-STAGE_FUNCTIONS = ("inject", "sitemap", "generate", "fetch_segment", "parse_segment", "updatedb",
-                   "pending_segments", "invertlinks", "dedup", "build_index")
+STAGE_FUNCTIONS = (
+    "inject",
+    "sitemap",
+    "generate",
+    "fetch_segment",
+    "parse_segment",
+    "updatedb",
+    "pending_segments",
+    "invertlinks",
+    "dedup",
+    "build_index",
+)
 # Measured as well, but inside a step above: not added to the total.
 PARSING = "(of which parsing pages: SegmentParser, in fetch_segment or parse_segment)"
 
@@ -452,12 +558,16 @@ def filbert_stages_child(out: str, argv: list[str]) -> None:
     import resource
 
     def cpu() -> float:
-        own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        own, kids = (
+            resource.getrusage(resource.RUSAGE_SELF),
+            resource.getrusage(resource.RUSAGE_CHILDREN),
+        )
         return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
     startup = cpu()
     import filbert.cli
     import filbert.crawl as crawl_module
+
     imports = cpu() - startup
     steps: dict[str, list[float]] = {}
 
@@ -471,12 +581,14 @@ def filbert_stages_child(out: str, argv: list[str]) -> None:
                 entry[0] += cpu() - c0
                 entry[1] += time.perf_counter() - w0
                 entry[2] += 1
+
         return timed_step
 
     for name in STAGE_FUNCTIONS:
         if hasattr(crawl_module, name):
             setattr(crawl_module, name, wrap(name, getattr(crawl_module, name)))
     from filbert.parse import segment as parse_module
+
     if hasattr(parse_module, "SegmentParser"):
         parser = parse_module.SegmentParser
         parser._parse_pending = wrap(PARSING, parser._parse_pending)
@@ -487,8 +599,9 @@ def filbert_stages_child(out: str, argv: list[str]) -> None:
     except SystemExit as exc:
         code = exc.code or 0
     finally:
-        Path(out).write_text(json.dumps({"startup": startup, "imports": imports, "steps": steps,
-                                         "total": cpu()}))
+        Path(out).write_text(
+            json.dumps({"startup": startup, "imports": imports, "steps": steps, "total": cpu()})
+        )
     sys.exit(code)
 
 
@@ -497,40 +610,65 @@ def stage_run(nginx: Nginx, workdir: Path, defines: list[str]) -> tuple[str, flo
     out = workdir / "stages.json"
     log = workdir / "filbert-stages.log"
     cmd = filbert_cmd(nginx.seed, workdir / "filbert-stages", defines)
-    wall, cpu, code = timed([ROOT / ".venv/bin/python", Path(__file__).resolve(), "_filbert_stages",
-                             out, *cmd[1:]], log, FILBERT_ENV)
+    wall, cpu, code = timed(
+        [ROOT / ".venv/bin/python", Path(__file__).resolve(), "_filbert_stages", out, *cmd[1:]],
+        log,
+        FILBERT_ENV,
+    )
     if code or not out.exists():
         sys.exit(f"stage run failed ({code}); see {log}:\n{log.read_text()[-3000:]}")
     data = json.loads(out.read_text())
-    rows = [("interpreter start-up", data["startup"], None, 1),
-            ("imports (filbert.cli, filbert.crawl and their dependencies)", data["imports"], None, 1)]
+    rows = [
+        ("interpreter start-up", data["startup"], None, 1),
+        ("imports (filbert.cli, filbert.crawl and their dependencies)", data["imports"], None, 1),
+    ]
     rows += [(name, c, w, n) for name, (c, w, n) in data["steps"].items() if name != PARSING]
     accounted = sum(r[1] for r in rows)
     rows.append(("rest (CLI, lazy imports in cli.crawl, summary, exit)", cpu - accounted, None, 1))
     if PARSING in data["steps"]:
         rows.append((PARSING, *data["steps"][PARSING]))
-    lines = [f"CPU by crawl step (getrusage of the filbert process and its process pools; "
-             f"wall {wall:.1f} s, CPU {cpu:.2f} s):", "",
-             "| step | calls | CPU s | share | wall s |", "|---|---:|---:|---:|---:|"]
+    lines = [
+        f"CPU by crawl step (getrusage of the filbert process and its process pools; "
+        f"wall {wall:.1f} s, CPU {cpu:.2f} s):",
+        "",
+        "| step | calls | CPU s | share | wall s |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for name, c, w, n in rows:
-        lines.append(f"| {name} | {n} | {c:.2f} | {100 * c / cpu:.1f} % | "
-                     f"{'' if w is None else f'{w:.2f}'} |")
+        lines.append(
+            f"| {name} | {n} | {c:.2f} | {100 * c / cpu:.1f} % | "
+            f"{'' if w is None else f'{w:.2f}'} |"
+        )
     return "\n".join(lines), cpu
 
 
 def profile_filbert(nginx: Nginx, workdir: Path, defines: list[str], rate: int) -> Path:
     ensure_bench_venv(with_py_spy=True)
     OUT.mkdir(exist_ok=True)
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     raw = OUT / f"filbert-{stamp}.pyspy.txt"
     log = workdir / "filbert-profile.log"
-    cmd = [PY_SPY, "record", "--subprocesses", "--rate", str(rate), "--format", "raw",
-           "--output", raw, "--", *filbert_cmd(nginx.seed, workdir / "filbert-profile", defines)]
+    cmd = [
+        PY_SPY,
+        "record",
+        "--subprocesses",
+        "--rate",
+        str(rate),
+        "--format",
+        "raw",
+        "--output",
+        raw,
+        "--",
+        *filbert_cmd(nginx.seed, workdir / "filbert-profile", defines),
+    ]
     wall, cpu, code = timed(cmd, log, FILBERT_ENV)
     if code or not raw.exists():
         sys.exit(f"py-spy run failed ({code}); see {log}:\n{log.read_text()[-3000:]}")
-    print(f"\nprofile: filbert under py-spy at {rate} Hz: wall {wall:.1f} s (slowed by sampling); "
-          f"raw stacks: {raw.relative_to(ROOT)}", file=sys.stderr)
+    print(
+        f"\nprofile: filbert under py-spy at {rate} Hz: wall {wall:.1f} s (slowed by sampling); "
+        f"raw stacks: {raw.relative_to(ROOT)}",
+        file=sys.stderr,
+    )
     return raw
 
 
@@ -546,11 +684,16 @@ def summarize_profile(raw: Path, rate: int, cpu_total: float | None = None) -> s
         n = int(count)
         frames = stack.split(";")
         procs_seen = [f for f in frames if f.startswith("process ")]
-        frames = [f for f in frames if not f.startswith("process ")] or ["(no Python frame: stack unreadable)"]
+        frames = [f for f in frames if not f.startswith("process ")] or [
+            "(no Python frame: stack unreadable)"
+        ]
         proc = "pool worker" if len(procs_seen) > 1 else "main"
         total += n
-        step = "parse" if any(PARSE_STEP.search(f) for f in frames) else \
-            next((name for f in frames for name, rx in STEPS if rx.search(f)), None)
+        step = (
+            "parse"
+            if any(PARSE_STEP.search(f) for f in frames)
+            else next((name for f in frames for name, rx in STEPS if rx.search(f)), None)
+        )
         if step is None:
             if any("_process_worker" in f or "multiprocessing" in f for f in frames):
                 step = "process-pool worker (idle/start)"
@@ -583,8 +726,10 @@ def summarize_profile(raw: Path, rate: int, cpu_total: float | None = None) -> s
             rows.append(f"| {name} | {100 * n / total:.1f} % | {n * scale:.2f} |")
         return rows
 
-    lines = [f"py-spy: {total} samples at {rate} Hz over all filbert processes (running threads only)"
-             + (f"; seconds scaled to the stage run's {cpu_total:.2f} CPU s" if cpu_total else "")]
+    lines = [
+        f"py-spy: {total} samples at {rate} Hz over all filbert processes (running threads only)"
+        + (f"; seconds scaled to the stage run's {cpu_total:.2f} CPU s" if cpu_total else "")
+    ]
     lines += table("By process", Counter({k: sum(v.values()) for k, v in procs.items()}))
     lines += table("By crawl step", by_step)
     lines += table("By component (leaf-most frame that names one)", by_comp)
@@ -595,42 +740,65 @@ def summarize_profile(raw: Path, rate: int, cpu_total: float | None = None) -> s
 
 # --------------------------------------------------------------------------- report
 
+
 def versions(filbert_src: str | None) -> dict[str, str]:
     def git(*args: str) -> str:
         return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout
+
     if filbert_src:
-        out = {"filbert code": f"from {filbert_src} (--filbert-src); working tree at "
-                               f"{git('rev-parse', '--short', 'HEAD').strip()}"}
+        out = {
+            "filbert code": f"from {filbert_src} (--filbert-src); working tree at "
+            f"{git('rev-parse', '--short', 'HEAD').strip()}"
+        }
     else:
         dirty = [l[3:] for l in git("status", "--porcelain", "--", "src").splitlines()]
-        out = {"filbert code": f"working tree at {git('rev-parse', '--short', 'HEAD').strip()}" +
-                          (f" + uncommitted changes in {', '.join(dirty)}" if dirty else "")}
+        out = {
+            "filbert code": f"working tree at {git('rev-parse', '--short', 'HEAD').strip()}"
+            + (f" + uncommitted changes in {', '.join(dirty)}" if dirty else "")
+        }
     for name, python, mods in (
-            ("filbert venv", ROOT / ".venv/bin/python", "pycurl uvloop selectolax pyarrow duckdb ada_url"),
-            ("scrapy venv", SCRAPY_PYTHON, "scrapy twisted parsel lxml")):
+        (
+            "filbert venv",
+            ROOT / ".venv/bin/python",
+            "pycurl uvloop selectolax pyarrow duckdb ada_url",
+        ),
+        ("scrapy venv", SCRAPY_PYTHON, "scrapy twisted parsel lxml"),
+    ):
         if not Path(python).exists():
             continue
-        code = ("import importlib.metadata as m, platform; "
-                "print(platform.python_version(), "
-                f"*[f'{{n}} {{m.version(n)}}' for n in {mods.replace('_', '-').split()!r}], sep=', ')")
+        code = (
+            "import importlib.metadata as m, platform; "
+            "print(platform.python_version(), "
+            f"*[f'{{n}} {{m.version(n)}}' for n in {mods.replace('_', '-').split()!r}], sep=', ')"
+        )
         res = subprocess.run([python, "-c", code], capture_output=True, text=True)
         out[name] = "Python " + res.stdout.strip() if res.returncode == 0 else "?"
     nginx = subprocess.run(["nginx", "-v"], capture_output=True, text=True).stderr.strip()
     out["nginx"] = nginx.split("/")[-1]
-    cpu = next((l.split(":", 1)[1].strip() for l in Path("/proc/cpuinfo").read_text().splitlines()
-                if l.startswith("model name")), platform.machine())
+    cpu = next(
+        (
+            l.split(":", 1)[1].strip()
+            for l in Path("/proc/cpuinfo").read_text().splitlines()
+            if l.startswith("model name")
+        ),
+        platform.machine(),
+    )
     out["machine"] = f"{os.cpu_count()} CPUs, {cpu}"
     out["load average (1 min) at start / end"] = f"{LOAD_AT_START} / {os.getloadavg()[0]:.2f}"
     return out
 
 
 def summary_table(runs: list[Run]) -> list[str]:
-    rows = ["| run | crawler | pages | wall s | CPU s | pages/CPU-s | pages/wall-s | nginx CPU s |",
-            "|---:|---|---:|---:|---:|---:|---:|---:|"]
+    rows = [
+        "| run | crawler | pages | wall s | CPU s | pages/CPU-s | pages/wall-s | nginx CPU s |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for r in runs:
-        rows.append(f"| {r.n} | {r.crawler} "
-                    f"| {r.pages} | {r.wall:.1f} | {r.cpu:.2f} | **{r.per_cpu:.0f}** "
-                    f"| {r.pages / r.wall:.0f} | {r.server_cpu:.2f} |")
+        rows.append(
+            f"| {r.n} | {r.crawler} "
+            f"| {r.pages} | {r.wall:.1f} | {r.cpu:.2f} | **{r.per_cpu:.0f}** "
+            f"| {r.pages / r.wall:.0f} | {r.server_cpu:.2f} |"
+        )
     return rows
 
 
@@ -643,18 +811,25 @@ def median_of(runs: list[Run], crawler: str) -> Run | None:
 
 
 def page_check(truth: set[str], runs: list[Run], origin: str) -> list[str]:
-    lines = [f"Pages reachable from the seed (offline walk of <a>/<area> links over the files): "
-             f"{len(truth)} = 1 generated index + {len(truth) - 1} handbook pages "
-             f"(of {sum(1 for _ in HANDBOOK.rglob('*.html'))} .html files on disk)."]
+    lines = [
+        f"Pages reachable from the seed (offline walk of <a>/<area> links over the files): "
+        f"{len(truth)} = 1 generated index + {len(truth) - 1} handbook pages "
+        f"(of {sum(1 for _ in HANDBOOK.rglob('*.html'))} .html files on disk)."
+    ]
     seen = set()
     for r in runs:
         if r.crawler in seen:
             continue
         seen.add(r.crawler)
         missing, extra = truth - r.urls, r.urls - truth
-        verdict = "same set" if not missing and not extra else \
-            f"{len(missing)} missing, {len(extra)} extra"
-        lines.append(f"- {r.crawler}: {len(r.urls)} distinct URLs stored ({r.pages} counted): {verdict}")
+        verdict = (
+            "same set"
+            if not missing and not extra
+            else f"{len(missing)} missing, {len(extra)} extra"
+        )
+        lines.append(
+            f"- {r.crawler}: {len(r.urls)} distinct URLs stored ({r.pages} counted): {verdict}"
+        )
         for label, urls in (("missing", missing), ("extra", extra)):
             for u in sorted(urls)[:5]:
                 lines.append(f"  - {label}: {u.replace(origin, '')}")
@@ -671,18 +846,33 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=1, help="runs of each crawler (median reported)")
     ap.add_argument("--filbert-only", action="store_true", help="skip Scrapy")
-    ap.add_argument("--profile", action="store_true",
-                    help="afterwards, two untimed filbert runs: exact CPU per crawl step (getrusage), "
-                         "and py-spy with CPU by component and function")
+    ap.add_argument(
+        "--profile",
+        action="store_true",
+        help="afterwards, two untimed filbert runs: exact CPU per crawl step (getrusage), "
+        "and py-spy with CPU by component and function",
+    )
     ap.add_argument("--profile-only", action="store_true", help="only the --profile runs")
     ap.add_argument("--rate", type=int, default=250, help="py-spy samples per second")
-    ap.add_argument("-D", dest="defines", action="append", default=[],
-                    help="extra filbert setting for the timed runs (key=value)")
-    ap.add_argument("--scrapy-set", action="append", default=[],
-                    help="extra Scrapy setting (KEY=VALUE, JSON values)")
-    ap.add_argument("--filbert-src", metavar="DIR",
-                    help="run filbert from DIR (a checkout or `git archive` export; its src/ is put "
-                         "on PYTHONPATH) instead of the working tree")
+    ap.add_argument(
+        "-D",
+        dest="defines",
+        action="append",
+        default=[],
+        help="extra filbert setting for the timed runs (key=value)",
+    )
+    ap.add_argument(
+        "--scrapy-set",
+        action="append",
+        default=[],
+        help="extra Scrapy setting (KEY=VALUE, JSON values)",
+    )
+    ap.add_argument(
+        "--filbert-src",
+        metavar="DIR",
+        help="run filbert from DIR (a checkout or `git archive` export; its src/ is put "
+        "on PYTHONPATH) instead of the working tree",
+    )
     ap.add_argument("--no-record", action="store_true", help="do not append to bench/RESULTS.md")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = ap.parse_args()
@@ -708,16 +898,25 @@ def main() -> None:
     try:
         nginx.start()
         truth = reachable_pages(nginx.seed, nginx.site / "index.html")
-        print(f"nginx on {nginx.seed}, {len(languages)} languages, {len(truth)} pages reachable; "
-              f"work dir {workdir}", file=sys.stderr)
+        print(
+            f"nginx on {nginx.seed}, {len(languages)} languages, {len(truth)} pages reachable; "
+            f"work dir {workdir}",
+            file=sys.stderr,
+        )
         for n in range(1, (0 if args.profile_only else args.repeat) + 1):
             if scrapy:
                 runs.append(run_scrapy(nginx, workdir, n, args.scrapy_set))
-                print(f"  run {n} Scrapy : {runs[-1].pages} pages, {runs[-1].cpu:.1f} CPU s, "
-                      f"{runs[-1].wall:.1f} s", file=sys.stderr)
+                print(
+                    f"  run {n} Scrapy : {runs[-1].pages} pages, {runs[-1].cpu:.1f} CPU s, "
+                    f"{runs[-1].wall:.1f} s",
+                    file=sys.stderr,
+                )
             runs.append(run_filbert(nginx, workdir, n, args.defines))
-            print(f"  run {n} filbert: {runs[-1].pages} pages, {runs[-1].cpu:.1f} CPU s, "
-                  f"{runs[-1].wall:.1f} s ({runs[-1].detail['rounds']} rounds)", file=sys.stderr)
+            print(
+                f"  run {n} filbert: {runs[-1].pages} pages, {runs[-1].cpu:.1f} CPU s, "
+                f"{runs[-1].wall:.1f} s ({runs[-1].detail['rounds']} rounds)",
+                file=sys.stderr,
+            )
         if args.profile or args.profile_only:
             stages, stage_cpu = stage_run(nginx, workdir, args.defines)
             print("\n" + stages, file=sys.stderr)
@@ -735,19 +934,25 @@ def main() -> None:
     lines = summary_table(runs)
     lines.append("")
     if len(runs) > 2 or not scrapy:
-        lines.append(f"median filbert: {filbert_run.per_cpu:.0f} pages/CPU-s"
-                     + (f", median Scrapy: {scrapy_run.per_cpu:.0f} pages/CPU-s" if scrapy_run else ""))
+        lines.append(
+            f"median filbert: {filbert_run.per_cpu:.0f} pages/CPU-s"
+            + (f", median Scrapy: {scrapy_run.per_cpu:.0f} pages/CPU-s" if scrapy_run else "")
+        )
     if scrapy_run:
         ratio = filbert_run.per_cpu / scrapy_run.per_cpu
         lines.append(f"**ratio filbert/Scrapy (pages per CPU-second): {ratio:.2f}×** (target ≥ 6×)")
     lines.append("")
     origin = nginx.seed.rsplit("/", 1)[0]
     lines += page_check(truth, runs, origin)
-    lines.append(f"- filbert: {filbert_run.detail['rounds']} rounds; crawldb status "
-                 f"{json.dumps(filbert_run.detail['status'])}")
+    lines.append(
+        f"- filbert: {filbert_run.detail['rounds']} rounds; crawldb status "
+        f"{json.dumps(filbert_run.detail['status'])}"
+    )
     if scrapy_run:
-        lines.append(f"- Scrapy: {json.dumps(scrapy_run.detail['stats'])}; "
-                     f"items with empty text: {scrapy_run.detail['empty_text']}")
+        lines.append(
+            f"- Scrapy: {json.dumps(scrapy_run.detail['stats'])}; "
+            f"items with empty text: {scrapy_run.detail['empty_text']}"
+        )
     report = "\n".join(lines)
     print()
     print(report)
@@ -756,29 +961,40 @@ def main() -> None:
         print(profile_text)
 
     if not args.no_record:
-        command = " ".join([".venv/bin/python bench/crawl_vs_scrapy.py",
-                            *map(shlex.quote, sys.argv[1:])])
+        command = " ".join(
+            [".venv/bin/python bench/crawl_vs_scrapy.py", *map(shlex.quote, sys.argv[1:])]
+        )
         code = versions(args.filbert_src)["filbert code"].split(";")[0]
         title = f"filbert ({code}) vs Scrapy" if scrapy else f"filbert only ({code})"
-        section = [f"\n## {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC: {title}\n",
-                   f"Command: `{command}`  ",
-                   f"filbert: `filbert crawl SEED --dir D --depth 50 --threads {CONCURRENCY} "
-                   + " ".join(f"-D {d}" for d in FILBERT_DEFINES + args.defines)
-                   + " --no-index` (fetch + parse + store, no index)  "]
+        section = [
+            f"\n## {datetime.now(UTC):%Y-%m-%d %H:%M} UTC: {title}\n",
+            f"Command: `{command}`  ",
+            f"filbert: `filbert crawl SEED --dir D --depth 50 --threads {CONCURRENCY} "
+            + " ".join(f"-D {d}" for d in FILBERT_DEFINES + args.defines)
+            + " --no-index` (fetch + parse + store, no index)  ",
+        ]
         if scrapy:
             scrapy_settings = dict(scrapy_run.detail["settings"])
             section.append(f"Scrapy: CrawlSpider, settings {json.dumps(scrapy_settings)}  ")
         section += [f"{k}: {v}  " for k, v in versions(args.filbert_src).items()]
         section += ["", report]
         if profile_text:
-            section += ["", "<details><summary>py-spy profile of one filbert run</summary>", "",
-                        profile_text, "", "</details>"]
+            section += [
+                "",
+                "<details><summary>py-spy profile of one filbert run</summary>",
+                "",
+                profile_text,
+                "",
+                "</details>",
+            ]
         new_file = not RESULTS.exists() or RESULTS.stat().st_size == 0
         with open(RESULTS, "a", encoding="utf-8") as handle:
             if new_file:
-                handle.write("# Benchmark results\n\n"
-                             "Dated sections are appended by the scripts in bench/ "
-                             "(see bench/README.md).\n")
+                handle.write(
+                    "# Benchmark results\n\n"
+                    "Dated sections are appended by the scripts in bench/ "
+                    "(see bench/README.md).\n"
+                )
             handle.write("\n".join(section) + "\n")
         print(f"\nappended to {RESULTS.relative_to(ROOT)}", file=sys.stderr)
 

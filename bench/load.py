@@ -65,7 +65,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from itertools import cycle, islice
 from pathlib import Path
 from urllib.parse import urlencode
@@ -74,20 +74,25 @@ import aiohttp
 import numpy as np
 import tantivy
 import uvloop
-
 from results import record, section
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 HANDBOOK = Path("/usr/share/doc/debian-handbook/html")
 HANDBOOK_LANGS = ("en-US", "ru-RU", "zh-CN")
-PYTHON_DOCS = (Path("/usr/share/doc/python3/html"), *sorted(Path("/usr/share/doc").glob(
-    "python3.*-doc/html")))
+PYTHON_DOCS = (
+    Path("/usr/share/doc/python3/html"),
+    *sorted(Path("/usr/share/doc").glob("python3.*-doc/html")),
+)
 PACKAGES = ("debian-handbook", "python3-doc")
 CRAWL_DEPTH = 12
-CRAWL_DEFINES = ("fetcher.server.delay=0", "fetcher.threads.per.queue=8",
-                 "db.ignore.external.links=true", "db.max.outlinks.per.page=-1")
-MANIFEST = "load-bench.json"   # in a crawl directory this bench made (it may clear its query log)
+CRAWL_DEFINES = (
+    "fetcher.server.delay=0",
+    "fetcher.threads.per.queue=8",
+    "db.ignore.external.links=true",
+    "db.max.outlinks.per.page=-1",
+)
+MANIFEST = "load-bench.json"  # in a crawl directory this bench made (it may clear its query log)
 QUERY_LOGS = "logs/queries.jsonl*"  # the server's query log and its rotated files
 
 SEED = 13
@@ -98,23 +103,23 @@ REAL_LANGS = ["lang:en", "lang:ru", "lang:zh", "lang:de", ""]
 LEVELS = (1, 16, 64, 512)
 CROWD = 512
 MEMORY_CLIENTS = 16
-HEALTHZ_PAUSE = 0.02           # the /healthz probe's pause between requests, s
-REQUEST_TIMEOUT = 120.0        # longer counts as a "timeout" error
+HEALTHZ_PAUSE = 0.02  # the /healthz probe's pause between requests, s
+REQUEST_TIMEOUT = 120.0  # longer counts as a "timeout" error
 DEADLINE_GRACE = 0.5
-MAX_QUERY_CHARS = 500          # hostile queries stay under search.max.query.length (512)
+MAX_QUERY_CHARS = 500  # hostile queries stay under search.max.query.length (512)
 LETTERS = string.ascii_lowercase
 LATIN_WORD = re.compile(r"[A-Za-z]{4,10}")
 TITLE_TOKEN = re.compile(r"[^\W\d_]{2,}")
 HAN = re.compile(r"[\u4e00-\u9fff]")
 
-Request = tuple[str, str]      # (kind, path and query string)
+Request = tuple[str, str]  # (kind, path and query string)
 
 
 @dataclass(frozen=True)
 class Plan:
-    level_seconds: float       # mixed: each concurrency level
-    heavy_seconds: float       # heavy: each scenario
-    crowd_seconds: float       # concurrency
+    level_seconds: float  # mixed: each concurrency level
+    heavy_seconds: float  # heavy: each scenario
+    crowd_seconds: float  # concurrency
     memory_queries: int
     memory_warmup: int
 
@@ -124,6 +129,7 @@ QUICK = Plan(2, 3, 3, 3_000, 300)
 
 
 # --- the server's process tree, from /proc -----------------------------------------------------
+
 
 def process_tree(root: int) -> list[int]:
     """`root` and its descendants."""
@@ -170,6 +176,7 @@ def tree_cpu(root: int) -> float:
 
 # --- data: packages, static site, crawl ----------------------------------------------------------
 
+
 def python_docs() -> Path | None:
     return next((p for p in PYTHON_DOCS if (p / "index.html").exists()), None)
 
@@ -179,8 +186,10 @@ def ensure_packages() -> Path:
     if (HANDBOOK / "en-US").is_dir() and python_docs():
         return python_docs()
     if os.geteuid() != 0:
-        sys.exit(f"needs the {' and '.join(PACKAGES)} packages: "
-                 f"sudo apt-get install -y {' '.join(PACKAGES)}")
+        sys.exit(
+            f"needs the {' and '.join(PACKAGES)} packages: "
+            f"sudo apt-get install -y {' '.join(PACKAGES)}"
+        )
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     subprocess.run(["apt-get", "update", "-qq"], check=True, env=env)
     subprocess.run(["apt-get", "install", "-y", "-qq", *PACKAGES], check=True, env=env)
@@ -191,8 +200,10 @@ def site_root(cache: Path, docs: Path) -> Path:
     """`/handbook/<lang>/` and `/python/` as symbolic links, for one static server."""
     root = cache / "site"
     (root / "handbook").mkdir(parents=True, exist_ok=True)
-    links = {root / "python": docs, **{root / "handbook" / lang: HANDBOOK / lang
-                                       for lang in HANDBOOK_LANGS}}
+    links = {
+        root / "python": docs,
+        **{root / "handbook" / lang: HANDBOOK / lang for lang in HANDBOOK_LANGS},
+    }
     for link, target in links.items():
         if link.is_symlink() and link.resolve() != target.resolve():
             link.unlink()
@@ -225,13 +236,15 @@ def wait_until_up(url: str, process: subprocess.Popen, log: Path | None, seconds
 
 
 @contextmanager
-def running(command: list[str], env: dict, log: Path | None, ready_url: str,
-            startup: float = 60.0) -> Iterator[subprocess.Popen]:
+def running(
+    command: list[str], env: dict, log: Path | None, ready_url: str, startup: float = 60.0
+) -> Iterator[subprocess.Popen]:
     """A server subprocess in its own session (Ctrl-C reaches only this script, which stops
     it), ready once `ready_url` answers 200; stopped by SIGTERM, killed after 15 s."""
     out = log.open("w") if log else subprocess.DEVNULL
-    process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT,
-                               start_new_session=True)
+    process = subprocess.Popen(
+        command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+    )
     try:
         wait_until_up(ready_url, process, log, startup)
         yield process
@@ -256,16 +269,39 @@ def ensure_crawl(crawl: Path, cache: Path, env: dict) -> None:
         sys.exit(f"{crawl} holds no index: remove it, or pass another --dir")
     root = site_root(cache, ensure_packages())
     port = free_port()
-    static = [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1",
-              "--directory", str(root)]
+    static = [
+        sys.executable,
+        "-m",
+        "http.server",
+        str(port),
+        "--bind",
+        "127.0.0.1",
+        "--directory",
+        str(root),
+    ]
     base = f"http://127.0.0.1:{port}"
-    seeds = [f"{base}/python/index.html", *(f"{base}/handbook/{lang}/index.html"
-                                            for lang in HANDBOOK_LANGS)]
-    command = [str(filbert_command()), "crawl", *seeds, "--dir", str(crawl), "--depth",
-               str(CRAWL_DEPTH), "--threads", "8", *(x for d in CRAWL_DEFINES for x in ("-D", d))]
+    seeds = [
+        f"{base}/python/index.html",
+        *(f"{base}/handbook/{lang}/index.html" for lang in HANDBOOK_LANGS),
+    ]
+    command = [
+        str(filbert_command()),
+        "crawl",
+        *seeds,
+        "--dir",
+        str(crawl),
+        "--depth",
+        str(CRAWL_DEPTH),
+        "--threads",
+        "8",
+        *(x for d in CRAWL_DEFINES for x in ("-D", d)),
+    ]
     log = cache / "crawl.log"
-    print(f"crawling the handbook ({', '.join(HANDBOOK_LANGS)}) and the Python docs into "
-          f"{crawl} (log: {log})", flush=True)
+    print(
+        f"crawling the handbook ({', '.join(HANDBOOK_LANGS)}) and the Python docs into "
+        f"{crawl} (log: {log})",
+        flush=True,
+    )
     with running(static, env, None, f"{base}/python/index.html"):
         start = time.perf_counter()
         with log.open("w") as out:
@@ -274,10 +310,18 @@ def ensure_crawl(crawl: Path, cache: Path, env: dict) -> None:
         tail = "\n".join(log.read_text().splitlines()[-20:])
         sys.exit(f"the crawl failed ({done.returncode}):\n{tail}")
     documents = CrawlDir(crawl).index.meta().get("documents")
-    (crawl / MANIFEST).write_text(json.dumps({
-        "made by": "bench/load.py", "seeds": seeds, "documents": documents,
-        "seconds": round(time.perf_counter() - start, 1),
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds")}, indent=1))
+    (crawl / MANIFEST).write_text(
+        json.dumps(
+            {
+                "made by": "bench/load.py",
+                "seeds": seeds,
+                "documents": documents,
+                "seconds": round(time.perf_counter() - start, 1),
+                "date": datetime.now(UTC).isoformat(timespec="seconds"),
+            },
+            indent=1,
+        )
+    )
     print(f"  {documents} documents indexed", flush=True)
 
 
@@ -287,10 +331,11 @@ def filbert_command() -> Path:
 
 # --- queries -----------------------------------------------------------------------------------
 
+
 @dataclass
 class Corpus:
-    titles: list[list[str]]    # each title's words
-    words: list[str]           # distinct Latin words of the English texts, sorted
+    titles: list[list[str]]  # each title's words
+    words: list[str]  # distinct Latin words of the English texts, sorted
     documents: int
     languages: dict[str, int]
 
@@ -300,7 +345,7 @@ def title_words(title: str) -> list[str]:
     words = []
     for token in TITLE_TOKEN.findall(title.lower()):
         if HAN.match(token):
-            words.extend(token[i: i + 2] for i in range(0, len(token) - 1, 2))
+            words.extend(token[i : i + 2] for i in range(0, len(token) - 1, 2))
         else:
             words.append(token)
     return words
@@ -322,8 +367,9 @@ def read_corpus(crawl: Path) -> Corpus:
             if title := title_words(doc.get_first("title_text").decode()):
                 titles.append(title)
             if lang == "en":
-                words.update(w.lower() for w in LATIN_WORD.findall(
-                    doc.get_first("body_text").decode()))
+                words.update(
+                    w.lower() for w in LATIN_WORD.findall(doc.get_first("body_text").decode())
+                )
     if not titles or len(words) < HEAVY_WORDS:
         sys.exit(f"the index of {crawl} has too few titles or English words for queries")
     return Corpus(titles, sorted(words), sum(languages.values()), dict(languages.most_common()))
@@ -337,7 +383,7 @@ def light_request(corpus: Corpus, rng: random.Random) -> Request:
     title = rng.choice(corpus.titles)
     length = min(len(title), rng.randint(1, 3))
     start = rng.randrange(len(title) - length + 1)
-    return "light", search_path(" ".join(title[start: start + length]), n="10")
+    return "light", search_path(" ".join(title[start : start + length]), n="10")
 
 
 def heavy_request(corpus: Corpus, rng: random.Random) -> Request:
@@ -364,16 +410,20 @@ def hostile_lang(rng: random.Random) -> str:
 def hostile_request(corpus: Corpus, rng: random.Random) -> Request:
     query = "lang:" + hostile_lang(rng) if rng.random() < 0.5 else rng.choice(REAL_LANGS)
     for _ in range(rng.randint(1, 8)):
-        word = random_letters(rng, rng.randint(3, 12)) if rng.random() < 0.5 else \
-            rng.choice(corpus.words)
+        word = (
+            random_letters(rng, rng.randint(3, 12))
+            if rng.random() < 0.5
+            else rng.choice(corpus.words)
+        )
         if len(query) + 1 + len(word) > MAX_QUERY_CHARS:
             break
         query += " " + word
     return "hostile", search_path(query)
 
 
-def stream(make: Callable[[Corpus, random.Random], Request], corpus: Corpus,
-           seed: int) -> Iterator[Request]:
+def stream(
+    make: Callable[[Corpus, random.Random], Request], corpus: Corpus, seed: int
+) -> Iterator[Request]:
     rng = random.Random(seed)
     while True:
         yield make(corpus, rng)
@@ -381,12 +431,13 @@ def stream(make: Callable[[Corpus, random.Random], Request], corpus: Corpus,
 
 # --- the load generator -------------------------------------------------------------------------
 
-Outcome = int | str            # an HTTP status, or the name of a client-side error
+Outcome = int | str  # an HTTP status, or the name of a client-side error
 
 
 @dataclass
 class Tally:
     """What one group of clients got: a kind, an outcome and seconds per request."""
+
     kinds: list[str] = field(default_factory=list)
     outcomes: list[Outcome] = field(default_factory=list)
     seconds: list[float] = field(default_factory=list)
@@ -397,8 +448,13 @@ class Tally:
         self.seconds.append(seconds)
 
     def times(self, kind: str | None = None, outcome: Outcome | None = None) -> np.ndarray:
-        return np.array([s for k, o, s in zip(self.kinds, self.outcomes, self.seconds)
-                         if (kind is None or k == kind) and (outcome is None or o == outcome)])
+        return np.array(
+            [
+                s
+                for k, o, s in zip(self.kinds, self.outcomes, self.seconds)
+                if (kind is None or k == kind) and (outcome is None or o == outcome)
+            ]
+        )
 
     def counts(self) -> Counter:
         return Counter(self.outcomes)
@@ -407,6 +463,7 @@ class Tally:
 @dataclass
 class Group:
     """`clients` clients taking requests from one shared iterator until it ends or time is up."""
+
     name: str
     clients: int
     requests: Iterator[Request]
@@ -417,9 +474,9 @@ class Group:
 @dataclass
 class Run:
     groups: dict[str, Tally]
-    wall: float                # from the first request to the last answer
-    client_cpu: float          # this process
-    server_cpu: float          # the server's process tree
+    wall: float  # from the first request to the last answer
+    client_cpu: float  # this process
+    server_cpu: float  # the server's process tree
     rss_start: int
     rss_peak: int
     rss_end: int
@@ -436,7 +493,7 @@ async def client(session: aiohttp.ClientSession, base: str, group: Group, stop_a
                 await response.read()
                 outcome: Outcome = response.status
                 retry_after = float(response.headers.get("Retry-After", 0))
-        except asyncio.TimeoutError:
+        except TimeoutError:
             outcome = "timeout"
         except aiohttp.ClientError as exc:
             outcome = type(exc).__name__
@@ -458,21 +515,34 @@ async def load(server: Server, groups: list[Group], seconds: float) -> Run:
     answers still on their way when time is up are waited for."""
     connector = aiohttp.TCPConnector(limit=0, limit_per_host=0)
     timeout = aiohttp.ClientTimeout(total=REQUEST_TIMEOUT)
-    async with aiohttp.ClientSession(connector=connector, timeout=timeout,
-                                     auto_decompress=False) as session:
+    async with aiohttp.ClientSession(
+        connector=connector, timeout=timeout, auto_decompress=False
+    ) as session:
         rss_start = tree_rss(server.pid)
         peak = [rss_start]
         sampler = asyncio.create_task(sample_rss(server.pid, peak))
         cpu, server_cpu, start = time.process_time(), tree_cpu(server.pid), time.perf_counter()
         stop_at = time.monotonic() + seconds
-        await asyncio.gather(*(client(session, server.base, group, stop_at)
-                               for group in groups for _ in range(group.clients)))
+        await asyncio.gather(
+            *(
+                client(session, server.base, group, stop_at)
+                for group in groups
+                for _ in range(group.clients)
+            )
+        )
         wall = time.perf_counter() - start
         cpu, server_cpu = time.process_time() - cpu, tree_cpu(server.pid) - server_cpu
         sampler.cancel()
     rss_end = tree_rss(server.pid)
-    return Run({g.name: g.tally for g in groups}, wall, cpu, server_cpu, rss_start,
-               max(peak[0], rss_end), rss_end)
+    return Run(
+        {g.name: g.tally for g in groups},
+        wall,
+        cpu,
+        server_cpu,
+        rss_start,
+        max(peak[0], rss_end),
+        rss_end,
+    )
 
 
 def drive(server: Server, groups: list[Group], seconds: float = math.inf) -> Run:
@@ -482,6 +552,7 @@ def drive(server: Server, groups: list[Group], seconds: float = math.inf) -> Run
 @dataclass
 class Server:
     """`filbert serve` on the crawl, on a free 127.0.0.1 port, while in a `with` block."""
+
     crawl: Path
     defines: list[str]
     env: dict
@@ -493,8 +564,17 @@ class Server:
     def started(self) -> Iterator[Server]:
         port = free_port()
         self.base = f"http://127.0.0.1:{port}"
-        command = [str(filbert_command()), "serve", "--dir", str(self.crawl), "--host",
-                   "127.0.0.1", "--port", str(port), *(x for d in self.defines for x in ("-D", d))]
+        command = [
+            str(filbert_command()),
+            "serve",
+            "--dir",
+            str(self.crawl),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            *(x for d in self.defines for x in ("-D", d)),
+        ]
         with running(command, self.env, self.log, self.base + "/healthz") as process:
             self.pid = process.pid
             yield self
@@ -509,6 +589,7 @@ def warm_up(server: Server, requests: list[Request]) -> None:
 
 
 # --- figures -----------------------------------------------------------------------------------
+
 
 @dataclass
 class Verdict:
@@ -586,6 +667,7 @@ def cpu_share(seconds: float, wall: float) -> str:
 
 # --- parts -------------------------------------------------------------------------------------
 
+
 @dataclass
 class Context:
     server: Server
@@ -594,25 +676,34 @@ class Context:
     deadline: float
 
     def warm(self) -> None:
-        warm_up(self.server, [*islice(stream(light_request, self.corpus, SEED), 30),
-                              *islice(stream(heavy_request, self.corpus, SEED), 2)])
+        warm_up(
+            self.server,
+            [
+                *islice(stream(light_request, self.corpus, SEED), 30),
+                *islice(stream(heavy_request, self.corpus, SEED), 2),
+            ],
+        )
 
 
-MIXED_HEADER = ["| clients | requests | queries/s | p50 ms | p99 ms | max ms | light p50 ms | "
-                "heavy p50 ms | 200 | 503 | other statuses | connection errors | "
-                "server RSS peak MB | server CPU | client CPU |",
-                "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---:|"]
+MIXED_HEADER = [
+    "| clients | requests | queries/s | p50 ms | p99 ms | max ms | light p50 ms | "
+    "heavy p50 ms | 200 | 503 | other statuses | connection errors | "
+    "server RSS peak MB | server CPU | client CPU |",
+    "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---:|",
+]
 
 
 def mixed_row(clients: int, run: Run) -> str:
     tally = merged(run)
     all_times, counts = tally.times(), tally.counts()
-    return (f"| {clients} | {len(all_times):,} | {len(all_times) / run.wall:,.1f} | "
-            f"{ms(all_times, 50)} | {ms(all_times, 99)} | {ms(all_times, 'max')} | "
-            f"{ms(tally.times('light'), 50)} | {ms(tally.times('heavy'), 50)} | "
-            f"{counts[200]:,} | {counts[503]:,} | {other_statuses(counts)} | "
-            f"{client_errors(counts)} | {mb(run.rss_peak)} | "
-            f"{cpu_share(run.server_cpu, run.wall)} | {cpu_share(run.client_cpu, run.wall)} |")
+    return (
+        f"| {clients} | {len(all_times):,} | {len(all_times) / run.wall:,.1f} | "
+        f"{ms(all_times, 50)} | {ms(all_times, 99)} | {ms(all_times, 'max')} | "
+        f"{ms(tally.times('light'), 50)} | {ms(tally.times('heavy'), 50)} | "
+        f"{counts[200]:,} | {counts[503]:,} | {other_statuses(counts)} | "
+        f"{client_errors(counts)} | {mb(run.rss_peak)} | "
+        f"{cpu_share(run.server_cpu, run.wall)} | {cpu_share(run.client_cpu, run.wall)} |"
+    )
 
 
 def part_mixed(ctx: Context) -> Report:
@@ -624,9 +715,11 @@ def part_mixed(ctx: Context) -> Report:
             run = drive(ctx.server, [Group("mixed", clients, requests)], ctx.plan.level_seconds)
             lines.append(mixed_row(clients, run))
             print(lines[-1], flush=True)
-    intro = (f"Mixed queries ({1 - HEAVY_SHARE:.0%} light, {HEAVY_SHARE:.0%} heavy), each "
-             f"level {ctx.plan.level_seconds:g} s, clients looping; CPU as a share of wall time "
-             f"(100 % = one core).")
+    intro = (
+        f"Mixed queries ({1 - HEAVY_SHARE:.0%} light, {HEAVY_SHARE:.0%} heavy), each "
+        f"level {ctx.plan.level_seconds:g} s, clients looping; CPU as a share of wall time "
+        f"(100 % = one core)."
+    )
     return Report("1. mixed queries by concurrent clients", [intro, "", *lines])
 
 
@@ -635,8 +728,11 @@ def heavy_groups(corpus: Corpus, heavy: int) -> list[Group]:
     light = Group("light", 1, stream(light_request, corpus, SEED + 200 + heavy))
     if not heavy:
         return [light]
-    return [light, Group("healthz", 1, cycle([("healthz", "/healthz")]), HEALTHZ_PAUSE),
-            Group("heavy", heavy, stream(heavy_request, corpus, SEED + 300))]
+    return [
+        light,
+        Group("healthz", 1, cycle([("healthz", "/healthz")]), HEALTHZ_PAUSE),
+        Group("heavy", heavy, stream(heavy_request, corpus, SEED + 300)),
+    ]
 
 
 def heavy_row(heavy: int, run: Run, unloaded: np.ndarray) -> str:
@@ -644,37 +740,54 @@ def heavy_row(heavy: int, run: Run, unloaded: np.ndarray) -> str:
     health = run.groups["healthz"].times() if heavy else np.array([])
     heavy_times = run.groups["heavy"].times(outcome=200) if heavy else np.array([])
     ratios = (percentile(light, q) / percentile(unloaded, q) for q in (50, 99))
-    failed = "; ".join(f"{name} {errors(t.counts())}" for name, t in run.groups.items()
-                       if errors(t.counts()) != "0") or "0"
-    return (f"| {heavy} | {len(light):,} | {ms(light, 50)} | {ms(light, 99)} | "
-            f"{' | '.join(f'{r:.2f}×' for r in ratios)} | {len(heavy_times):,} | "
-            f"{ms(heavy_times, 50)} | {ms(health, 50)} | {ms(health, 99)} | {failed} |")
+    failed = (
+        "; ".join(
+            f"{name} {errors(t.counts())}"
+            for name, t in run.groups.items()
+            if errors(t.counts()) != "0"
+        )
+        or "0"
+    )
+    return (
+        f"| {heavy} | {len(light):,} | {ms(light, 50)} | {ms(light, 99)} | "
+        f"{' | '.join(f'{r:.2f}×' for r in ratios)} | {len(heavy_times):,} | "
+        f"{ms(heavy_times, 50)} | {ms(health, 50)} | {ms(health, 99)} | {failed} |"
+    )
 
 
 def part_heavy(ctx: Context) -> Report:
-    lines = ["| heavy clients | light queries | light p50 ms | light p99 ms | p50 / unloaded | "
-             "p99 / unloaded | heavy answered | heavy p50 ms | /healthz p50 ms | "
-             "/healthz p99 ms | errors |", "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    lines = [
+        "| heavy clients | light queries | light p50 ms | light p99 ms | p50 / unloaded | "
+        "p99 / unloaded | heavy answered | heavy p50 ms | /healthz p50 ms | "
+        "/healthz p99 ms | errors |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
     runs: dict[int, Run] = {}
     with ctx.server.started():
         ctx.warm()
         for heavy in (0, 1, 4):
-            runs[heavy] = drive(ctx.server, heavy_groups(ctx.corpus, heavy),
-                                ctx.plan.heavy_seconds)
+            runs[heavy] = drive(ctx.server, heavy_groups(ctx.corpus, heavy), ctx.plan.heavy_seconds)
             lines.append(heavy_row(heavy, runs[heavy], runs[0].groups["light"].times(outcome=200)))
             print(lines[-1], flush=True)
     unloaded = percentile(runs[0].groups["light"].times(outcome=200), 50)
     loaded = percentile(runs[4].groups["light"].times(outcome=200), 50)
     health = percentile(runs[4].groups["healthz"].times(), 99)
-    verdicts = [Verdict("4 heavy clients: light p50 ≤ 3× unloaded",
-                        f"{loaded * 1000:,.1f} ms = {loaded / unloaded:.2f}× "
-                        f"{unloaded * 1000:.1f} ms", loaded <= 3 * unloaded),
-                Verdict("4 heavy clients: `/healthz` p99 ≤ 50 ms", f"{health * 1000:,.1f} ms",
-                        health <= 0.050)]
-    intro = (f"One client looping light queries, alone, then beside 1 and 4 clients looping heavy "
-             f"queries ({HEAVY_WORDS} words, {urlencode(HEAVY_PARAMS)}) and a client polling "
-             f"`/healthz` ({HEALTHZ_PAUSE * 1000:.0f} ms between requests), "
-             f"{ctx.plan.heavy_seconds:g} s each; light figures of its 200 answers.")
+    verdicts = [
+        Verdict(
+            "4 heavy clients: light p50 ≤ 3× unloaded",
+            f"{loaded * 1000:,.1f} ms = {loaded / unloaded:.2f}× {unloaded * 1000:.1f} ms",
+            loaded <= 3 * unloaded,
+        ),
+        Verdict(
+            "4 heavy clients: `/healthz` p99 ≤ 50 ms", f"{health * 1000:,.1f} ms", health <= 0.050
+        ),
+    ]
+    intro = (
+        f"One client looping light queries, alone, then beside 1 and 4 clients looping heavy "
+        f"queries ({HEAVY_WORDS} words, {urlencode(HEAVY_PARAMS)}) and a client polling "
+        f"`/healthz` ({HEALTHZ_PAUSE * 1000:.0f} ms between requests), "
+        f"{ctx.plan.heavy_seconds:g} s each; light figures of its 200 answers."
+    )
     return Report("2. light queries beside heavy ones", [intro, "", *lines], verdicts)
 
 
@@ -683,29 +796,43 @@ def part_concurrency(ctx: Context) -> Report:
     print(f"  {CROWD} clients for {ctx.plan.crowd_seconds:g} s…", flush=True)
     with ctx.server.started():
         ctx.warm()
-        run = drive(ctx.server, [Group("crowd", CROWD, stream(mixed_request, ctx.corpus,
-                                                                SEED + 400))],
-                    ctx.plan.crowd_seconds)
+        run = drive(
+            ctx.server,
+            [Group("crowd", CROWD, stream(mixed_request, ctx.corpus, SEED + 400))],
+            ctx.plan.crowd_seconds,
+        )
     tally = merged(run)
     all_times, counts = tally.times(), tally.counts()
     shed, longest = tally.times(outcome=503), float(all_times.max())
     failed = sum(v for k, v in counts.items() if is_failure(k))
-    lines = [f"{CROWD} clients looping the mixed queries for {ctx.plan.crowd_seconds:g} s; "
-             f"the server's search.deadline.seconds = {ctx.deadline:g}.", "",
-             "| requests | queries/s | p50 ms | p99 ms | longest wait ms | 200 | 503 (share) | "
-             "503 p50 ms | 503 max ms | heavy p50 ms | other statuses | connection errors | "
-             "server RSS peak MB |", "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|",
-             f"| {len(all_times):,} | {len(all_times) / run.wall:,.1f} | {ms(all_times, 50)} | "
-             f"{ms(all_times, 99)} | {longest * 1000:,.0f} | {counts[200]:,} | {counts[503]:,} "
-             f"({counts[503] / len(all_times):.1%}) | {ms(shed, 50)} | {ms(shed, 'max')} | "
-             f"{ms(tally.times('heavy'), 50)} | {other_statuses(counts)} | "
-             f"{client_errors(counts)} | {mb(run.rss_peak)} |"]
+    lines = [
+        f"{CROWD} clients looping the mixed queries for {ctx.plan.crowd_seconds:g} s; "
+        f"the server's search.deadline.seconds = {ctx.deadline:g}.",
+        "",
+        "| requests | queries/s | p50 ms | p99 ms | longest wait ms | 200 | 503 (share) | "
+        "503 p50 ms | 503 max ms | heavy p50 ms | other statuses | connection errors | "
+        "server RSS peak MB |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|",
+        f"| {len(all_times):,} | {len(all_times) / run.wall:,.1f} | {ms(all_times, 50)} | "
+        f"{ms(all_times, 99)} | {longest * 1000:,.0f} | {counts[200]:,} | {counts[503]:,} "
+        f"({counts[503] / len(all_times):.1%}) | {ms(shed, 50)} | {ms(shed, 'max')} | "
+        f"{ms(tally.times('heavy'), 50)} | {other_statuses(counts)} | "
+        f"{client_errors(counts)} | {mb(run.rss_peak)} |",
+    ]
     print(lines[-1], flush=True)
-    verdicts = [Verdict(f"{CROWD} clients: longest wait ≤ deadline + {DEADLINE_GRACE} s",
-                        f"{longest:,.2f} s against {limit:g} s", longest <= limit),
-                Verdict(f"{CROWD} clients: no errors other than 503",
-                        f"{failed:,} ({listed(counts, is_failure)}); 4xx refusals, not "
-                        f"counted: {listed(counts, is_refusal)}", failed == 0)]
+    verdicts = [
+        Verdict(
+            f"{CROWD} clients: longest wait ≤ deadline + {DEADLINE_GRACE} s",
+            f"{longest:,.2f} s against {limit:g} s",
+            longest <= limit,
+        ),
+        Verdict(
+            f"{CROWD} clients: no errors other than 503",
+            f"{failed:,} ({listed(counts, is_failure)}); 4xx refusals, not "
+            f"counted: {listed(counts, is_refusal)}",
+            failed == 0,
+        ),
+    ]
     return Report(f"3. {CROWD} concurrent clients", lines, verdicts)
 
 
@@ -721,36 +848,49 @@ def part_memory(ctx: Context) -> Report:
         drive(ctx.server, [Group("warm-up", MEMORY_CLIENTS, islice(requests, plan.memory_warmup))])
         log_start = query_log_bytes(ctx.server.crawl)
         print(f"  {plan.memory_queries:,} hostile queries…", flush=True)
-        run = drive(ctx.server, [Group("hostile", MEMORY_CLIENTS,
-                                       islice(requests, plan.memory_queries))])
+        run = drive(
+            ctx.server, [Group("hostile", MEMORY_CLIENTS, islice(requests, plan.memory_queries))]
+        )
         log_end = query_log_bytes(ctx.server.crawl)
     counts = run.groups["hostile"].counts()
     times = run.groups["hostile"].times()
     growth = run.rss_end / run.rss_start - 1
-    lines = [f"{plan.memory_queries:,} queries `lang:<2–400 random letters, some behind ../> "
-             f"<1–8 words, random or the index's>` (half of them with a real language code "
-             f"or none instead) from {MEMORY_CLIENTS} clients, after "
-             f"{plan.memory_warmup:,} of the same as warm-up.", "",
-             "| queries | seconds | queries/s | p50 ms | p99 ms | answers | RSS start MB | "
-             "RSS peak MB | RSS end MB | growth | query log growth MB | client CPU |",
-             "|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|",
-             f"| {len(times):,} | {run.wall:,.1f} | {len(times) / run.wall:,.0f} | "
-             f"{ms(times, 50)} | {ms(times, 99)} | "
-             f"{listed(counts, lambda k: True)} | "
-             f"{mb(run.rss_start)} | {mb(run.rss_peak)} | {mb(run.rss_end)} | {growth:+.1%} | "
-             f"{(log_end - log_start) / 2**20:,.1f} | {cpu_share(run.client_cpu, run.wall)} |"]
+    lines = [
+        f"{plan.memory_queries:,} queries `lang:<2–400 random letters, some behind ../> "
+        f"<1–8 words, random or the index's>` (half of them with a real language code "
+        f"or none instead) from {MEMORY_CLIENTS} clients, after "
+        f"{plan.memory_warmup:,} of the same as warm-up.",
+        "",
+        "| queries | seconds | queries/s | p50 ms | p99 ms | answers | RSS start MB | "
+        "RSS peak MB | RSS end MB | growth | query log growth MB | client CPU |",
+        "|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|",
+        f"| {len(times):,} | {run.wall:,.1f} | {len(times) / run.wall:,.0f} | "
+        f"{ms(times, 50)} | {ms(times, 99)} | "
+        f"{listed(counts, lambda k: True)} | "
+        f"{mb(run.rss_start)} | {mb(run.rss_peak)} | {mb(run.rss_end)} | {growth:+.1%} | "
+        f"{(log_end - log_start) / 2**20:,.1f} | {cpu_share(run.client_cpu, run.wall)} |",
+    ]
     print(lines[-1], flush=True)
-    verdicts = [Verdict(f"RSS within 10 % across {plan.memory_queries:,} hostile queries",
-                        f"{mb(run.rss_start)} → {mb(run.rss_end)} MB ({growth:+.1%})",
-                        abs(growth) <= 0.10)]
+    verdicts = [
+        Verdict(
+            f"RSS within 10 % across {plan.memory_queries:,} hostile queries",
+            f"{mb(run.rss_start)} → {mb(run.rss_end)} MB ({growth:+.1%})",
+            abs(growth) <= 0.10,
+        )
+    ]
     return Report("4. memory under hostile queries", lines, verdicts)
 
 
-PARTS = {"mixed": part_mixed, "heavy": part_heavy, "concurrency": part_concurrency,
-         "memory": part_memory}
+PARTS = {
+    "mixed": part_mixed,
+    "heavy": part_heavy,
+    "concurrency": part_concurrency,
+    "memory": part_memory,
+}
 
 
 # --- main --------------------------------------------------------------------------------------
+
 
 def filbert_env(src: Path | None) -> dict:
     """The environment for filbert's subprocesses; with --filbert-src, that tree's `src/`
@@ -772,8 +912,10 @@ def server_deadline(crawl: Path, defines: list[str]) -> float:
 
 def code_version(src: Path | None) -> str:
     def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True,
-                              text=True).stdout.strip()
+        return subprocess.run(
+            ["git", "-C", str(ROOT), *args], capture_output=True, text=True
+        ).stdout.strip()
+
     if src is not None:
         return f"server from {src} (--filbert-src); working tree at {git('rev-parse', '--short', 'HEAD')}"
     changed = git("status", "--porcelain", "--", "src").splitlines()
@@ -781,40 +923,73 @@ def code_version(src: Path | None) -> str:
     return f"{head} + uncommitted changes in {len(changed)} file(s) of src/" if changed else head
 
 
-def summary(args: argparse.Namespace, corpus: Corpus, deadline: float, reports: list[Report],
-            load: tuple[float, float]) -> str:
+def summary(
+    args: argparse.Namespace,
+    corpus: Corpus,
+    deadline: float,
+    reports: list[Report],
+    load: tuple[float, float],
+) -> str:
     verdicts = [v for r in reports for v in r.verdicts]
-    lines = [f"Code: {code_version(args.filbert_src)}; server settings: "
-             f"search.deadline.seconds = {deadline:g}"
-             f"{''.join(f', -D {d}' for d in args.define)}.  ",
-             f"Index: {corpus.documents:,} pages (Debian handbook {'/'.join(HANDBOOK_LANGS)}, "
-             f"Python docs), languages {corpus.languages}.  ",
-             f"Machine: {os.cpu_count()} CPUs, Python {platform.python_version()}; client: "
-             f"aiohttp on uvloop, one process; load average at start/end "
-             f"{load[0]:.2f}/{load[1]:.2f}."]
+    lines = [
+        f"Code: {code_version(args.filbert_src)}; server settings: "
+        f"search.deadline.seconds = {deadline:g}"
+        f"{''.join(f', -D {d}' for d in args.define)}.  ",
+        f"Index: {corpus.documents:,} pages (Debian handbook {'/'.join(HANDBOOK_LANGS)}, "
+        f"Python docs), languages {corpus.languages}.  ",
+        f"Machine: {os.cpu_count()} CPUs, Python {platform.python_version()}; client: "
+        f"aiohttp on uvloop, one process; load average at start/end "
+        f"{load[0]:.2f}/{load[1]:.2f}.",
+    ]
     for report in reports:
         lines += ["", f"**{report.title}**", "", *report.lines]
     if verdicts:
-        lines += ["", "| target | figure | verdict |", "|---|---|---|",
-                  *(v.line() for v in verdicts)]
+        lines += [
+            "",
+            "| target | figure | verdict |",
+            "|---|---|---|",
+            *(v.line() for v in verdicts),
+        ]
     return "\n".join(lines)
 
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--part", choices=sorted(PARTS), action="append",
-                        help="run only this part (repeatable); default: all four")
+    parser.add_argument(
+        "--part",
+        choices=sorted(PARTS),
+        action="append",
+        help="run only this part (repeatable); default: all four",
+    )
     parser.add_argument("--quick", action="store_true", help="seconds per part, for trying it out")
-    parser.add_argument("--cache", type=Path, default=BENCH / ".load",
-                        help="the static site's links, the crawl, logs")
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        default=BENCH / ".load",
+        help="the static site's links, the crawl, logs",
+    )
     parser.add_argument("--dir", type=Path, help="crawl directory (default: CACHE/crawl)")
-    parser.add_argument("-D", dest="define", action="append", default=[], metavar="KEY=VALUE",
-                        help="setting for filbert serve")
-    parser.add_argument("--filbert-src", type=Path, metavar="DIR",
-                        help="run filbert from another source tree (e.g. a `git archive` of a "
-                             "commit) instead of the working tree")
-    parser.add_argument("--summary", type=Path, default=BENCH / "out" / "load-summary.md",
-                        help="where the markdown summary is written")
+    parser.add_argument(
+        "-D",
+        dest="define",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="setting for filbert serve",
+    )
+    parser.add_argument(
+        "--filbert-src",
+        type=Path,
+        metavar="DIR",
+        help="run filbert from another source tree (e.g. a `git archive` of a "
+        "commit) instead of the working tree",
+    )
+    parser.add_argument(
+        "--summary",
+        type=Path,
+        default=BENCH / "out" / "load-summary.md",
+        help="where the markdown summary is written",
+    )
     parser.add_argument("--record", action="store_true", help="append the summary to RESULTS.md")
     return parser.parse_args()
 
@@ -827,13 +1002,17 @@ def main() -> None:
     cache.mkdir(parents=True, exist_ok=True)
     resource.setrlimit(resource.RLIMIT_NOFILE, (resource.getrlimit(resource.RLIMIT_NOFILE)[1],) * 2)
     ensure_crawl(crawl, cache, env)
-    if (crawl / MANIFEST).exists():      # a crawl of this bench: its query log is only ours
+    if (crawl / MANIFEST).exists():  # a crawl of this bench: its query log is only ours
         for path in crawl.glob(QUERY_LOGS):
             path.unlink()
     corpus = read_corpus(crawl)
     deadline = server_deadline(crawl, args.define)
-    ctx = Context(Server(crawl, args.define, env, cache / "server.log"), corpus,
-                  QUICK if args.quick else FULL, deadline)
+    ctx = Context(
+        Server(crawl, args.define, env, cache / "server.log"),
+        corpus,
+        QUICK if args.quick else FULL,
+        deadline,
+    )
     load_start = os.getloadavg()[0]
     reports = []
     for name in args.part or PARTS:

@@ -17,8 +17,8 @@ import time
 
 import networkx as nx
 import numpy as np
-
 from results import record
+
 from filbert.links.pagerank import pagerank
 
 TOL = 1e-6
@@ -26,7 +26,7 @@ TOL = 1e-6
 
 def make_graph(pages: int, links: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
-    src = rng.integers(0, int(pages * 0.9), size=links)          # 10 % of pages link nowhere
+    src = rng.integers(0, int(pages * 0.9), size=links)  # 10 % of pages link nowhere
     dst = (rng.zipf(1.6, size=links) - 1 + rng.integers(0, pages, size=links)) % pages
     keep = src != dst
     return src[keep], dst[keep]
@@ -66,19 +66,24 @@ def main() -> None:
     ours_big, iterations_big = time_filbert(src, dst, args.pages)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     lines = [
-        "| graph | filbert | networkx (build + pagerank) | ratio |", "|---|---:|---:|---:|",
+        "| graph | filbert | networkx (build + pagerank) | ratio |",
+        "|---|---:|---:|---:|",
         f"| {args.small_pages:,} pages, {args.small_links:,} links | {ours_small:.2f} s "
         f"({iterations_small} iterations) | {theirs_small:.2f} s ({building:.2f} s building) | "
         f"{theirs_small / ours_small:.0f}× faster |",
         f"| {args.pages:,} pages, {args.links:,} links | {ours_big:.2f} s "
         f"({iterations_big} iterations) | not run | |",
-        "", f"Peak memory of the process: {peak_mb:,.0f} MB.",
+        "",
+        f"Peak memory of the process: {peak_mb:,.0f} MB.",
     ]
     report = "\n".join(lines)
     print(report)
     if not args.no_record:
-        record("PageRank speed (bench/pagerank.py)", ".venv/bin/python bench/pagerank.py",
-               f"Tolerance {TOL} (L1), damping 0.85.\n\n{report}")
+        record(
+            "PageRank speed (bench/pagerank.py)",
+            ".venv/bin/python bench/pagerank.py",
+            f"Tolerance {TOL} (L1), damping 0.85.\n\n{report}",
+        )
 
 
 if __name__ == "__main__":

@@ -72,32 +72,40 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import tantivy
 import wordfreq
-
 from results import record
+
 from filbert.analysis.analyzers import stop_words
 from filbert.config import Settings, load_settings
-from filbert.index.step import ROWS_PER_GROUP, index_documents, index_writer
 from filbert.index.schema import FIELD_NAMES, open_shards
+from filbert.index.step import ROWS_PER_GROUP, index_documents, index_writer
 from filbert.search.query import AnalyzedQuery
 from filbert.search.searcher import PENALTY_MARGIN, Hit, Searcher, SearchResults
 from filbert.search.snippets import make_snippet
 from filbert.storage import CrawlDir
 
-FORMAT = 1                     # bump when generation changes, to invalidate cached indexes
-CHUNK = 128 * ROWS_PER_GROUP   # documents generated at a time
+FORMAT = 1  # bump when generation changes, to invalidate cached indexes
+CHUNK = 128 * ROWS_PER_GROUP  # documents generated at a time
 SEGMENT = "20261130000000"
 QUERY_WORDS = (0.35, 0.40, 0.25)  # share of 1-, 2- and 3-word queries
-QUERY_SKIP_TOP = 100              # query words: not the most frequent (the … much)
+QUERY_SKIP_TOP = 100  # query words: not the most frequent (the … much)
 REPORT_SECONDS = 5.0
 # both indexes' writer memory (index.writer.heap.mb, unless -D sets it): enough for each to
 # end in 2 segments, one per indexing thread, as few as tantivy-py can make them (it cannot
 # force-merge); at 1,024 MB filbert's larger documents left 4 segments and raw tantivy's 2
 HEAP_MB = 4096
-DOCS_SCHEMA = pa.schema([
-    ("url", pa.string()), ("host", pa.string()), ("title", pa.string()),
-    ("headings", pa.string()), ("anchor", pa.string()), ("body", pa.string()),
-    ("segment", pa.string()), ("score", pa.float32()), ("simhash", pa.int64()),
-])
+DOCS_SCHEMA = pa.schema(
+    [
+        ("url", pa.string()),
+        ("host", pa.string()),
+        ("title", pa.string()),
+        ("headings", pa.string()),
+        ("anchor", pa.string()),
+        ("body", pa.string()),
+        ("segment", pa.string()),
+        ("score", pa.float32()),
+        ("simhash", pa.int64()),
+    ]
+)
 SERVER = """import sys
 from filbert.config import load_settings
 from filbert.storage import CrawlDir
@@ -107,6 +115,7 @@ run_server(CrawlDir(sys.argv[1]), load_settings(None, sys.argv[3:]), "127.0.0.1"
 
 
 # --- vocabulary and documents ----------------------------------------------------------------
+
 
 class Vocabulary:
     """Words with their wordfreq frequencies; draws words in proportion to them."""
@@ -132,8 +141,9 @@ class Vocabulary:
         return [self.words[i] for i in index.tolist()]
 
 
-def doc_chunk(rng: np.random.Generator, vocab: Vocabulary, first: int, count: int,
-              host_cdf: np.ndarray) -> pa.Table:
+def doc_chunk(
+    rng: np.random.Generator, vocab: Vocabulary, first: int, count: int, host_cdf: np.ndarray
+) -> pa.Table:
     """`count` documents numbered from `first`."""
     title_len = rng.integers(4, 9, count)
     body_len = rng.integers(100, 301, count)
@@ -143,9 +153,9 @@ def doc_chunk(rng: np.random.Generator, vocab: Vocabulary, first: int, count: in
     rows: dict[str, list] = {name: [] for name in DOCS_SCHEMA.names}
     at = 0
     for i in range(count):
-        title = words[at: at + title_len[i]]
+        title = words[at : at + title_len[i]]
         at += title_len[i]
-        body = " ".join(words[at: at + body_len[i]])
+        body = " ".join(words[at : at + body_len[i]])
         at += body_len[i]
         host = f"site{hosts[i]}.example"
         rows["url"].append(f"http://{host}/{'-'.join(title[:2])}-{first + i}.html")
@@ -156,7 +166,7 @@ def doc_chunk(rng: np.random.Generator, vocab: Vocabulary, first: int, count: in
     rows["headings"] = [""] * count
     rows["segment"] = [SEGMENT] * count
     rows["score"] = ((rng.pareto(1.5, count) + 1.0) / 3.0).astype(np.float32)  # mean 1
-    rows["simhash"] = rng.integers(-2**63, 2**63 - 1, count, dtype=np.int64)
+    rows["simhash"] = rng.integers(-(2**63), 2**63 - 1, count, dtype=np.int64)
     return pa.table(rows, DOCS_SCHEMA)
 
 
@@ -169,8 +179,9 @@ def generate_docs(path: Path, docs: int, hosts: int, vocab: Vocabulary, seed: in
     with pq.ParquetWriter(path, DOCS_SCHEMA, compression="zstd") as writer:
         for first in range(0, docs, CHUNK):
             count = min(CHUNK, docs - first)
-            writer.write_table(doc_chunk(rng, vocab, first, count, host_cdf),
-                               row_group_size=ROWS_PER_GROUP)
+            writer.write_table(
+                doc_chunk(rng, vocab, first, count, host_cdf), row_group_size=ROWS_PER_GROUP
+            )
             meter.add(count)
     meter.done()
 
@@ -189,18 +200,25 @@ class Meter:
             self.shown = now
             rate = self.done_count / (now - self.start)
             eta = (self.total - self.done_count) / rate if rate else 0
-            print(f"  {self.what} {self.done_count:,}/{self.total:,} {self.unit}, "
-                  f"{rate:,.0f} {self.unit}/s, "
-                  f"ETA {eta:,.0f} s, load {os.getloadavg()[0]:.2f}", flush=True)
+            print(
+                f"  {self.what} {self.done_count:,}/{self.total:,} {self.unit}, "
+                f"{rate:,.0f} {self.unit}/s, "
+                f"ETA {eta:,.0f} s, load {os.getloadavg()[0]:.2f}",
+                flush=True,
+            )
 
     def done(self) -> float:
         seconds = time.perf_counter() - self.start
-        print(f"  {self.what} {self.done_count:,} {self.unit} in {seconds:,.1f} s "
-              f"({self.done_count / seconds:,.0f} {self.unit}/s)", flush=True)
+        print(
+            f"  {self.what} {self.done_count:,} {self.unit} in {seconds:,.1f} s "
+            f"({self.done_count / seconds:,.0f} {self.unit}/s)",
+            flush=True,
+        )
         return seconds
 
 
 # --- indexes ---------------------------------------------------------------------------------
+
 
 def build_filbert(crawl: CrawlDir, docs_file: Path, docs: int, settings: Settings) -> float:
     """Indexes through filbert's builder and publishes the generation; returns seconds."""
@@ -238,6 +256,7 @@ def build_raw(out: Path, docs_file: Path, docs: int, settings: Settings) -> floa
 @dataclass
 class Workdir:
     """Cached documents and indexes; manifest.json says what each was built from."""
+
     path: Path
 
     @property
@@ -263,11 +282,20 @@ class Workdir:
 def ensure_indexes(work: Workdir, args: argparse.Namespace, settings: Settings) -> dict:
     """Builds what the cache lacks; returns the manifest (keys and build seconds)."""
     work.path.mkdir(parents=True, exist_ok=True)
-    docs_key = {"format": FORMAT, "docs": args.docs, "hosts": args.hosts,
-                "vocabulary": args.vocabulary, "seed": args.seed}
+    docs_key = {
+        "format": FORMAT,
+        "docs": args.docs,
+        "hosts": args.hosts,
+        "vocabulary": args.vocabulary,
+        "seed": args.seed,
+    }
     heap = settings["index.writer.heap.mb"]
-    filbert_key = {**docs_key, "shards": settings["index.shards"], "schema": list(FIELD_NAMES),
-                   "heap_mb": heap}
+    filbert_key = {
+        **docs_key,
+        "shards": settings["index.shards"],
+        "schema": list(FIELD_NAMES),
+        "heap_mb": heap,
+    }
     raw_key = {**docs_key, "heap_mb": heap}
     manifest = work.manifest()
     if manifest.get("docs") != docs_key:
@@ -275,8 +303,9 @@ def ensure_indexes(work: Workdir, args: argparse.Namespace, settings: Settings) 
         for stale in (work.crawl.path, work.raw):
             shutil.rmtree(stale, ignore_errors=True)
         manifest = {}
-        generate_docs(work.docs_file, args.docs, args.hosts, Vocabulary.english(args.vocabulary),
-                      args.seed)
+        generate_docs(
+            work.docs_file, args.docs, args.hosts, Vocabulary.english(args.vocabulary), args.seed
+        )
         manifest["docs"] = docs_key
         work.save(manifest)
     if manifest.get("filbert") != filbert_key or work.crawl.index.current() is None:
@@ -310,6 +339,7 @@ def dir_size(path: Path) -> int:
 
 
 # --- queries and timing ----------------------------------------------------------------------
+
 
 def make_queries(vocab: Vocabulary, count: int, seed: int) -> list[str]:
     """1–3 distinct non-stop words per query, drawn by frequency."""
@@ -379,8 +409,9 @@ def server(crawl: CrawlDir, overrides: list[str], src: Path | None = None) -> It
     env = {**os.environ, "PYTHONPATH": str(src / "src")} if src else None
     # every query logged (the comparison with the log needs them all; -D may still say otherwise)
     logged = [] if src else ["search.log.rate=-1"]
-    proc = subprocess.Popen([sys.executable, "-c", SERVER, str(crawl.path), str(port), *logged,
-                             *overrides], env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SERVER, str(crawl.path), str(port), *logged, *overrides], env=env
+    )
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -411,7 +442,7 @@ def http_floor(port: int, count: int = 300) -> np.ndarray:
         conn.request("GET", "/api/search?q=")
         conn.getresponse().read()
         seconds.append(time.perf_counter() - start)
-    return np.array(seconds[count // 10:])
+    return np.array(seconds[count // 10 :])
 
 
 def timed(path: Callable[[str], int], query: str) -> tuple[float, int]:
@@ -420,8 +451,9 @@ def timed(path: Callable[[str], int], query: str) -> tuple[float, int]:
     return time.perf_counter() - start, hits
 
 
-def run_interleaved(paths: dict[str, Callable[[str], int]], queries: list[str]
-                    ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+def run_interleaved(
+    paths: dict[str, Callable[[str], int]], queries: list[str]
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Each query on every path in turn; seconds and hit counts per path."""
     seconds: dict[str, list[float]] = {name: [] for name in paths}
     hits: dict[str, list[int]] = {name: [] for name in paths}
@@ -437,11 +469,17 @@ def run_interleaved(paths: dict[str, Callable[[str], int]], queries: list[str]
 
 def stats_ms(seconds: np.ndarray) -> dict[str, float]:
     ms = seconds * 1000
-    return {"p50": float(np.percentile(ms, 50)), "p90": float(np.percentile(ms, 90)),
-            "p99": float(np.percentile(ms, 99)), "max": float(ms.max()), "mean": float(ms.mean())}
+    return {
+        "p50": float(np.percentile(ms, 50)),
+        "p90": float(np.percentile(ms, 90)),
+        "p99": float(np.percentile(ms, 99)),
+        "max": float(ms.max()),
+        "mean": float(ms.mean()),
+    }
 
 
 # --- where the time goes ---------------------------------------------------------------------
+
 
 def phase_times(searcher: Searcher, query: str) -> dict[str, float]:
     """Searcher.search's steps timed one by one (mirrors its code for ranking=bm25), plus the
@@ -464,10 +502,24 @@ def phase_times(searcher: Searcher, query: str) -> dict[str, float]:
     hits = []
     for doc, candidate in zip(docs, ranked):
         lang = doc.get_first("lang") or ""
-        snippet = make_snippet(doc.get_first("body_text").decode(), lang, analyzed.terms,
-                               analyzed.probes, searcher.snippet_chars)
-        hits.append(Hit(doc.get_first("url"), doc.get_first("title_text").decode(), lang,
-                        round(candidate.score, 4), snippet.text, snippet.html, candidate.signals))
+        snippet = make_snippet(
+            doc.get_first("body_text").decode(),
+            lang,
+            analyzed.terms,
+            analyzed.probes,
+            searcher.snippet_chars,
+        )
+        hits.append(
+            Hit(
+                doc.get_first("url"),
+                doc.get_first("title_text").decode(),
+                lang,
+                round(candidate.score, 4),
+                snippet.text,
+                snippet.html,
+                candidate.signals,
+            )
+        )
     marks.append(("10 snippets", time.perf_counter()))
     orjson.dumps(SearchResults(query, total, 0, hits).to_dict())
     marks.append(("JSON response (to_dict, orjson)", time.perf_counter()))
@@ -487,13 +539,17 @@ def tantivy_variants(searcher: Searcher, analyzed: AnalyzedQuery, depth: int) ->
     first, limit = built, depth
     if others is not None:  # the penalty after tantivy (the generated pages: 0.3 % not English)
         first, limit = searcher.builder.matching(analyzed), depth + int(depth * PENALTY_MARGIN)
-    flat = searcher.builder.matching(analyzed, flat=True) if others is not None else \
-        searcher.builder.build(analyzed, True, others, flat=True)
-    variants = {"  tantivy first phase (count)": (first, limit, True),
-                "  tantivy first phase without count": (first, limit, False),
-                "  tantivy first phase, language penalty in tantivy": (built, depth, True),
-                "  tantivy first phase, flat (words not found in the all field)":
-                    (flat, limit, True)}
+    flat = (
+        searcher.builder.matching(analyzed, flat=True)
+        if others is not None
+        else searcher.builder.build(analyzed, True, others, flat=True)
+    )
+    variants = {
+        "  tantivy first phase (count)": (first, limit, True),
+        "  tantivy first phase without count": (first, limit, False),
+        "  tantivy first phase, language penalty in tantivy": (built, depth, True),
+        "  tantivy first phase, flat (words not found in the all field)": (flat, limit, True),
+    }
     times = {}
     for name, (query, limit, count) in variants.items():
         start = time.perf_counter()
@@ -527,30 +583,35 @@ def profile(searcher: Searcher, queries: list[str], top: int = 25) -> str:
 
 
 def by_words(queries: list[str], seconds: dict[str, np.ndarray]) -> list[str]:
-    lines = ["| words | queries | raw p50 ms | in-process p50 ms | HTTP p50 ms | HTTP p99 ms |",
-             "|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| words | queries | raw p50 ms | in-process p50 ms | HTTP p50 ms | HTTP p99 ms |",
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
     lengths = np.array([len(q.split()) for q in queries])
     for length in (1, 2, 3):
         chosen = lengths == length
         raw, ours, http_ = (stats_ms(seconds[name][chosen]) for name in (RAW, IN_PROCESS, HTTP))
-        lines.append(f"| {length} | {chosen.sum()} | {raw['p50']:.2f} | {ours['p50']:.2f} | "
-                     f"{http_['p50']:.2f} | {http_['p99']:.2f} |")
+        lines.append(
+            f"| {length} | {chosen.sum()} | {raw['p50']:.2f} | {ours['p50']:.2f} | "
+            f"{http_['p50']:.2f} | {http_['p99']:.2f} |"
+        )
     return lines
 
 
 # --- main ------------------------------------------------------------------------------------
 
+
 @dataclass
 class Measured:
-    seconds: dict[str, np.ndarray]     # per path, per timed query
+    seconds: dict[str, np.ndarray]  # per path, per timed query
     hits: dict[str, np.ndarray]
-    opened: float                      # Searcher()
-    first: float                       # its first query
-    http_first: float                  # the server's first query
+    opened: float  # Searcher()
+    first: float  # its first query
+    http_first: float  # the server's first query
     http_first_status: int
-    http_errors: int                   # non-200 answers among the timed queries
-    floor: dict[str, float]            # HTTP fixed cost, ms
-    load: tuple[float, float]          # 1-minute load average before and after
+    http_errors: int  # non-200 answers among the timed queries
+    floor: dict[str, float]  # HTTP fixed cost, ms
+    load: tuple[float, float]  # 1-minute load average before and after
 
 
 RAW = "raw tantivy (parse_query, top 10, 10 docs)"
@@ -563,11 +624,13 @@ def logged_times(crawl: CrawlDir, skip: int, queries: list[str]) -> tuple[np.nda
     """The server's query log (SearchService: the search, no HTTP or JSON):
     seconds and totals of `queries`, which followed `skip` other logged queries."""
     lines = (crawl.path / "logs" / "queries.jsonl").read_text().splitlines()
-    entries = [json.loads(line) for line in lines[skip: skip + len(queries)]]
+    entries = [json.loads(line) for line in lines[skip : skip + len(queries)]]
     if [e["query"] for e in entries] != queries:
         raise SystemExit("the server's query log does not match the queries sent")
-    return (np.array([e["latency_ms"] for e in entries]) / 1000,
-            np.array([e["results"] or 0 for e in entries]))
+    return (
+        np.array([e["latency_ms"] for e in entries]) / 1000,
+        np.array([e["results"] or 0 for e in entries]),
+    )
 
 
 def baseline_name(src: Path) -> str:
@@ -583,8 +646,9 @@ def baseline_server(work: Workdir, src: Path | None) -> Iterator[int | None]:
         return
     copy = work.path / "baseline-crawl"
     shutil.rmtree(copy, ignore_errors=True)
-    shutil.copytree(work.crawl.path, copy, copy_function=os.link,
-                    ignore=shutil.ignore_patterns("logs"))
+    shutil.copytree(
+        work.crawl.path, copy, copy_function=os.link, ignore=shutil.ignore_patterns("logs")
+    )
     try:
         with server(CrawlDir(copy), [], src) as port:
             yield port
@@ -592,8 +656,14 @@ def baseline_server(work: Workdir, src: Path | None) -> Iterator[int | None]:
         shutil.rmtree(copy, ignore_errors=True)
 
 
-def measure(work: Workdir, settings: Settings, defines: list[str], warmup: list[str],
-            queries: list[str], baseline: Path | None) -> tuple[Measured, Searcher]:
+def measure(
+    work: Workdir,
+    settings: Settings,
+    defines: list[str],
+    warmup: list[str],
+    queries: list[str],
+    baseline: Path | None,
+) -> tuple[Measured, Searcher]:
     """Cold first queries, then the interleaved runs; returns the figures and the Searcher."""
     start = time.perf_counter()
     searcher = Searcher(work.crawl, settings)
@@ -614,43 +684,70 @@ def measure(work: Workdir, settings: Settings, defines: list[str], warmup: list[
     seconds[LOGGED], hits[LOGGED] = logged_times(work.crawl, 1 + len(warmup), queries)
     order = (RAW, IN_PROCESS, LOGGED, HTTP, *([baseline_name(baseline)] if baseline else []))
     seconds, hits = {k: seconds[k] for k in order}, {k: hits[k] for k in order}
-    return Measured(seconds, hits, opened, first, http_first, first_status, http_path.errors,
-                    floor, (load_before, os.getloadavg()[0])), searcher
+    return Measured(
+        seconds,
+        hits,
+        opened,
+        first,
+        http_first,
+        first_status,
+        http_path.errors,
+        floor,
+        (load_before, os.getloadavg()[0]),
+    ), searcher
 
 
-def setup_lines(args: argparse.Namespace, settings: Settings, work: Workdir, manifest: dict,
-                queries: list[str], m: Measured) -> list[str]:
+def setup_lines(
+    args: argparse.Namespace,
+    settings: Settings,
+    work: Workdir,
+    manifest: dict,
+    queries: list[str],
+    m: Measured,
+) -> list[str]:
     segments = sum(i.searcher().num_segments for i in open_shards(work.crawl.index.current()))
     raw_segments = tantivy.Index.open(str(work.raw)).searcher().num_segments
-    docs = (f"Documents: {args.docs:,} generated (seed {args.seed}; {args.hosts:,} hosts, "
-            f"top {args.vocabulary:,} wordfreq words); filbert index {settings['index.shards']} "
-            f"shard(s), {segments} segment(s), "
-            f"{dir_size(work.crawl.index.current()) / 2**20:,.0f} MB, built in "
-            f"{manifest['filbert_seconds']:,.0f} s; raw tantivy index {raw_segments} segment(s), "
-            f"{dir_size(work.raw) / 2**20:,.0f} MB, built in {manifest['raw_seconds']:,.0f} s "
-            f"(both writers given index.writer.heap.mb = {settings['index.writer.heap.mb']}).  ")
+    docs = (
+        f"Documents: {args.docs:,} generated (seed {args.seed}; {args.hosts:,} hosts, "
+        f"top {args.vocabulary:,} wordfreq words); filbert index {settings['index.shards']} "
+        f"shard(s), {segments} segment(s), "
+        f"{dir_size(work.crawl.index.current()) / 2**20:,.0f} MB, built in "
+        f"{manifest['filbert_seconds']:,.0f} s; raw tantivy index {raw_segments} segment(s), "
+        f"{dir_size(work.raw) / 2**20:,.0f} MB, built in {manifest['raw_seconds']:,.0f} s "
+        f"(both writers given index.writer.heap.mb = {settings['index.writer.heap.mb']}).  "
+    )
     examples = ", ".join(f"`{q}`" for q in queries[:6])
     mix = "/".join(f"{p:.0%}" for p in QUERY_WORDS)
-    query_set = (f"Queries: {len(queries):,} timed after {args.warmup} warm-up, 1/2/3 words "
-                 f"{mix}, frequency-weighted, not the top {QUERY_SKIP_TOP} words; e.g. "
-                 f"{examples}.  ")
-    machine = (f"Machine: {os.cpu_count()} CPUs, Python {platform.python_version()}; load "
-               f"average before/after timing {m.load[0]:.2f}/{m.load[1]:.2f}; HTTP errors: "
-               f"{m.http_errors}; HTTP fixed cost (`/api/search?q=`: 400 from the Searcher) "
-               f"p50 {m.floor['p50']:.2f} ms, p99 {m.floor['p99']:.2f} ms.  ")
-    cold = (f"Cold start: Searcher() {m.opened * 1000:.0f} ms, its first query "
-            f"{m.first * 1000:.0f} ms (loads the fast-field columns); the server's first query "
-            f"{m.http_first * 1000:.0f} ms (HTTP {m.http_first_status}).")
+    query_set = (
+        f"Queries: {len(queries):,} timed after {args.warmup} warm-up, 1/2/3 words "
+        f"{mix}, frequency-weighted, not the top {QUERY_SKIP_TOP} words; e.g. "
+        f"{examples}.  "
+    )
+    machine = (
+        f"Machine: {os.cpu_count()} CPUs, Python {platform.python_version()}; load "
+        f"average before/after timing {m.load[0]:.2f}/{m.load[1]:.2f}; HTTP errors: "
+        f"{m.http_errors}; HTTP fixed cost (`/api/search?q=`: 400 from the Searcher) "
+        f"p50 {m.floor['p50']:.2f} ms, p99 {m.floor['p99']:.2f} ms.  "
+    )
+    cold = (
+        f"Cold start: Searcher() {m.opened * 1000:.0f} ms, its first query "
+        f"{m.first * 1000:.0f} ms (loads the fast-field columns); the server's first query "
+        f"{m.http_first * 1000:.0f} ms (HTTP {m.http_first_status})."
+    )
     return [docs, query_set, machine, cold]
 
 
 def latency_table(seconds: dict[str, np.ndarray], hits: dict[str, np.ndarray]) -> list[str]:
-    lines = ["| path | p50 ms | p90 ms | p99 ms | max ms | mean ms | queries with 0 hits |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| path | p50 ms | p90 ms | p99 ms | max ms | mean ms | queries with 0 hits |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for name, values in seconds.items():
         s = stats_ms(values)
-        lines.append(f"| {name} | {s['p50']:.2f} | {s['p90']:.2f} | {s['p99']:.2f} | "
-                     f"{s['max']:.2f} | {s['mean']:.2f} | {(hits[name] == 0).sum()} |")
+        lines.append(
+            f"| {name} | {s['p50']:.2f} | {s['p90']:.2f} | {s['p99']:.2f} | "
+            f"{s['max']:.2f} | {s['mean']:.2f} | {(hits[name] == 0).sum()} |"
+        )
     return lines
 
 
@@ -661,25 +758,36 @@ def verdict(seconds: dict[str, np.ndarray]) -> list[str]:
     p50_ratio, p99_ratio = h["p50"] / r["p50"], h["p99"] / r["p99"]
     ok50 = "met" if p50_ratio <= 3.0 else "NOT met"
     ok99 = "met" if h["p99"] < 100.0 else "NOT met"
-    lines = [f"- p50 HTTP / p50 raw tantivy: **{p50_ratio:.2f}×** (target ≤ 3×: {ok50})",
-             (f"- p99 HTTP: **{h['p99']:.1f} ms** (target < 100 ms: {ok99}); "
-              f"p99 HTTP / p99 raw tantivy: {p99_ratio:.2f}×"),
-             (f"- paired per query: HTTP − in-process p50 {over_http['p50']:.2f} ms, p99 "
-              f"{over_http['p99']:.2f} ms; HTTP − the server's logged search time (uvicorn, "
-              f"the web app, JSON, the client) p50 {over_logged['p50']:.2f} ms, p99 "
-              f"{over_logged['p99']:.2f} ms")]
+    lines = [
+        f"- p50 HTTP / p50 raw tantivy: **{p50_ratio:.2f}×** (target ≤ 3×: {ok50})",
+        (
+            f"- p99 HTTP: **{h['p99']:.1f} ms** (target < 100 ms: {ok99}); "
+            f"p99 HTTP / p99 raw tantivy: {p99_ratio:.2f}×"
+        ),
+        (
+            f"- paired per query: HTTP − in-process p50 {over_http['p50']:.2f} ms, p99 "
+            f"{over_http['p99']:.2f} ms; HTTP − the server's logged search time (uvicorn, "
+            f"the web app, JSON, the client) p50 {over_logged['p50']:.2f} ms, p99 "
+            f"{over_logged['p99']:.2f} ms"
+        ),
+    ]
     for name in seconds.keys() - {RAW, IN_PROCESS, LOGGED, HTTP}:  # a baseline server
         b = stats_ms(seconds[name])
         over = stats_ms(seconds[HTTP] - seconds[name])
-        lines.append(f"- {name}: p50 {b['p50']:.2f} ms ({b['p50'] / r['p50']:.2f}× raw "
-                     f"tantivy); paired HTTP − it p50 {over['p50']:.2f} ms, p99 "
-                     f"{over['p99']:.2f} ms")
+        lines.append(
+            f"- {name}: p50 {b['p50']:.2f} ms ({b['p50'] / r['p50']:.2f}× raw "
+            f"tantivy); paired HTTP − it p50 {over['p50']:.2f} ms, p99 "
+            f"{over['p99']:.2f} ms"
+        )
     return lines
 
 
 def record_results(args: argparse.Namespace, body: str) -> None:
-    record(f"query latency, {args.docs:,} documents (bench/query_latency.py)",
-           " ".join([".venv/bin/python bench/query_latency.py", *sys.argv[1:]]), body)
+    record(
+        f"query latency, {args.docs:,} documents (bench/query_latency.py)",
+        " ".join([".venv/bin/python bench/query_latency.py", *sys.argv[1:]]),
+        body,
+    )
 
 
 def parse_args() -> argparse.Namespace:
@@ -690,15 +798,34 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--queries", type=int, default=1_000)
     parser.add_argument("--warmup", type=int, default=50)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--workdir", type=Path, default=Path(__file__).with_name(".query-latency"),
-                        help="cached documents and indexes (several GB at 1M documents)")
-    parser.add_argument("--profile", type=int, default=0, metavar="N",
-                        help="print a cProfile of Searcher.search over N queries")
-    parser.add_argument("-D", dest="define", action="append", default=[], metavar="KEY=VALUE",
-                        help="filbert setting, for indexing and searching")
-    parser.add_argument("--baseline-src", type=Path, metavar="DIR",
-                        help="also time the server of this source tree (a `git archive` of an "
-                             "earlier commit with its compiled extension) on the same index")
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        default=Path(__file__).with_name(".query-latency"),
+        help="cached documents and indexes (several GB at 1M documents)",
+    )
+    parser.add_argument(
+        "--profile",
+        type=int,
+        default=0,
+        metavar="N",
+        help="print a cProfile of Searcher.search over N queries",
+    )
+    parser.add_argument(
+        "-D",
+        dest="define",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="filbert setting, for indexing and searching",
+    )
+    parser.add_argument(
+        "--baseline-src",
+        type=Path,
+        metavar="DIR",
+        help="also time the server of this source tree (a `git archive` of an "
+        "earlier commit with its compiled extension) on the same index",
+    )
     parser.add_argument("--no-record", action="store_true", help="do not append to RESULTS.md")
     return parser.parse_args()
 
@@ -710,23 +837,29 @@ def main() -> None:
     manifest = ensure_indexes(work, args, settings)
     vocab = Vocabulary.english(args.vocabulary).for_queries(stop_words("en"))
     queries = make_queries(vocab, args.warmup + args.queries, args.seed)
-    warmup, queries = queries[:args.warmup], queries[args.warmup:]
+    warmup, queries = queries[: args.warmup], queries[args.warmup :]
     cached = warm_page_cache(work.crawl.index.current(), work.raw)
     print(f"page cache: read {cached / 2**20:,.0f} MB of index files", flush=True)
     (work.crawl.path / "logs" / "queries.jsonl").unlink(missing_ok=True)
 
     measured, searcher = measure(work, settings, args.define, warmup, queries, args.baseline_src)
     print("phase breakdown…", flush=True)
-    report = "\n".join([
-        *setup_lines(args, settings, work, manifest, queries, measured),
-        "", *latency_table(measured.seconds, measured.hits),
-        "", *verdict(measured.seconds),
-        "", *by_words(queries, measured.seconds),
-        "", *breakdown(searcher, queries),
-    ])
+    report = "\n".join(
+        [
+            *setup_lines(args, settings, work, manifest, queries, measured),
+            "",
+            *latency_table(measured.seconds, measured.hits),
+            "",
+            *verdict(measured.seconds),
+            "",
+            *by_words(queries, measured.seconds),
+            "",
+            *breakdown(searcher, queries),
+        ]
+    )
     print(report, flush=True)
     if args.profile:
-        print(profile(searcher, queries[:args.profile]))
+        print(profile(searcher, queries[: args.profile]))
     if not args.no_record:
         record_results(args, report)
 

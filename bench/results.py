@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 RESULTS = Path(__file__).with_name("RESULTS.md")
@@ -10,7 +10,7 @@ RESULTS = Path(__file__).with_name("RESULTS.md")
 
 def section(title: str, command: str, body: str) -> str:
     """`## <UTC time>: <title>`, the command that produced the figures, then the figures."""
-    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     return f"## {stamp}: {title}\n\nCommand: `{command}`\n\n{body}\n"
 
 

@@ -49,9 +49,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from results import record
 from wordfreq import top_n_list, word_frequency
 
-from results import record
 from filbert.suggest import Suggester, errors_for, normalize, normalize_prefix
 
 N = 10
@@ -69,7 +69,7 @@ def make_phrases(count: int, seed: int = 0) -> list[tuple[str, float]]:
     words = [w for w in top_n_list("en", 60_000) if w.isalpha()]
     freq = np.array([word_frequency(w, "en") for w in words])
     rng = np.random.default_rng(seed)
-    weights = freq ** 0.6 / (freq ** 0.6).sum()
+    weights = freq**0.6 / (freq**0.6).sum()
     phrases: dict[str, float] = {}
     while len(phrases) < count:
         lengths = rng.choice([1, 2, 3, 4], size=count, p=[0.05, 0.4, 0.35, 0.2])
@@ -119,8 +119,9 @@ class SeedTrie:
         return active
 
 
-def _next_row(row: list[int], before: list[int] | None, last: str, ch: str,
-              query: str) -> list[int]:
+def _next_row(
+    row: list[int], before: list[int] | None, last: str, ch: str, query: str
+) -> list[int]:
     new = [row[0] + 1]
     for j in range(1, len(query) + 1):
         cost = min(row[j] + 1, new[j - 1] + 1, row[j - 1] + (ch != query[j - 1]))
@@ -144,24 +145,24 @@ def _phrases_under(node: dict) -> list[tuple[float, str]]:
 
 @dataclass(frozen=True)
 class Keystroke:
-    target: int     # index of the phrase typed
-    clean: str      # the prefix as meant
-    typed: str      # with the typos
+    target: int  # index of the phrase typed
+    clean: str  # the prefix as meant
+    typed: str  # with the typos
     typos: int
-    errors: int     # errors allowed for the typed prefix
+    errors: int  # errors allowed for the typed prefix
 
 
 def typo(text: str, rng: random.Random) -> str:
     i = rng.randrange(len(text))
     kind = rng.choice("sidt")
     if kind == "s":
-        return text[:i] + rng.choice([c for c in LETTERS if c != text[i]]) + text[i + 1:]
+        return text[:i] + rng.choice([c for c in LETTERS if c != text[i]]) + text[i + 1 :]
     if kind == "i":
         return text[:i] + rng.choice(LETTERS) + text[i:]
     if kind == "d" or len(text) < 2:
-        return text[:i] + text[i + 1:]
+        return text[:i] + text[i + 1 :]
     i = min(i, len(text) - 2)
-    return text[:i] + text[i + 1] + text[i] + text[i + 2:]
+    return text[:i] + text[i + 1] + text[i] + text[i + 2 :]
 
 
 def keystrokes(phrases: list[tuple[str, float]], targets: int, seed: int = 1) -> list[Keystroke]:
@@ -176,13 +177,21 @@ def keystrokes(phrases: list[tuple[str, float]], targets: int, seed: int = 1) ->
                 typed = text[:length]
                 for _ in range(typos):
                     typed = typo(typed, rng)
-                out.append(Keystroke(target, text[:length], typed, typos,
-                                     errors_for(len(normalize_prefix(typed)))))
+                out.append(
+                    Keystroke(
+                        target,
+                        text[:length],
+                        typed,
+                        typos,
+                        errors_for(len(normalize_prefix(typed))),
+                    )
+                )
     return out
 
 
-def latencies(suggest: Callable[[Keystroke], object], strokes: list[Keystroke],
-              repeat: int) -> dict[int, tuple[float, ...]]:
+def latencies(
+    suggest: Callable[[Keystroke], object], strokes: list[Keystroke], repeat: int
+) -> dict[int, tuple[float, ...]]:
     """Per errors allowed, in ms: p50, p99 and max of wall time, p50 and p99 of the thread's
     CPU time (which other work on the machine does not add to); medians of `repeat` passes."""
     gc.collect()
@@ -194,13 +203,17 @@ def latencies(suggest: Callable[[Keystroke], object], strokes: list[Keystroke],
             wall, cpu = time.perf_counter(), time.thread_time()
             suggest(stroke)
             times.setdefault(stroke.errors, []).append(
-                (time.perf_counter() - wall, time.thread_time() - cpu))
+                (time.perf_counter() - wall, time.thread_time() - cpu)
+            )
         for errors, values in times.items():
             wall_ms, cpu_ms = (np.array(v) * 1000 for v in zip(*values))
-            runs.setdefault(errors, []).append((*np.percentile(wall_ms, [50, 99]), wall_ms.max(),
-                                                *np.percentile(cpu_ms, [50, 99])))
-    return {e: tuple(statistics.median(r[i] for r in rs) for i in range(5))
-            for e, rs in sorted(runs.items())}
+            runs.setdefault(errors, []).append(
+                (*np.percentile(wall_ms, [50, 99]), wall_ms.max(), *np.percentile(cpu_ms, [50, 99]))
+            )
+    return {
+        e: tuple(statistics.median(r[i] for r in rs) for i in range(5))
+        for e, rs in sorted(runs.items())
+    }
 
 
 class Exact:
@@ -218,8 +231,9 @@ class Exact:
         return [self.keys[lo + i] for i in top.tolist()]
 
 
-def quality(strokes: list[Keystroke], results: list[list[tuple[str, int]]],
-            exact: Exact) -> tuple[float, int, float, int]:
+def quality(
+    strokes: list[Keystroke], results: list[list[tuple[str, int]]], exact: Exact
+) -> tuple[float, int, float, int]:
     """(share of one-typo keystrokes of >= 5 clean characters whose intended phrase is in
     the top 10, their count, share of clean keystrokes given exactly the best exact
     completions, their count)."""
@@ -246,8 +260,9 @@ def main() -> None:
     parser.add_argument("--targets", type=int, default=1000, help="phrases typed")
     parser.add_argument("--baseline-targets", type=int, default=100)
     parser.add_argument("--repeat", type=int, default=3, help="latency passes (median)")
-    parser.add_argument("--cpu", type=int, default=max(os.sched_getaffinity(0)),
-                        help="the core to run on")
+    parser.add_argument(
+        "--cpu", type=int, default=max(os.sched_getaffinity(0)), help="the core to run on"
+    )
     parser.add_argument("--no-record", action="store_true")
     args = parser.parse_args()
     os.sched_setaffinity(0, {args.cpu})
@@ -263,8 +278,11 @@ def main() -> None:
         start = time.perf_counter()
         suggester = Suggester.load(Path(tmp))
         load = time.perf_counter() - start
-        loaded = int(subprocess.run([sys.executable, "-c", RSS_OF_LOAD, tmp], check=True,
-                                    capture_output=True, text=True).stdout)
+        loaded = int(
+            subprocess.run(
+                [sys.executable, "-c", RSS_OF_LOAD, tmp], check=True, capture_output=True, text=True
+            ).stdout
+        )
     ours = [[(x.phrase, x.distance) for x in suggester.suggest(s.typed, N)] for s in strokes]
     ours_latency = latencies(lambda s: suggester.suggest(s.typed, N), strokes, args.repeat)
 
@@ -278,35 +296,63 @@ def main() -> None:
             targets.add(s.target)
     subset = [i for i, s in enumerate(strokes) if s.target in targets]
     theirs = [seed.suggest(strokes[i].typed, N, strokes[i].errors) for i in subset]
-    seed_latency = latencies(lambda s: seed.suggest(s.typed, N, s.errors),
-                             [strokes[i] for i in subset], 1)
+    seed_latency = latencies(
+        lambda s: seed.suggest(s.typed, N, s.errors), [strokes[i] for i in subset], 1
+    )
     agree = sum(t == ours[i] for t, i in zip(theirs, subset)) / len(subset)
 
     exact = Exact(phrases)
-    report = format_report(args, len(strokes), len(subset), build, load, suggester, loaded,
-                           ours_latency, quality(strokes, ours, exact), seed_build, seed_memory,
-                           seed_latency, quality([strokes[i] for i in subset], theirs, exact),
-                           agree,
-                           (load_before, os.getloadavg()[0]))
+    report = format_report(
+        args,
+        len(strokes),
+        len(subset),
+        build,
+        load,
+        suggester,
+        loaded,
+        ours_latency,
+        quality(strokes, ours, exact),
+        seed_build,
+        seed_memory,
+        seed_latency,
+        quality([strokes[i] for i in subset], theirs, exact),
+        agree,
+        (load_before, os.getloadavg()[0]),
+    )
     print(report)
     if not args.no_record:
-        record("autocomplete (bench/suggest.py)",
-               f".venv/bin/python bench/suggest.py --phrases {args.phrases} --targets "
-               f"{args.targets} --baseline-targets {args.baseline_targets} --repeat {args.repeat}",
-               report)
+        record(
+            "autocomplete (bench/suggest.py)",
+            f".venv/bin/python bench/suggest.py --phrases {args.phrases} --targets "
+            f"{args.targets} --baseline-targets {args.baseline_targets} --repeat {args.repeat}",
+            report,
+        )
 
 
-def format_report(args, strokes: int, subset: int, build: float, load: float,
-                  suggester: Suggester, loaded: int, ours_latency: dict, ours_quality: tuple,
-                  seed_build: float, seed_memory: int, seed_latency: dict,
-                  seed_quality: tuple, agree: float, load_avg: tuple[float, float]) -> str:
+def format_report(
+    args,
+    strokes: int,
+    subset: int,
+    build: float,
+    load: float,
+    suggester: Suggester,
+    loaded: int,
+    ours_latency: dict,
+    ours_quality: tuple,
+    seed_build: float,
+    seed_memory: int,
+    seed_latency: dict,
+    seed_quality: tuple,
+    agree: float,
+    load_avg: tuple[float, float],
+) -> str:
     n = len(suggester)
+
     def lat(table: dict, errors: int) -> str:
         if errors not in table:
             return "–"
         p50, p99, most, cpu50, cpu99 = table[errors]
-        return (f"**{p50:.3f} / {p99:.3f}** ms (CPU {cpu50:.3f} / {cpu99:.3f}), "
-                f"max {most:.1f} ms")
+        return f"**{p50:.3f} / {p99:.3f}** ms (CPU {cpu50:.3f} / {cpu99:.3f}), max {most:.1f} ms"
 
     def qual(q: tuple) -> tuple[str, str]:
         return f"{q[0]:.1%} of {q[1]:,}", f"{q[2]:.1%} of {q[3]:,}"
@@ -314,25 +360,44 @@ def format_report(args, strokes: int, subset: int, build: float, load: float,
     ours_q, seed_q = qual(ours_quality), qual(seed_quality)
     rows = [
         ("build", f"{build:.1f} s (load {load:.2f} s)", f"{seed_build:.1f} s", "≤ 30 s"),
-        ("memory per phrase",
-         f"{suggester.nbytes / n:.0f} B arrays, {loaded / n:.0f} B RSS on load",
-         f"{seed_memory / n:,.0f} B RSS", "≤ 200 B"),
-        ("p50 / p99, no error allowed (< 4 chars)", lat(ours_latency, 0),
-         lat(seed_latency, 0), ""),
-        ("p50 / p99, 1 error allowed (4-7 chars)", lat(ours_latency, 1), lat(seed_latency, 1),
-         "p99 ≤ 1 ms"),
-        ("p50 / p99, 2 errors allowed (8+ chars)", lat(ours_latency, 2), lat(seed_latency, 2),
-         "p99 ≤ 5 ms"),
+        (
+            "memory per phrase",
+            f"{suggester.nbytes / n:.0f} B arrays, {loaded / n:.0f} B RSS on load",
+            f"{seed_memory / n:,.0f} B RSS",
+            "≤ 200 B",
+        ),
+        ("p50 / p99, no error allowed (< 4 chars)", lat(ours_latency, 0), lat(seed_latency, 0), ""),
+        (
+            "p50 / p99, 1 error allowed (4-7 chars)",
+            lat(ours_latency, 1),
+            lat(seed_latency, 1),
+            "p99 ≤ 1 ms",
+        ),
+        (
+            "p50 / p99, 2 errors allowed (8+ chars)",
+            lat(ours_latency, 2),
+            lat(seed_latency, 2),
+            "p99 ≤ 5 ms",
+        ),
         ("one typo, ≥ 5 chars: intended phrase in top 10", ours_q[0], seed_q[0], "≥ 90 %"),
         ("clean prefix: exactly the best exact completions", ours_q[1], seed_q[1], "100 %"),
     ]
-    summary = (f"{n:,} phrases; {strokes:,} keystrokes for filbert, the {subset:,} of the first "
-               f"{args.baseline_targets} targets for the seed's algorithm (same results on "
-               f"{agree:.1%} of those). One core (cpu {args.cpu}); latency medians of "
-               f"{args.repeat} passes for filbert, 1 for the baseline; load average "
-               f"{load_avg[0]:.2f} before, {load_avg[1]:.2f} after.")
-    return "\n".join([summary, "", "| | filbert.suggest | seed's algorithm | target |",
-                      "|---|---:|---:|---|", *(f"| {' | '.join(row)} |" for row in rows)])
+    summary = (
+        f"{n:,} phrases; {strokes:,} keystrokes for filbert, the {subset:,} of the first "
+        f"{args.baseline_targets} targets for the seed's algorithm (same results on "
+        f"{agree:.1%} of those). One core (cpu {args.cpu}); latency medians of "
+        f"{args.repeat} passes for filbert, 1 for the baseline; load average "
+        f"{load_avg[0]:.2f} before, {load_avg[1]:.2f} after."
+    )
+    return "\n".join(
+        [
+            summary,
+            "",
+            "| | filbert.suggest | seed's algorithm | target |",
+            "|---|---:|---:|---|",
+            *(f"| {' | '.join(row)} |" for row in rows),
+        ]
+    )
 
 
 if __name__ == "__main__":

@@ -49,19 +49,35 @@ QUERIES_PER_LANGUAGE = 150
 QUERIES_PER_SITE = 100
 NUMBER = re.compile(r"^\d+$")
 NUMBERING = re.compile(r"^\s*(?:[A-Z](?=\.))?[\d.]+\s*")
-SCRIPT = {"en": re.compile("[a-z]"), "zh": re.compile("[\u4e00-\u9fff]"),
-          "ru": re.compile("[а-яё]")}  # untranslated headings are left out
+SCRIPT = {
+    "en": re.compile("[a-z]"),
+    "zh": re.compile("[\u4e00-\u9fff]"),
+    "ru": re.compile("[а-яё]"),
+}  # untranslated headings are left out
 PUNCTUATION = re.compile(r"[^\w\s]+")
 HERE = Path(__file__).parent
 SECTION_REFERENCE = re.compile(r"^\w+ [\w.]+, “(.*)”$")  # "Section 6.2.3, “System Upgrade”"
-NOT_NAMES = ("home", "prev", "next", "up", "上一页", "下一页", "起始页", "назад", "далее",
-             "начало", "вверх")
+NOT_NAMES = (
+    "home",
+    "prev",
+    "next",
+    "up",
+    "上一页",
+    "下一页",
+    "起始页",
+    "назад",
+    "далее",
+    "начало",
+    "вверх",
+)
 NOT_NAME_WORDS = ("пред", "след")  # the Russian book's "Пред."/"След." (Prev/Next)
 
 
 def is_nav_label(text: str) -> bool:
-    """"Next", or "Next" run into a title, "Пред.": links that name no page."""
-    return text.lower().startswith(NOT_NAMES) or as_typed(text).split()[:1] in ([w] for w in NOT_NAME_WORDS)
+    """ "Next", or "Next" run into a title, "Пред.": links that name no page."""
+    return text.lower().startswith(NOT_NAMES) or as_typed(text).split()[:1] in (
+        [w] for w in NOT_NAME_WORDS
+    )
 
 
 def headings(page: Path) -> list[str]:
@@ -111,6 +127,7 @@ def main(root: Path) -> None:
     heading_queries(root, HERE / "handbook.tsv")
     navigational_queries(root, HERE / "handbook-nav.tsv")
     import sites
+
     if sites.missing():
         print(f"left {HERE}/sites-*.tsv alone: install " + " ".join(sites.missing_packages()))
     else:
@@ -118,7 +135,9 @@ def main(root: Path) -> None:
         home_queries(sites.SITES, HERE / "sites-home.tsv")
 
 
-SPHINX_SUFFIX = re.compile(r"\s+—\s.*$")  # "Debian Entwicklerreferenz — developers-reference 12.18 Dokumentation"
+SPHINX_SUFFIX = re.compile(
+    r"\s+—\s.*$"
+)  # "Debian Entwicklerreferenz — developers-reference 12.18 Dokumentation"
 
 
 def home_name(page: Path) -> str:
@@ -131,17 +150,22 @@ def home_name(page: Path) -> str:
 
 def home_queries(sites, out: Path) -> None:
     """One query per edition: its name; the answer, its home page."""
-    editions = [(site, lang, home, home_name(site.root / home))
-                for site in sites for lang, home in site.homes]
+    editions = [
+        (site, lang, home, home_name(site.root / home))
+        for site in sites
+        for lang, home in site.homes
+    ]
     holders: dict[str, list[str]] = defaultdict(list)
     for _, lang, _, name in editions:
         holders[name].append(lang)
-    lines = ["# Home-page finding over the sites of eval/sites.py, built by eval/make_queries.py:",
-             "# an edition's name, its home page's title (lang<TAB>query<TAB>home page URL)."]
+    lines = [
+        "# Home-page finding over the sites of eval/sites.py, built by eval/make_queries.py:",
+        "# an edition's name, its home page's title (lang<TAB>query<TAB>home page URL).",
+    ]
     kept: Counter[str] = Counter()
     for site, lang, home, name in editions:
         shared = len(holders[name]) > 1
-        if not name or shared and (lang != "en" or holders[name].count("en") > 1):
+        if not name or (shared and (lang != "en" or holders[name].count("en") > 1)):
             print(f"{site.name} {lang}: no name of its own ({name!r}, also {holders[name]})")
             continue
         lines.append(f"{lang}\t{name}\t{site.base}{home}")
@@ -165,10 +189,16 @@ def site_links(site, targets: dict[str, set[str]]) -> tuple[dict, dict, dict]:
         tree = LexborHTMLParser(page.read_bytes().decode("utf-8", "replace"))
         for node in tree.css("a[href]"):
             target, _, fragment = urljoin(url, node.attributes.get("href") or "").partition("#")
-            text = as_typed(NUMBERING.sub("", SECTION_REFERENCE.sub(r"\1", " ".join(node.text().split()))))
+            text = as_typed(
+                NUMBERING.sub("", SECTION_REFERENCE.sub(r"\1", " ".join(node.text().split())))
+            )
             text = " ".join(w for w in text.split() if not NUMBER.match(w))
-            if not text or not target.startswith(site.base) or urlsplit(target).query \
-                    or not (site.root / target[len(site.base):]).is_file():
+            if (
+                not text
+                or not target.startswith(site.base)
+                or urlsplit(target).query
+                or not (site.root / target[len(site.base) :]).is_file()
+            ):
                 continue
             targets[text].add(target)
             if not fragment and target != url:
@@ -183,18 +213,32 @@ def site_queries(sites, out: Path, popular_out: Path) -> None:
     them (the random surfer's idea of which pages people look for)."""
     targets: dict[str, set[str]] = defaultdict(set)
     gathered = [(site, *site_links(site, targets)) for site in sites if site.langs]
-    header = ["# Navigational queries over the sites of eval/sites.py, built by eval/make_queries.py:",
-              "# a page's name as links call it (lang<TAB>query<TAB>page URL)."]
-    uniform, popular = list(header), [header[0], header[1].replace(
-        "call it", "call it, pages drawn in proportion to the pages linking to them")]
+    header = [
+        "# Navigational queries over the sites of eval/sites.py, built by eval/make_queries.py:",
+        "# a page's name as links call it (lang<TAB>query<TAB>page URL).",
+    ]
+    uniform, popular = (
+        list(header),
+        [
+            header[0],
+            header[1].replace(
+                "call it", "call it, pages drawn in proportion to the pages linking to them"
+            ),
+        ],
+    )
     rng = random.Random(20261130)
     for site, langs, texts, sources in gathered:
         by_lang: dict[str, list[tuple[str, str, int]]] = defaultdict(list)
         for url, counts in sorted(texts.items()):
             lang = langs.get(url)
-            names = [text for text, _ in counts.most_common()
-                     if len(targets[text]) == 1 and not is_nav_label(text)
-                     and lang and SCRIPT[lang].search(text)]
+            names = [
+                text
+                for text, _ in counts.most_common()
+                if len(targets[text]) == 1
+                and not is_nav_label(text)
+                and lang
+                and SCRIPT[lang].search(text)
+            ]
             if names:
                 by_lang[lang].append((names[0], url, len(sources[url])))
         for lang, pages in sorted(by_lang.items()):
@@ -203,9 +247,11 @@ def site_queries(sites, out: Path, popular_out: Path) -> None:
             uniform += [f"{lang}\t{query}\t{url}" for query, url, _ in sorted(chosen)]
             # weighted sampling without replacement (Efraimidis and Spirakis): the largest keys
             keyed = sorted(pages, key=lambda p: rng.random() ** (1.0 / p[2]), reverse=True)
-            chosen = keyed[:min(QUERIES_PER_SITE, len(pages))]
+            chosen = keyed[: min(QUERIES_PER_SITE, len(pages))]
             popular += [f"{lang}\t{query}\t{url}" for query, url, _ in sorted(chosen)]
-            print(f"{site.name} {lang}: {len(chosen)} navigational queries of {len(pages)} named pages")
+            print(
+                f"{site.name} {lang}: {len(chosen)} navigational queries of {len(pages)} named pages"
+            )
     out.write_text("\n".join(uniform) + "\n", encoding="utf-8")
     popular_out.write_text("\n".join(popular) + "\n", encoding="utf-8")
     print(f"wrote {out} and {popular_out}")
@@ -213,12 +259,16 @@ def site_queries(sites, out: Path, popular_out: Path) -> None:
 
 def navigational_queries(root: Path, out: Path) -> None:
     rng = random.Random(20261130)
-    lines = ["# Navigational queries built by eval/make_queries.py: a page's name as links call it",
-             "# (lang<TAB>query<TAB>page URL relative to the handbook root)."]
+    lines = [
+        "# Navigational queries built by eval/make_queries.py: a page's name as links call it",
+        "# (lang<TAB>query<TAB>page URL relative to the handbook root).",
+    ]
     for lang, book in BOOKS.items():
-        pages = sorted((as_typed(name), f"{book}/{href}")
-                       for href, name in link_names(root / book).items()
-                       if SCRIPT[lang].search(as_typed(name)))
+        pages = sorted(
+            (as_typed(name), f"{book}/{href}")
+            for href, name in link_names(root / book).items()
+            if SCRIPT[lang].search(as_typed(name))
+        )
         chosen = sorted(rng.sample(pages, min(QUERIES_PER_LANGUAGE, len(pages))))
         lines += [f"{lang}\t{query}\t{url}" for query, url in chosen]
         print(f"{lang}: {len(chosen)} navigational queries")
@@ -229,16 +279,22 @@ def navigational_queries(root: Path, out: Path) -> None:
 def heading_queries(root: Path, out: Path) -> None:
     morph = pymorphy3.MorphAnalyzer()
     rng = random.Random(20261130)
-    lines = ["# Known-item queries built by eval/make_queries.py from the Debian handbook's",
-             "# sub-section headings (lang<TAB>query<TAB>page URL relative to the handbook root)."]
+    lines = [
+        "# Known-item queries built by eval/make_queries.py from the Debian handbook's",
+        "# sub-section headings (lang<TAB>query<TAB>page URL relative to the handbook root).",
+    ]
     for lang, book in BOOKS.items():
         pages_of: dict[str, set[str]] = defaultdict(set)
         for page in sorted((root / book).glob("*.html")):
             for heading in headings(page):
                 pages_of[as_typed(heading)].add(f"{book}/{page.name}")
-        unique = sorted((q, next(iter(p))) for q, p in pages_of.items()
-                        if len(p) == 1 and SCRIPT[lang].search(q)
-                        and (len(q.split()) > 1 or lang == "zh" and len(q) > 2))
+        unique = sorted(
+            (q, next(iter(p)))
+            for q, p in pages_of.items()
+            if len(p) == 1
+            and SCRIPT[lang].search(q)
+            and (len(q.split()) > 1 or (lang == "zh" and len(q) > 2))
+        )
         chosen = sorted(rng.sample(unique, min(QUERIES_PER_LANGUAGE, len(unique))))
         for query, url in chosen:
             if lang == "ru":

@@ -31,7 +31,7 @@ class Site:
     name: str
     package: str
     root: Path
-    base: str             # the URL the root is served at
+    base: str  # the URL the root is served at
     homes: tuple[tuple[str, str], ...]  # (lang, home page relative to the root): one an edition
     langs: tuple[tuple[str, str], ...] = ()  # (regex on a page's path under root, lang), for
     # the page-name query sets (English, Chinese and Russian pages only)
@@ -54,12 +54,49 @@ class Site:
         return host, int(port)
 
 
-HANDBOOK = ("ar-MA ca-ES cs-CZ da-DK de-DE el-GR en-US es-ES fa-IR fr-FR hr-HR id-ID it-IT ja-JP "
-            "ko-KR nb-NO nl-NL pl-PL pt-BR ro-RO ru-RU sv-SE tr-TR vi-VN zh-CN zh-TW").split()
-REFERENCE = "de en es fr id it ja pt pt-br zh-cn zh-tw".split()
-MAINT_GUIDE = "ca de es fr it ja ru vi zh-cn zh-tw".split()  # and English, in maint-guide/
-DEVREF = "de fr it ja ru".split()  # and English, at the root
-FAQ = "de fr it ja ko nl pt ru zh-cn".split()  # and English, at the root
+HANDBOOK = [
+    "ar-MA",
+    "ca-ES",
+    "cs-CZ",
+    "da-DK",
+    "de-DE",
+    "el-GR",
+    "en-US",
+    "es-ES",
+    "fa-IR",
+    "fr-FR",
+    "hr-HR",
+    "id-ID",
+    "it-IT",
+    "ja-JP",
+    "ko-KR",
+    "nb-NO",
+    "nl-NL",
+    "pl-PL",
+    "pt-BR",
+    "ro-RO",
+    "ru-RU",
+    "sv-SE",
+    "tr-TR",
+    "vi-VN",
+    "zh-CN",
+    "zh-TW",
+]
+REFERENCE = ["de", "en", "es", "fr", "id", "it", "ja", "pt", "pt-br", "zh-cn", "zh-tw"]
+MAINT_GUIDE = [
+    "ca",
+    "de",
+    "es",
+    "fr",
+    "it",
+    "ja",
+    "ru",
+    "vi",
+    "zh-cn",
+    "zh-tw",
+]  # and English, in maint-guide/
+DEVREF = ["de", "fr", "it", "ja", "ru"]  # and English, at the root
+FAQ = ["de", "fr", "it", "ja", "ko", "nl", "pt", "ru", "zh-cn"]  # and English, at the root
 
 
 def _lang(code: str) -> str:
@@ -70,28 +107,61 @@ def _lang(code: str) -> str:
 
 # Every edition (one language of one book) is an eval/sites-home.tsv query: its home page.
 SITES = (
-    Site("handbook", "debian-handbook", Path("/usr/share/doc/debian-handbook/html"),
-         "http://127.0.0.1:8081/", tuple((_lang(c), f"{c}/index.html") for c in HANDBOOK),
-         (("^en-US/", "en"), ("^zh-CN/", "zh"), ("^ru-RU/", "ru"))),
-    Site("reference", " ".join(f"debian-reference-{c}" for c in REFERENCE),
-         Path("/usr/share/debian-reference"), "http://127.0.0.2:8082/",
-         tuple((_lang(c), f"index.{c}.html") for c in REFERENCE),
-         ((r"\.en\.html$", "en"), (r"\.zh-cn\.html$", "zh"))),
-    Site("python", "python3-doc", Path("/usr/share/doc/python3-doc/html"),
-         "http://127.0.0.3:8083/", (("en", "index.html"),), ((r"\.html$", "en"),)),
-    Site("postgresql", "postgresql-doc-15", Path("/usr/share/doc/postgresql-doc-15/html"),
-         "http://127.0.0.4:8084/", (("en", "index.html"),), ((r"\.html$", "en"),)),
+    Site(
+        "handbook",
+        "debian-handbook",
+        Path("/usr/share/doc/debian-handbook/html"),
+        "http://127.0.0.1:8081/",
+        tuple((_lang(c), f"{c}/index.html") for c in HANDBOOK),
+        (("^en-US/", "en"), ("^zh-CN/", "zh"), ("^ru-RU/", "ru")),
+    ),
+    Site(
+        "reference",
+        " ".join(f"debian-reference-{c}" for c in REFERENCE),
+        Path("/usr/share/debian-reference"),
+        "http://127.0.0.2:8082/",
+        tuple((_lang(c), f"index.{c}.html") for c in REFERENCE),
+        ((r"\.en\.html$", "en"), (r"\.zh-cn\.html$", "zh")),
+    ),
+    Site(
+        "python",
+        "python3-doc",
+        Path("/usr/share/doc/python3-doc/html"),
+        "http://127.0.0.3:8083/",
+        (("en", "index.html"),),
+        ((r"\.html$", "en"),),
+    ),
+    Site(
+        "postgresql",
+        "postgresql-doc-15",
+        Path("/usr/share/doc/postgresql-doc-15/html"),
+        "http://127.0.0.4:8084/",
+        (("en", "index.html"),),
+        ((r"\.html$", "en"),),
+    ),
     # Each translation of the New Maintainers' Guide is its own package and directory.
-    Site("maint-guide", " ".join(["maint-guide"] + [f"maint-guide-{c}" for c in MAINT_GUIDE]),
-         Path("/usr/share/doc"), "http://127.0.0.5:8085/",
-         (("en", "maint-guide/html/index.en.html"),)
-         + tuple((_lang(c), f"maint-guide-{c}/html/index.{c}.html") for c in MAINT_GUIDE)),
-    Site("devref", " ".join(["developers-reference"] + [f"developers-reference-{c}" for c in DEVREF]),
-         Path("/usr/share/developers-reference"), "http://127.0.0.6:8086/",
-         (("en", "index.html"),) + tuple((_lang(c), f"{c}/index.html") for c in DEVREF)),
-    Site("faq", " ".join(["debian-faq"] + [f"debian-faq-{c}" for c in FAQ]),
-         Path("/usr/share/doc/debian/FAQ"), "http://127.0.0.7:8087/",
-         (("en", "index.en.html"),) + tuple((_lang(c), f"{c}/index.{c}.html") for c in FAQ)),
+    Site(
+        "maint-guide",
+        " ".join(["maint-guide"] + [f"maint-guide-{c}" for c in MAINT_GUIDE]),
+        Path("/usr/share/doc"),
+        "http://127.0.0.5:8085/",
+        (("en", "maint-guide/html/index.en.html"),)
+        + tuple((_lang(c), f"maint-guide-{c}/html/index.{c}.html") for c in MAINT_GUIDE),
+    ),
+    Site(
+        "devref",
+        " ".join(["developers-reference"] + [f"developers-reference-{c}" for c in DEVREF]),
+        Path("/usr/share/developers-reference"),
+        "http://127.0.0.6:8086/",
+        (("en", "index.html"),) + tuple((_lang(c), f"{c}/index.html") for c in DEVREF),
+    ),
+    Site(
+        "faq",
+        " ".join(["debian-faq"] + [f"debian-faq-{c}" for c in FAQ]),
+        Path("/usr/share/doc/debian/FAQ"),
+        "http://127.0.0.7:8087/",
+        (("en", "index.en.html"),) + tuple((_lang(c), f"{c}/index.{c}.html") for c in FAQ),
+    ),
 )
 
 
@@ -100,9 +170,12 @@ SITES = (
 # untranslated chapters of other editions (all of cs-CZ and hr-HR, parts of da-DK, el-GR...)
 # are exact copies of en-US pages, and dedup keeps one copy of the same PageRank, the
 # shortest or alphabetically first URL, so the English sets lose their answers.
-NARROW = {"handbook": ("en-US/index.html", "zh-CN/index.html", "ru-RU/index.html"),
-          "reference": ("index.en.html", "index.zh-cn.html"),
-          "python": ("index.html",), "postgresql": ("index.html",)}
+NARROW = {
+    "handbook": ("en-US/index.html", "zh-CN/index.html", "ru-RU/index.html"),
+    "reference": ("index.en.html", "index.zh-cn.html"),
+    "python": ("index.html",),
+    "postgresql": ("index.html",),
+}
 
 
 def missing() -> list[Site]:

@@ -70,8 +70,9 @@ def as_page(page: Page | str) -> Page:
 class SiteServer:
     """HTTP server on an ephemeral 127.0.0.1 port serving ``pages`` by path (with query)."""
 
-    def __init__(self, pages: dict[str, Page | str] | None = None,
-                 ssl_context: ssl.SSLContext | None = None) -> None:
+    def __init__(
+        self, pages: dict[str, Page | str] | None = None, ssl_context: ssl.SSLContext | None = None
+    ) -> None:
         self._ssl = ssl_context
         self._pages = {path: as_page(page) for path, page in (pages or {}).items()}
         self._lock = threading.Lock()
@@ -353,7 +354,7 @@ TRAP_REDIRECTS: dict[str, str] = {
 }
 """Name -> Location header (a path on the same server)."""
 
-TRAP_STATUS: dict[str, int] = {name: 200 for name in TRAP_PATHS} | {
+TRAP_STATUS: dict[str, int] = dict.fromkeys(TRAP_PATHS, 200) | {
     "loop_a": 302,
     "loop_b": 302,
     "moved_301": 301,
@@ -449,9 +450,7 @@ def _simple(title: str, word: str, head: str = "") -> str:
 
 
 def _trap_index() -> str:
-    items = "\n".join(
-        f"<li>{link(TRAP_PATHS[name], name)}</li>" for name in TRAP_LINKED_FROM_INDEX
-    )
+    items = "\n".join(f"<li>{link(TRAP_PATHS[name], name)}</li>" for name in TRAP_LINKED_FROM_INDEX)
     return html("Trap index", f"<p>{TRAP_WORDS['index']}</p>\n<ul>\n{items}\n</ul>")
 
 

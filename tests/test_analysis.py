@@ -44,11 +44,14 @@ def test_mixed_chinese_and_latin_text():
     assert got[0] == "debian" and "软件包" in got and "packag" in got  # Latin words: English
 
 
-@pytest.mark.parametrize("first, second", [
-    ("поисковые системы", "поисковых систем"),
-    ("Поисковая система", "поисковой системой"),
-    ("ёлка", "елки"),
-])
+@pytest.mark.parametrize(
+    "first, second",
+    [
+        ("поисковые системы", "поисковых систем"),
+        ("Поисковая система", "поисковой системой"),
+        ("ёлка", "елки"),
+    ],
+)
 def test_russian_forms_meet_at_the_dictionary_form(first, second):
     assert terms("ru", first) == terms("ru", second)
 
@@ -85,16 +88,25 @@ def test_fold():
     assert fold("ÉCOLE Ёж ﬁ") == "école еж fi"
 
 
-@pytest.mark.parametrize("text, lang", [
-    ("This chapter explains how packages are installed and upgraded on a Debian system.", "en"),
-    ("Эта глава объясняет, как устанавливаются и обновляются пакеты в системе Debian.", "ru"),
-    ("本章介绍如何在 Debian 系统上安装和升级软件包。", "zh"),
-    # Traditional Chinese that the model takes for Japanese (ja 0.50, zh 0.49): no kana
-    ("段：迷你 Debian 系統 3.1.4. 第四階段：常規 Debian 系統 3.2. Systemd 初始化 3.2.1. 主機名 "
-     "3.2.2. 檔案系統 3.2.3. 網路介面初始化 3.3. 核心訊息 3.4. 系統訊息 3.5. 系統管理", "zh"),
-    ("このパッケージは Debian システムに正しくインストールされています。設定を確認してください。", "ja"),
-    ("", ""),
-])
+@pytest.mark.parametrize(
+    "text, lang",
+    [
+        ("This chapter explains how packages are installed and upgraded on a Debian system.", "en"),
+        ("Эта глава объясняет, как устанавливаются и обновляются пакеты в системе Debian.", "ru"),
+        ("本章介绍如何在 Debian 系统上安装和升级软件包。", "zh"),
+        # Traditional Chinese that the model takes for Japanese (ja 0.50, zh 0.49): no kana
+        (
+            "段：迷你 Debian 系統 3.1.4. 第四階段：常規 Debian 系統 3.2. Systemd 初始化 3.2.1. 主機名 "
+            "3.2.2. 檔案系統 3.2.3. 網路介面初始化 3.3. 核心訊息 3.4. 系統訊息 3.5. 系統管理",
+            "zh",
+        ),
+        (
+            "このパッケージは Debian システムに正しくインストールされています。設定を確認してください。",
+            "ja",
+        ),
+        ("", ""),
+    ],
+)
 def test_documents_get_their_language(text, lang):
     assert identify(text) == lang
 
@@ -104,8 +116,8 @@ def test_query_language_is_cautious_with_short_text():
     assert query_language("软件包", langs) == "zh"
     assert query_language("пакеты", langs) == "ru"
     assert query_language("カタカナ", langs) == "ja"
-    assert query_language("packages", langs) is None             # too short to tell
-    assert query_language("packages", ["en", "ru"]) == "en"      # the only Latin language
+    assert query_language("packages", langs) is None  # too short to tell
+    assert query_language("packages", ["en", "ru"]) == "en"  # the only Latin language
     assert query_language("la configuration automatique du réseau sans fil", langs) == "fr"
 
 
@@ -118,7 +130,10 @@ def test_query_language_of_other_alphabets_and_rare_languages():
     assert query_language("debian yöneticisinin el kitabı", main, langs) == "tr"
     assert query_language("debian yöneticisinin el kitabı", ["en", "ar"], langs) == "en"  # the one
     from filbert.search.query import analyze_query, parse_query
-    analyzed = analyze_query(parse_query("debian yöneticisinin el kitabı"), ["en", "de", "fr"], langs)
+
+    analyzed = analyze_query(
+        parse_query("debian yöneticisinin el kitabı"), ["en", "de", "fr"], langs
+    )
     assert analyzed.lang == "tr" and {"kitap", "kitabı"} in analyzed.clauses
     # the main languages' terms too: an Italian title over English text holds English terms
     italian = analyze_query(parse_query("guida per il nuovo maintainer"), ["en", "it"])

@@ -61,13 +61,22 @@ def page_of(title: str, words: str, *links: str) -> str:
 
 
 PAGES = {
-    "/": page_of("Filbert test home", "an index of papers",
-                 link("/nyt.html", NYT), link("/yorker.html", YORKER),
-                 link("/newton.html", NEWTON), link("/zebra.html", EVIL)),
-    "/nyt.html": page_of(NYT, "a daily newspaper printed in manhattan since 1851",
-                         link("/yorker.html", "the magazine")),
-    "/yorker.html": page_of(YORKER, "a weekly magazine of reportage and cartoons",
-                            link("/nyt.html", NYT)),
+    "/": page_of(
+        "Filbert test home",
+        "an index of papers",
+        link("/nyt.html", NYT),
+        link("/yorker.html", YORKER),
+        link("/newton.html", NEWTON),
+        link("/zebra.html", EVIL),
+    ),
+    "/nyt.html": page_of(
+        NYT,
+        "a daily newspaper printed in manhattan since 1851",
+        link("/yorker.html", "the magazine"),
+    ),
+    "/yorker.html": page_of(
+        YORKER, "a weekly magazine of reportage and cartoons", link("/nyt.html", NYT)
+    ),
     "/newton.html": page_of(NEWTON, "three laws of motion: inertia, force, action"),
     "/zebra.html": page_of(EVIL, "striped horses of africa"),
 }
@@ -93,8 +102,9 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
     synonyms = tmp / "synonyms.txt"
     synonyms.write_text(SYNONYMS, encoding="utf-8")
     with SiteServer(PAGES) as site:
-        crawl, settings, _ = crawl_site(tmp / "crawl", [site.url("/")],
-                                        f"suggest.synonyms.file={synonyms}", depth=2)
+        crawl, settings, _ = crawl_site(
+            tmp / "crawl", [site.url("/")], f"suggest.synonyms.file={synonyms}", depth=2
+        )
     assert crawl.index.current() is not None
     with serve(create_app(crawl, settings)) as url, sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=executable, headless=True)
@@ -110,11 +120,13 @@ class serve:
     def __init__(self, application) -> None:
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
-        config = uvicorn.Config(application, host="127.0.0.1", port=self.sock.getsockname()[1],
-                                log_level="warning")
+        config = uvicorn.Config(
+            application, host="127.0.0.1", port=self.sock.getsockname()[1], log_level="warning"
+        )
         self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]},
-                                       name="uvicorn", daemon=True)
+        self.thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [self.sock]}, name="uvicorn", daemon=True
+        )
 
     def __enter__(self) -> str:
         self.thread.start()
@@ -144,10 +156,22 @@ def page(app: App) -> Iterator[Page]:
     tab = context.new_page()
     errors: list[str] = []
     tab.on("pageerror", lambda exc: errors.append(f"page error: {exc}"))
-    tab.on("console", lambda msg: errors.append(f"console {msg.type}: {msg.text}")
-           if msg.type == "error" and not msg.text.startswith(LOAD_FAILED) else None)
-    tab.on("response", lambda r: errors.append(f"HTTP {r.status}: {r.url}")
-           if r.status >= 400 and not urlsplit(r.url).path.endswith(EXPECTED_4XX) else None)
+    tab.on(
+        "console",
+        lambda msg: (
+            errors.append(f"console {msg.type}: {msg.text}")
+            if msg.type == "error" and not msg.text.startswith(LOAD_FAILED)
+            else None
+        ),
+    )
+    tab.on(
+        "response",
+        lambda r: (
+            errors.append(f"HTTP {r.status}: {r.url}")
+            if r.status >= 400 and not urlsplit(r.url).path.endswith(EXPECTED_4XX)
+            else None
+        ),
+    )
     try:
         yield tab
     finally:
@@ -181,14 +205,14 @@ def query_of(url: str) -> list[str]:
 def test_suggests_as_you_type_and_enter_searches(app: App, page: Page) -> None:
     page.goto(app.url)
     box = page.get_by_role("combobox", name="Search")
-    expect(box).to_be_focused()   # autofocus
+    expect(box).to_be_focused()  # autofocus
     expect(box).to_have_attribute("autocomplete", "off")
     expect_closed(page)
     below = {name: page.locator(name).bounding_box() for name in ("form button", "main")}
 
     typed(page, "new yo")
     expect_open(page)
-    expect(options(page)).to_have_text([NYT, YORKER])   # best rank first; nothing else
+    expect(options(page)).to_have_text([NYT, YORKER])  # best rank first; nothing else
     # the list lies over the page: the button under the box and the main part stay put
     assert {name: page.locator(name).bounding_box() for name in below} == below
     listbox = page.get_by_role("listbox").bounding_box()
@@ -209,21 +233,21 @@ def test_suggests_as_you_type_and_enter_searches(app: App, page: Page) -> None:
 
 
 def test_typo_still_suggests_and_escape_closes(app: App, page: Page) -> None:
-    assert app.settings["suggest.errors.lengths"] == "4, 8"   # 7 characters allow 1 error
+    assert app.settings["suggest.errors.lengths"] == "4, 8"  # 7 characters allow 1 error
     page.goto(app.url)
     typed(page, "nwe yor")
     expect_open(page)
     expect(options(page)).to_contain_text([NYT])
     page.locator("#q").press("Escape")
     expect_closed(page)
-    expect(page.locator("#q")).to_have_value("nwe yor")   # the search input did not clear
-    page.locator("#q").press("ArrowDown")                   # reopens the same options
+    expect(page.locator("#q")).to_have_value("nwe yor")  # the search input did not clear
+    page.locator("#q").press("ArrowDown")  # reopens the same options
     expect_open(page)
     expect(options(page)).to_contain_text([NYT])
 
 
 def test_arrows_wrap_and_click_searches(app: App, page: Page) -> None:
-    page.goto(app.url + "?q=newspaper")   # a results page: the results must not move either
+    page.goto(app.url + "?q=newspaper")  # a results page: the results must not move either
     stats = page.locator(".stats").bounding_box()
     hit = page.locator(".hit").first.bounding_box()
     box = page.locator("#q")
@@ -235,9 +259,9 @@ def test_arrows_wrap_and_click_searches(app: App, page: Page) -> None:
     assert page.locator(".hit").first.bounding_box() == hit
 
     selected = page.locator("[role=option][aria-selected=true]")
-    box.press("ArrowUp")                     # from none up to the last
+    box.press("ArrowUp")  # from none up to the last
     expect(selected).to_have_text([YORKER])
-    box.press("ArrowDown")                   # wraps to the first
+    box.press("ArrowDown")  # wraps to the first
     expect(selected).to_have_text([NYT])
     box.press("ArrowDown")
     expect(selected).to_have_text([YORKER])
@@ -275,7 +299,7 @@ def test_errors_and_emptying_hide_the_list(app: App, page: Page) -> None:
     typed(page, "new")
     expect_open(page)
     with page.expect_response(lambda r: "/api/suggest" in r.url and r.status == 400):
-        box.fill("new " + "x" * app.settings["search.max.query.length"])   # too long: 400
+        box.fill("new " + "x" * app.settings["search.max.query.length"])  # too long: 400
     expect_closed(page)
     box.fill("")
     typed(page, "new")
@@ -295,14 +319,14 @@ def test_no_dictionary_hides_the_list(app: App, page: Page, tmp_path: Path) -> N
             typed(page, "new")
         expect_closed(page)
         with page.expect_response(lambda r: "/api/suggest" in r.url and r.status == 503):
-            page.get_by_role("combobox").press("ArrowDown")   # asks again: still nothing
+            page.get_by_role("combobox").press("ArrowDown")  # asks again: still nothing
         expect_closed(page)
 
 
 def test_a_newer_prefix_aborts_the_request_in_flight(app: App, page: Page) -> None:
     held = []
 
-    def hold_new(route) -> None:   # the answer for "new" never comes on its own
+    def hold_new(route) -> None:  # the answer for "new" never comes on its own
         if query_of(route.request.url) == ["new"]:
             held.append(route)
         else:
@@ -313,7 +337,7 @@ def test_a_newer_prefix_aborts_the_request_in_flight(app: App, page: Page) -> No
     with page.expect_request(lambda r: query_of(r.url) == ["new"]):
         typed(page, "new")
     with page.expect_event("requestfailed", lambda r: query_of(r.url) == ["new"]):
-        typed(page, " yo")   # the next request aborts the one in flight
+        typed(page, " yo")  # the next request aborts the one in flight
     expect_open(page)
     expect(options(page)).to_have_text([NYT, YORKER])
     assert len(held) == 1

@@ -38,8 +38,8 @@ FILBERT = Path(sys.executable).with_name("filbert")
 FAST = ["-D", "fetcher.server.delay=0", "-D", "executor.kind=sequential"]
 
 PAGES = 30
-MISSING = "/missing.html"       # linked from "/", not served: 404
-MOVED = "/moved"                # linked from "/": 301 to page 3
+MISSING = "/missing.html"  # linked from "/", not served: 404
+MOVED = "/moved"  # linked from "/": 301 to page 3
 MOVED_TARGET = graph_path(3)
 SITE_PATHS = ["/", *(graph_path(n) for n in range(PAGES))]
 # after `crawl --depth 2`: round 1 fetches "/", round 2 everything "/" links to
@@ -58,8 +58,15 @@ def make_site() -> dict[str, Page | str]:
 def run_cli(*args: object, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """The installed `filbert` console script, with no terminal attached (as in a pipeline)."""
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-    return subprocess.run([str(FILBERT), *map(str, args)], capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL, cwd=cwd, env=env, timeout=120)
+    return subprocess.run(
+        [str(FILBERT), *map(str, args)],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        cwd=cwd,
+        env=env,
+        timeout=120,
+    )
 
 
 runner = CliRunner()
@@ -80,7 +87,10 @@ def json_lines(text: str) -> list[dict]:
 
 def crawldb_rows(directory: Path) -> dict[str, str]:
     """url -> status, read through `readdb --dump`."""
-    return {row["url"]: row["status"] for row in json_lines(invoke("readdb", "--dir", directory, "--dump").stdout)}
+    return {
+        row["url"]: row["status"]
+        for row in json_lines(invoke("readdb", "--dir", directory, "--dump").stdout)
+    }
 
 
 def tmp_entries(directory: Path) -> list[Path]:
@@ -107,8 +117,19 @@ def server() -> Iterator[SiteServer]:
 def crawled(server: SiteServer, tmp_path_factory: pytest.TempPathFactory) -> Crawled:
     """`filbert crawl` run once, for real, in a subprocess; tests below only read from it."""
     directory = tmp_path_factory.mktemp("cli") / "crawl"
-    result = run_cli("crawl", server.url("/"), "--dir", directory, "--depth", 2, "--topN", 100,
-                     "--threads", 4, *FAST)
+    result = run_cli(
+        "crawl",
+        server.url("/"),
+        "--dir",
+        directory,
+        "--depth",
+        2,
+        "--topN",
+        100,
+        "--threads",
+        4,
+        *FAST,
+    )
     assert result.returncode == 0, result.stderr
     return Crawled(server, directory, result)
 
@@ -121,7 +142,7 @@ def test_crawl_prints_summary_and_populates_the_directory(crawled: Crawled) -> N
     assert "Traceback" not in err
     assert "crawl summary" in err
     assert re.search(r"rounds\W+2\b", err), err
-    assert re.search(r"URLs fetched\W+33\b", err), err          # "/" + 32 links of "/"
+    assert re.search(r"URLs fetched\W+33\b", err), err  # "/" + 32 links of "/"
     assert re.search(r"pages fetched\W+31\b", err), err
     assert re.search(r"failed or redirected\W+2\b", err), err
     assert re.search(r"documents indexed\W+31\b", err), err
@@ -132,7 +153,14 @@ def test_crawl_prints_summary_and_populates_the_directory(crawled: Crawled) -> N
     segments = crawl.segments()
     assert len(segments) == 2
     for segment in segments:
-        for sub in ("crawl_generate", "crawl_fetch", "content", "parse_text", "parse_data", "crawl_parse"):
+        for sub in (
+            "crawl_generate",
+            "crawl_fetch",
+            "content",
+            "parse_text",
+            "parse_data",
+            "crawl_parse",
+        ):
             assert segment.has(sub), (segment.name, sub)
     assert crawl.crawldb.meta()["segments"] == [s.name for s in segments]
     assert tmp_entries(crawled.dir) == []
@@ -176,8 +204,11 @@ def test_readdb_url(crawled: Crawled) -> None:
     assert (entry["status"], entry["http_status"], entry["retries"]) == ("db_fetched", 200, 0)
     assert len(entry["signature"]) == 32  # 128-bit signature, hex
     # the lookup normalizes: scheme case and fragment do not matter
-    same = json.loads(invoke("readdb", "--dir", crawled.dir, "--url",
-                             url.replace("http://", "HTTP://") + "#part").stdout)
+    same = json.loads(
+        invoke(
+            "readdb", "--dir", crawled.dir, "--url", url.replace("http://", "HTTP://") + "#part"
+        ).stdout
+    )
     assert same == entry
     gone = json.loads(invoke("readdb", "--dir", crawled.dir, "--url", crawled.url(MISSING)).stdout)
     assert (gone["status"], gone["http_status"]) == ("db_gone", 404)
@@ -199,7 +230,9 @@ def test_readdb_dump_one_json_line_per_url(crawled: Crawled) -> None:
     assert set(urls) == {crawled.url(p) for p in [*SITE_PATHS, MISSING, MOVED]}
     assert Counter(row["status"] for row in rows) == STATUS_AFTER_2_ROUNDS
     assert {"url", "status", "fetch_time", "score", "signature", "http_status"} <= set(rows[0])
-    gone = json_lines(invoke("readdb", "--dir", crawled.dir, "--dump", "--status", "db_gone").stdout)
+    gone = json_lines(
+        invoke("readdb", "--dir", crawled.dir, "--dump", "--status", "db_gone").stdout
+    )
     assert [row["url"] for row in gone] == [crawled.url(MISSING)]
 
 
@@ -220,8 +253,13 @@ def test_readseg_dump(crawled: Crawled) -> None:
     name = CrawlDir(crawled.dir).segments()[1].name
     records = json_lines(invoke("readseg", name, "--dir", crawled.dir, "--dump").stdout)
     parts = Counter(r["part"] for r in records)
-    assert parts == {"crawl_generate": 32, "crawl_fetch": 32, "content": 30,
-                     "parse_data": 30, "parse_text": 30}
+    assert parts == {
+        "crawl_generate": 32,
+        "crawl_fetch": 32,
+        "content": 30,
+        "parse_data": 30,
+        "parse_text": 30,
+    }
     by_part = {(r["part"], r["url"]): r for r in records}
     page = crawled.url(graph_path(7))
     assert by_part[("parse_data", page)]["title"] == graph_title(7)
@@ -239,10 +277,13 @@ def test_readseg_get_looks_in_every_segment(crawled: Crawled) -> None:
     records = json_lines(invoke("readseg", "--dir", crawled.dir, "--get", url).stdout)
     assert {r["url"] for r in records} == {url}
     assert sorted(r["part"] for r in records) == sorted(
-        ["crawl_generate", "crawl_fetch", "content", "parse_data", "parse_text"])
+        ["crawl_generate", "crawl_fetch", "content", "parse_data", "parse_text"]
+    )
     root = json_lines(invoke("readseg", "--dir", crawled.dir, "--get", crawled.url("/")).stdout)
     assert {r["url"] for r in root} == {crawled.url("/")} and len(root) == 5
-    missing = json_lines(invoke("readseg", "--dir", crawled.dir, "--get", crawled.url(MISSING)).stdout)
+    missing = json_lines(
+        invoke("readseg", "--dir", crawled.dir, "--get", crawled.url(MISSING)).stdout
+    )
     assert sorted(r["part"] for r in missing) == ["crawl_fetch", "crawl_generate"]
 
 
@@ -290,21 +331,25 @@ def test_search_text_output(crawled: Crawled) -> None:
 # -- seeds file, --no-index, steps one by one --------------------------------------------
 
 
-def test_crawl_seed_file_with_comments_and_bad_lines_no_index(server: SiteServer, tmp_path: Path) -> None:
+def test_crawl_seed_file_with_comments_and_bad_lines_no_index(
+    server: SiteServer, tmp_path: Path
+) -> None:
     good = [graph_path(1), graph_path(2), graph_path(4)]
     seeds = tmp_path / "seeds.txt"
     seeds.write_text(
         "# seeds for the test\n\n"
         f"{server.url(good[0])}\n"
         f"  {server.url(good[1])}   # trailing comment\n"
-        f"{server.url(good[1])}\n"                      # duplicate
-        "this is not a url\n"                           # bad line
-        "ftp://127.0.0.1/file.txt\n"                    # rejected by the URL filter
-        f"{server.url(good[2]).replace('http://', 'HTTP://')}#frag\n"    # normalized
+        f"{server.url(good[1])}\n"  # duplicate
+        "this is not a url\n"  # bad line
+        "ftp://127.0.0.1/file.txt\n"  # rejected by the URL filter
+        f"{server.url(good[2]).replace('http://', 'HTTP://')}#frag\n"  # normalized
     )
     directory = tmp_path / "crawl"
     result = invoke("crawl", seeds, "--dir", directory, "--depth", 1, "--no-index", *FAST)
-    assert re.search(r"injected 3 new of 3 accepted seed URLs \(2 rejected\)", result.stderr), result.stderr
+    assert re.search(r"injected 3 new of 3 accepted seed URLs \(2 rejected\)", result.stderr), (
+        result.stderr
+    )
     assert re.search(r"documents indexed\W+-", result.stderr), result.stderr
     crawl = CrawlDir(directory)
     assert not (directory / "index").exists() and not crawl.index.exists()
@@ -313,7 +358,9 @@ def test_crawl_seed_file_with_comments_and_bad_lines_no_index(server: SiteServer
     assert {u for u, s in rows.items() if s == "db_fetched"} == {server.url(p) for p in good}
     # their outlinks are known but not fetched at depth 1
     assert set(rows) > {server.url(p) for p in good}
-    assert {s for u, s in rows.items() if u not in {server.url(p) for p in good}} == {"db_unfetched"}
+    assert {s for u, s in rows.items() if u not in {server.url(p) for p in good}} == {
+        "db_unfetched"
+    }
 
 
 def test_inject_seed_file_reports_rejections(server: SiteServer, tmp_path: Path) -> None:
@@ -323,8 +370,10 @@ def test_inject_seed_file_reports_rejections(server: SiteServer, tmp_path: Path)
     result = invoke("inject", seeds, server.url(graph_path(0)), "--dir", directory, *FAST)
     assert "rejected" in result.stderr and "not-a-url" in result.stderr
     assert "injected 2 new URLs (2 accepted of 4 read)" in result.stderr
-    assert crawldb_rows(directory) == {server.url("/"): "db_unfetched",
-                                       server.url(graph_path(0)): "db_unfetched"}
+    assert crawldb_rows(directory) == {
+        server.url("/"): "db_unfetched",
+        server.url(graph_path(0)): "db_unfetched",
+    }
     again = invoke("inject", seeds, "--dir", directory, *FAST)
     assert "injected 0 new URLs" in again.stderr
     assert len(crawldb_rows(directory)) == 2
@@ -377,7 +426,8 @@ def test_settings_file_is_used(server: SiteServer, tmp_path: Path) -> None:
     directory = tmp_path / "crawl"
     directory.mkdir()
     (directory / "filbert.toml").write_text(
-        '"fetcher.server.delay" = 0\n"executor.kind" = "sequential"\n"db.max.outlinks.per.page" = 2\n')
+        '"fetcher.server.delay" = 0\n"executor.kind" = "sequential"\n"db.max.outlinks.per.page" = 2\n'
+    )
     invoke("crawl", server.url("/"), "--dir", directory, "--depth", 1, "--no-index")
     # "/" has 32 links; the setting keeps two of them
     assert len(crawldb_rows(directory)) == 3
@@ -396,11 +446,15 @@ def assert_clean_error(result: subprocess.CompletedProcess[str], fragment: str) 
     assert result.stdout == ""
 
 
-def run_main(args: list[object], cwd: Path, monkeypatch: pytest.MonkeyPatch,
-             capsys: pytest.CaptureFixture[str]) -> subprocess.CompletedProcess[str]:
+def run_main(
+    args: list[object],
+    cwd: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> subprocess.CompletedProcess[str]:
     """`filbert.cli.main()` in this process (its error handling included), like the script."""
     monkeypatch.chdir(cwd)
-    monkeypatch.setenv("COLUMNS", "80")   # what rich uses without a terminal, as in run_cli
+    monkeypatch.setenv("COLUMNS", "80")  # what rich uses without a terminal, as in run_cli
     monkeypatch.setattr(sys, "argv", ["filbert", *map(str, args)])
     capsys.readouterr()
     with pytest.raises(SystemExit) as exited:
@@ -410,24 +464,35 @@ def run_main(args: list[object], cwd: Path, monkeypatch: pytest.MonkeyPatch,
 
 
 ERRORS = {
-    "unknown-key": (["inject", "http://127.0.0.1:9/", "--dir", "crawl", "-D", "no.such.key=1"],
-                    "unknown setting 'no.such.key'"),
-    "bad-type": (["generate", "--dir", "crawl", "-D", "db.fetch.retry.max=many"],
-                 "'db.fetch.retry.max' (from -D) must be int"),
+    "unknown-key": (
+        ["inject", "http://127.0.0.1:9/", "--dir", "crawl", "-D", "no.such.key=1"],
+        "unknown setting 'no.such.key'",
+    ),
+    "bad-type": (
+        ["generate", "--dir", "crawl", "-D", "db.fetch.retry.max=many"],
+        "'db.fetch.retry.max' (from -D) must be int",
+    ),
     "no-value": (["fetch", "--dir", "crawl", "-D", "fetcher.server.delay"], "-D expects key=value"),
     "search-no-index": (["search", "river", "--dir", "crawl"], "has no index yet"),
     "readdb-stats-empty": (["readdb", "--dir", "crawl", "--stats"], "has no crawldb yet"),
     "readdb-dump-empty": (["readdb", "--dir", "crawl", "--dump"], "has no crawldb yet"),
-    "readdb-url-empty": (["readdb", "--dir", "crawl", "--url", "http://127.0.0.1:9/"], "has no crawldb yet"),
+    "readdb-url-empty": (
+        ["readdb", "--dir", "crawl", "--url", "http://127.0.0.1:9/"],
+        "has no crawldb yet",
+    ),
     "generate-empty": (["generate", "--dir", "crawl", *FAST], "has no crawldb yet"),
     "fetch-no-segment": (["fetch", "--dir", "crawl", *FAST], "no segment"),
-    "readseg-no-segment": (["readseg", "20000101000000", "--dir", "crawl", "--dump"], "no segment 20000101000000"),
+    "readseg-no-segment": (
+        ["readseg", "20000101000000", "--dir", "crawl", "--dump"],
+        "no segment 20000101000000",
+    ),
 }
 
 
 @pytest.mark.parametrize("case", ERRORS)
-def test_user_errors_exit_2_with_one_line(tmp_path: Path, case: str, monkeypatch: pytest.MonkeyPatch,
-                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_user_errors_exit_2_with_one_line(
+    tmp_path: Path, case: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     args, fragment = ERRORS[case]
     (tmp_path / "crawl").mkdir()
     assert_clean_error(run_main(args, tmp_path, monkeypatch, capsys), fragment)
@@ -441,18 +506,38 @@ def test_user_errors_from_the_installed_script(tmp_path: Path, case: str) -> Non
     assert_clean_error(run_cli(*args, cwd=tmp_path), fragment)
 
 
-def test_bad_setting_changes_nothing(crawled: Crawled, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_setting_changes_nothing(
+    crawled: Crawled,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     before = crawldb_rows(crawled.dir)
-    result = run_main(["inject", crawled.url("/new-page.html"), "--dir", crawled.dir,
-                       "-D", "db.score.injected=high"], tmp_path, monkeypatch, capsys)
+    result = run_main(
+        [
+            "inject",
+            crawled.url("/new-page.html"),
+            "--dir",
+            crawled.dir,
+            "-D",
+            "db.score.injected=high",
+        ],
+        tmp_path,
+        monkeypatch,
+        capsys,
+    )
     assert result.returncode == 2 and "must be float" in result.stderr
     assert crawldb_rows(crawled.dir) == before
 
 
 @pytest.mark.parametrize("query", ["", "   "])
-def test_empty_query(crawled: Crawled, query: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_empty_query(
+    crawled: Crawled,
+    query: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     result = run_main(["search", query, "--dir", crawled.dir], tmp_path, monkeypatch, capsys)
     assert_clean_error(result, "empty query")
 
@@ -461,9 +546,15 @@ def test_empty_query_from_the_installed_script(crawled: Crawled) -> None:
     assert_clean_error(run_cli("search", "", "--dir", crawled.dir, "--json"), "empty query")
 
 
-def test_query_too_long(crawled: Crawled, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                        capsys: pytest.CaptureFixture[str]) -> None:
-    result = run_main(["search", "river " * 200, "--dir", crawled.dir, "--json"], tmp_path, monkeypatch, capsys)
+def test_query_too_long(
+    crawled: Crawled,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    result = run_main(
+        ["search", "river " * 200, "--dir", crawled.dir, "--json"], tmp_path, monkeypatch, capsys
+    )
     assert_clean_error(result, "query longer than 512 characters")
 
 
@@ -522,11 +613,16 @@ def test_suggest_build_and_a_missing_dictionary(crawled: Crawled, tmp_path: Path
 # -- bad settings and arguments -------------------------------------------------------------
 
 
-def test_bad_setting_on_a_new_crawl_creates_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_setting_on_a_new_crawl_creates_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     # db.buckets=-1 used to inject nothing, exit 0 and fix the crawl's buckets at -1
-    result = run_main(["inject", "http://127.0.0.1:9/", "--dir", "crawl", "-D", "db.buckets=-1"],
-                      tmp_path, monkeypatch, capsys)
+    result = run_main(
+        ["inject", "http://127.0.0.1:9/", "--dir", "crawl", "-D", "db.buckets=-1"],
+        tmp_path,
+        monkeypatch,
+        capsys,
+    )
     assert_clean_error(result, "setting 'db.buckets' (from -D) must be in 1 .. 4096, got -1")
     assert not (tmp_path / "crawl").exists()
 
@@ -542,27 +638,36 @@ def test_serve_needs_a_crawl_directory(tmp_path: Path, what: str) -> None:
     assert_clean_error(result, f"{path} {problem}")
 
 
-NOT_UTF8 = os.fsdecode(b"\xff\xfe")   # how Python hands such bytes over in sys.argv
+NOT_UTF8 = os.fsdecode(b"\xff\xfe")  # how Python hands such bytes over in sys.argv
 
 
-def test_arguments_that_are_not_utf8(crawled: Crawled, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_arguments_that_are_not_utf8(
+    crawled: Crawled,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     result = run_main(["search", NOT_UTF8, "--dir", crawled.dir], tmp_path, monkeypatch, capsys)
     assert_clean_error(result, r"argument b'\xff\xfe' is not valid UTF-8")
-    assert_clean_error(run_cli("search", f"river {NOT_UTF8}", "--dir", crawled.dir, "--json"),
-                       "is not valid UTF-8")
+    assert_clean_error(
+        run_cli("search", f"river {NOT_UTF8}", "--dir", crawled.dir, "--json"), "is not valid UTF-8"
+    )
 
 
 USAGE_ERRORS = {
     "bad-int": (["crawl", "--depth", "abc"], "Invalid value for '--depth'"),
     "no-command": (["serch", "river"], "No such command 'serch'"),
-    "no-option": (["search", "river", "--oops"], "No such option: --oops (see `filbert search --help`)"),
+    "no-option": (
+        ["search", "river", "--oops"],
+        "No such option: --oops (see `filbert search --help`)",
+    ),
     "no-argument": (["search"], "Missing argument 'query'"),
 }
 
 
 @pytest.mark.parametrize("case", USAGE_ERRORS)
-def test_bad_arguments_exit_2_with_one_line(tmp_path: Path, case: str, monkeypatch: pytest.MonkeyPatch,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_arguments_exit_2_with_one_line(
+    tmp_path: Path, case: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     args, fragment = USAGE_ERRORS[case]
     assert_clean_error(run_main(args, tmp_path, monkeypatch, capsys), fragment)

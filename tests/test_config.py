@@ -19,11 +19,13 @@ def test_defaults_have_nutch_names():
 
 
 def test_file_then_command_line(tmp_path):
-    (tmp_path / "filbert.toml").write_text('"fetcher.server.delay" = 1\n"http.agent.name" = "mybot"\n')
+    (tmp_path / "filbert.toml").write_text(
+        '"fetcher.server.delay" = 1\n"http.agent.name" = "mybot"\n'
+    )
     settings = load_settings(tmp_path, ["fetcher.server.delay=0.5"])
     assert settings["fetcher.server.delay"] == 0.5
     assert settings["http.agent.name"] == "mybot"
-    assert settings["db.fetch.retry.max"] == 3                      # untouched default
+    assert settings["db.fetch.retry.max"] == 3  # untouched default
 
 
 def test_override_values_parse_as_toml_or_text():
@@ -32,12 +34,15 @@ def test_override_values_parse_as_toml_or_text():
     assert parse_override("http.agent.name=my bot") == ("http.agent.name", "my bot")
 
 
-@pytest.mark.parametrize("override, message", [
-    ("no.such.key=1", "unknown setting 'no.such.key'"),
-    ("db.fetch.retry.max=many", "must be int"),
-    ("db.ignore.external.links=1", "must be bool"),
-    ("novalue", "key=value"),
-])
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("no.such.key=1", "unknown setting 'no.such.key'"),
+        ("db.fetch.retry.max=many", "must be int"),
+        ("db.ignore.external.links=1", "must be bool"),
+        ("novalue", "key=value"),
+    ],
+)
 def test_bad_overrides(override, message):
     with pytest.raises(ConfigError, match=message):
         load_settings(None, [override])
@@ -55,11 +60,13 @@ def test_bad_settings_file(tmp_path):
 def test_index_writer_memory(tmp_path):
     import tantivy
 
-    from filbert.index.step import index_writer
     from filbert.index.schema import index_schema
+    from filbert.index.step import index_writer
 
     index = tantivy.Index(index_schema(), str(tmp_path))
-    with pytest.raises(ConfigError, match=r"'index.writer.heap.mb' \(from -D\) must be in 32 \.\., got 1"):
+    with pytest.raises(
+        ConfigError, match=r"'index.writer.heap.mb' \(from -D\) must be in 32 \.\., got 1"
+    ):
         load_settings(None, ["index.writer.heap.mb=1"])
     writer = index_writer(index, load_settings(None, ["index.writer.heap.mb=64"]))
     writer.add_document(tantivy.Document(url="http://a.example/"))
@@ -69,7 +76,12 @@ def test_index_writer_memory(tmp_path):
 
 
 # Strings that may be anything (a name, a URL, lists whose entries cannot be wrong).
-FREE_TEXT = {"http.agent.name", "http.agent.url", "urlfilter.suffix.deny", "urlnormalizer.strip.params"}
+FREE_TEXT = {
+    "http.agent.name",
+    "http.agent.url",
+    "urlfilter.suffix.deny",
+    "urlnormalizer.strip.params",
+}
 
 
 def test_every_number_and_closed_set_declares_its_values():
@@ -84,15 +96,23 @@ def test_every_number_and_closed_set_declares_its_values():
 def test_default_values_pass_their_parsers():
     settings = Settings()
     for key, check in PARSERS.items():
-        if settings[key]:   # empty file settings mean "none"
+        if settings[key]:  # empty file settings mean "none"
             check(settings, key)
 
 
 def test_declarations():
-    found = parse_declarations('# A comment.\n# range: -1 | 1 .. 10 | 20 ..\n"a" = 5\n"b" = 1\n'
-                               '# values: byHost, byIP\n"c" = "byIP"\n# range: .. 0.5\n"d" = 0.1\n')
+    found = parse_declarations(
+        '# A comment.\n# range: -1 | 1 .. 10 | 20 ..\n"a" = 5\n"b" = 1\n'
+        '# values: byHost, byIP\n"c" = "byIP"\n# range: .. 0.5\n"d" = 0.1\n'
+    )
     assert set(found) == {"a", "c", "d"}
-    assert [v for v in (-2, -1, 0, 1, 10, 11, 20, 10**9) if found["a"].allows(v)] == [-1, 1, 10, 20, 10**9]
+    assert [v for v in (-2, -1, 0, 1, 10, 11, 20, 10**9) if found["a"].allows(v)] == [
+        -1,
+        1,
+        10,
+        20,
+        10**9,
+    ]
     assert found["c"].allows("byHost") and not found["c"].allows("byhost")
     assert found["d"].allows(-3.0) and not found["d"].allows(0.6)
     with pytest.raises(ConfigError, match="right above"):
@@ -102,13 +122,13 @@ def test_declarations():
 
 
 BAD_VALUES = {
-    "db.buckets=-1": "must be in 1 .. 4096, got -1",          # injected nothing, wrote .buckets=-1
-    "db.buckets=0": "must be in 1 .. 4096, got 0",            # ZeroDivisionError
-    "index.shards=0": "must be in 1 .. 1024, got 0",          # ZeroDivisionError
-    "index.shards=-1": "must be in 1 .. 1024, got -1",        # IndexError
-    "search.boost.title=nan": "must be a finite number in 0.0 .., got nan",   # a Rust panic
+    "db.buckets=-1": "must be in 1 .. 4096, got -1",  # injected nothing, wrote .buckets=-1
+    "db.buckets=0": "must be in 1 .. 4096, got 0",  # ZeroDivisionError
+    "index.shards=0": "must be in 1 .. 1024, got 0",  # ZeroDivisionError
+    "index.shards=-1": "must be in 1 .. 1024, got -1",  # IndexError
+    "search.boost.title=nan": "must be a finite number in 0.0 .., got nan",  # a Rust panic
     "search.boost.title=inf": "must be a finite number in 0.0 .., got inf",
-    "search.snippet.length=-5": "must be in 1 .., got -5",    # printed the whole page
+    "search.snippet.length=-5": "must be in 1 .., got -5",  # printed the whole page
     "search.deadline.seconds=-1": "must be in 0.001 ..",
     "dedup.group.mode=hosts": "must be one of none, host, domain, got 'hosts'",  # failed after fetching
     "db.fetch.schedule.class=adaptiv": "must be one of default, adaptive",
@@ -144,8 +164,10 @@ def test_error_names_the_settings_file(tmp_path):
     (tmp_path / "filbert.toml").write_text('"search.boost.body" = -inf\n')
     with pytest.raises(ConfigError) as raised:
         load_settings(tmp_path)
-    assert str(raised.value) == (f"setting 'search.boost.body' (from {tmp_path / 'filbert.toml'}) "
-                                 "must be a finite number in 0.0 .., got -inf")
+    assert str(raised.value) == (
+        f"setting 'search.boost.body' (from {tmp_path / 'filbert.toml'}) "
+        "must be a finite number in 0.0 .., got -inf"
+    )
 
 
 def test_every_way_of_making_settings_checks_them():
@@ -153,4 +175,9 @@ def test_every_way_of_making_settings_checks_them():
         Settings({"db.buckets": 5000})
     with pytest.raises(ConfigError, match="'search.pagerank.half' \\(from overrides\\)"):
         Settings().with_overrides({"search.pagerank.half": 0.0})
-    assert Settings({"db.buckets": 4096}).with_overrides({"search.boost.title": 3})["search.boost.title"] == 3.0
+    assert (
+        Settings({"db.buckets": 4096}).with_overrides({"search.boost.title": 3})[
+            "search.boost.title"
+        ]
+        == 3.0
+    )

@@ -38,27 +38,27 @@ from sites import Page, SiteServer, graph_path, link_graph, rare_word, title_wor
 from filbert.config import load_settings
 from filbert.crawl import fetch_step
 from filbert.crawldb.generate import generate
-from filbert.index import build_index
 from filbert.crawldb.inject import inject
+from filbert.crawldb.updatedb import updatedb
+from filbert.index import build_index
 from filbert.links.invertlinks import invertlinks
 from filbert.parse.step import parse_segment
-from filbert.tools.readdb import crawldb_stats
 from filbert.search import Searcher
 from filbert.storage import TMP_PREFIX, CrawlDir
-from filbert.crawldb.updatedb import updatedb
+from filbert.tools.readdb import crawldb_stats
 
 FILBERT = Path(sys.executable).with_name("filbert")
 FAST = ["-D", "fetcher.server.delay=0", "-D", "executor.kind=sequential"]
 SETTINGS = load_settings(None, [d for d in FAST if d != "-D"])
 
 PAGES = 300
-SLOW = range(100, PAGES, 10)      # 20 pages answered after SLOW_DELAY: fetch takes > 0.5 s
+SLOW = range(100, PAGES, 10)  # 20 pages answered after SLOW_DELAY: fetch takes > 0.5 s
 SLOW_DELAY = 0.03
 SITE_PATHS = ["/", *(graph_path(n) for n in range(PAGES))]
-QUERIES = [rare_word(5), rare_word(250), title_word(123)]   # (total, top hit) compared
-COMMON = "river"                                              # (total) compared
+QUERIES = [rare_word(5), rare_word(250), title_word(123)]  # (total, top hit) compared
+COMMON = "river"  # (total) compared
 
-SEGMENT_COLUMNS = {   # deterministic columns of each segment part (no times, no floats)
+SEGMENT_COLUMNS = {  # deterministic columns of each segment part (no times, no floats)
     "crawl_generate": ["url"],
     "crawl_fetch": ["url", "status", "http_status", "redirect_url"],
     "content": ["url", "content"],
@@ -82,15 +82,19 @@ def read_files(files: list[Path], columns: list[str]) -> list[tuple]:
     tables = [pq.read_table(f, columns=columns) for f in files]
     if not tables:
         return []
-    return sorted(zip(*(pa.concat_tables(tables)[c].to_pylist() for c in columns)),
-                  key=lambda row: tuple("" if v is None else str(v) for v in row))
+    return sorted(
+        zip(*(pa.concat_tables(tables)[c].to_pylist() for c in columns)),
+        key=lambda row: tuple("" if v is None else str(v) for v in row),
+    )
 
 
 def crawldb_rows(crawl: CrawlDir) -> list[tuple] | None:
     """(url, status, retries, signature, http_status) rows by URL; None without a crawldb."""
     if not crawl.crawldb.exists():
         return None
-    return read_files(crawl.crawldb.files(), ["url", "status", "retries", "signature", "http_status"])
+    return read_files(
+        crawl.crawldb.files(), ["url", "status", "retries", "signature", "http_status"]
+    )
 
 
 def snapshot(directory: Path) -> dict[object, object]:
@@ -126,7 +130,12 @@ def tmp_dirs(directory: Path) -> list[Path]:
 
 def _scan_tmp(directory: Path) -> bool:
     """Is there a temporary directory in the crawl directory or one of its segments?"""
-    places = [directory / "crawldb", directory / "linkdb", directory / "index", directory / "segments"]
+    places = [
+        directory / "crawldb",
+        directory / "linkdb",
+        directory / "index",
+        directory / "segments",
+    ]
     segments = directory / "segments"
     if segments.is_dir():
         places += [segments / name for name in os.listdir(segments)]
@@ -144,7 +153,8 @@ def _tree(directory: Path) -> frozenset[str]:
     return frozenset(
         os.path.join(root, name)
         for root, dirs, files in os.walk(directory)
-        for name in dirs + files if name != ".lock"
+        for name in dirs + files
+        if name != ".lock"
     )
 
 
@@ -154,23 +164,38 @@ def _tree(directory: Path) -> frozenset[str]:
 @dataclass
 class Step:
     name: str
-    args: Callable[[Chain], list[str]]          # command-line arguments before --dir
-    run: Callable[[CrawlDir, Chain], None]      # the same step, in this process
+    args: Callable[[Chain], list[str]]  # command-line arguments before --dir
+    run: Callable[[CrawlDir, Chain], None]  # the same step, in this process
 
 
 def _latest(crawl: CrawlDir, ready: str) -> str:
     return [s for s in crawl.segments() if getattr(s, ready)][-1].name
 
 
-STEPS = {s.name: s for s in [
-    Step("inject", lambda c: ["inject", str(c.seeds)], lambda d, c: inject(d, [str(c.seeds)], SETTINGS)),
-    Step("generate", lambda c: ["generate"], lambda d, c: generate(d, SETTINGS)),
-    Step("fetch", lambda c: ["fetch"], lambda d, c: fetch_step(d, _latest(d, "generated"), SETTINGS)),
-    Step("parse", lambda c: ["parse"], lambda d, c: parse_segment(d, _latest(d, "fetched"), SETTINGS)),
-    Step("updatedb", lambda c: ["updatedb"], lambda d, c: updatedb(d, SETTINGS)),
-    Step("invertlinks", lambda c: ["invertlinks"], lambda d, c: invertlinks(d, SETTINGS)),
-    Step("index", lambda c: ["index"], lambda d, c: build_index(d, SETTINGS)),
-]}
+STEPS = {
+    s.name: s
+    for s in [
+        Step(
+            "inject",
+            lambda c: ["inject", str(c.seeds)],
+            lambda d, c: inject(d, [str(c.seeds)], SETTINGS),
+        ),
+        Step("generate", lambda c: ["generate"], lambda d, c: generate(d, SETTINGS)),
+        Step(
+            "fetch",
+            lambda c: ["fetch"],
+            lambda d, c: fetch_step(d, _latest(d, "generated"), SETTINGS),
+        ),
+        Step(
+            "parse",
+            lambda c: ["parse"],
+            lambda d, c: parse_segment(d, _latest(d, "fetched"), SETTINGS),
+        ),
+        Step("updatedb", lambda c: ["updatedb"], lambda d, c: updatedb(d, SETTINGS)),
+        Step("invertlinks", lambda c: ["invertlinks"], lambda d, c: invertlinks(d, SETTINGS)),
+        Step("index", lambda c: ["index"], lambda d, c: build_index(d, SETTINGS)),
+    ]
+}
 
 
 @dataclass
@@ -197,7 +222,9 @@ def server() -> Iterator[SiteServer]:
 def chain(server: SiteServer, tmp_path_factory: pytest.TempPathFactory) -> Chain:
     root = tmp_path_factory.mktemp("chain")
     seeds = root / "seeds.txt"
-    seeds.write_text("# every page of the site\n" + "".join(server.url(p) + "\n" for p in SITE_PATHS))
+    seeds.write_text(
+        "# every page of the site\n" + "".join(server.url(p) + "\n" for p in SITE_PATHS)
+    )
     base = CrawlDir(root / "base")
     inject(base, [server.url("/")], SETTINGS)
     for _ in range(2):
@@ -225,7 +252,9 @@ def test_reference_chain_does_real_work(chain: Chain) -> None:
     assert len(base["crawldb"]) < len(s["inject"]["crawldb"]) == PAGES + 1
     assert ("segment", 2, "crawl_generate") in s["generate"]
     assert len(s["generate"][("segment", 2, "crawl_generate")]) >= 150
-    assert len(s["fetch"][("segment", 2, "crawl_fetch")]) == len(s["generate"][("segment", 2, "crawl_generate")])
+    assert len(s["fetch"][("segment", 2, "crawl_fetch")]) == len(
+        s["generate"][("segment", 2, "crawl_generate")]
+    )
     assert ("segment", 2, "crawl_parse") in s["parse"]
     fetched = [url for url, status, *_ in s["updatedb"]["crawldb"] if status == "db_fetched"]
     assert sorted(fetched) == sorted(chain.server.url(p) for p in SITE_PATHS)
@@ -253,13 +282,13 @@ def kill_at(point: str, proc: subprocess.Popen, directory: Path, tree: frozenset
 
     `tree` is what the directory held before the step started.
     """
-    if point == "start":                 # still importing: nothing touched yet
+    if point == "start":  # still importing: nothing touched yet
         time.sleep(0.05)
-    else:                                # the step's first change on disk: its temporary output
+    else:  # the step's first change on disk: its temporary output
         _wait_until(proc, lambda: _tree(directory) != tree)
-        if point == "working+0.15s":     # further into the work (fetch: mid-way)
+        if point == "working+0.15s":  # further into the work (fetch: mid-way)
             time.sleep(0.15)
-        elif point == "published":       # the temporary output has just been renamed into place
+        elif point == "published":  # the temporary output has just been renamed into place
             _wait_until(proc, lambda: not _scan_tmp(directory))
         elif point != "working":
             raise ValueError(point)
@@ -267,8 +296,12 @@ def kill_at(point: str, proc: subprocess.Popen, directory: Path, tree: frozenset
 
 
 def run_step(args: list[str], directory: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(FILBERT), *args, "--dir", str(directory), *FAST],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [str(FILBERT), *args, "--dir", str(directory), *FAST],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def assert_no_mix(killed: dict, before: dict, after: dict) -> None:
@@ -289,14 +322,19 @@ CASES = [(step, point) for step in STEPS for point in POINTS] + [("fetch", "work
 
 
 @pytest.mark.parametrize("step, point", CASES, ids=[f"{s}-{p}" for s, p in CASES])
-def test_killed_step_rerun_equals_uninterrupted(chain: Chain, tmp_path: Path, step: str, point: str) -> None:
+def test_killed_step_rerun_equals_uninterrupted(
+    chain: Chain, tmp_path: Path, step: str, point: str
+) -> None:
     before, after = chain.snap(chain.before[step]), chain.snap(chain.after[step])
     directory = tmp_path / "crawl"
     shutil.copytree(chain.before[step], directory)
     args = STEPS[step].args(chain)
     tree = _tree(directory)
-    proc = subprocess.Popen([str(FILBERT), *args, "--dir", str(directory), *FAST],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [str(FILBERT), *args, "--dir", str(directory), *FAST],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         kill_at(point, proc, directory, tree)
     finally:
@@ -316,7 +354,9 @@ def test_killed_step_rerun_equals_uninterrupted(chain: Chain, tmp_path: Path, st
         # generate is not idempotent: if the kill came after the new segment was published,
         # the re-run generates the same fetch list again; nothing else may differ
         new = [key for key in final if key not in before]
-        assert new and all(final[key] == after[("segment", 2, "crawl_generate")] for key in new), new
+        assert new and all(final[key] == after[("segment", 2, "crawl_generate")] for key in new), (
+            new
+        )
         final = {key: value for key, value in final.items() if key not in new[1:]}
     assert_same(final, after)
 
@@ -324,7 +364,7 @@ def test_killed_step_rerun_equals_uninterrupted(chain: Chain, tmp_path: Path, st
 def test_rerun_of_a_finished_fetch_replaces_its_parts(chain: Chain, tmp_path: Path) -> None:
     """Re-running a fetch that had already published (killed while exiting) changes nothing."""
     directory = tmp_path / "crawl"
-    shutil.copytree(chain.after["fetch"], directory)   # already fetched: fetch it again
+    shutil.copytree(chain.after["fetch"], directory)  # already fetched: fetch it again
     assert run_step(["fetch"], directory).returncode == 0
     assert_same(snapshot(directory), chain.snap(chain.after["fetch"]))
 
@@ -347,14 +387,18 @@ def test_leftover_pointer_file_is_removed(chain: Chain, tmp_path: Path) -> None:
 def _crawl_point(directory: Path, point: str) -> Callable[[], bool]:
     crawl = CrawlDir(directory)
 
-    def fetching_round_3() -> bool:       # round 3 has slow pages: its fetch takes a while
+    def fetching_round_3() -> bool:  # round 3 has slow pages: its fetch takes a while
         segments = crawl.segments()
         return len(segments) >= 3 and any(
-            p.name.startswith(TMP_PREFIX) for p in segments[2].path.iterdir())
+            p.name.startswith(TMP_PREFIX) for p in segments[2].path.iterdir()
+        )
 
-    def updating_round_2() -> bool:       # the crawldb is being rewritten after round 2
-        return len(crawl.crawldb.meta().get("segments", [])) == 1 and len(crawl.segments()) == 2 \
+    def updating_round_2() -> bool:  # the crawldb is being rewritten after round 2
+        return (
+            len(crawl.crawldb.meta().get("segments", [])) == 1
+            and len(crawl.segments()) == 2
             and any(p.name.startswith(TMP_PREFIX) for p in (directory / "crawldb").iterdir())
+        )
 
     return {"fetch": fetching_round_3, "updatedb": updating_round_2}[point]
 
@@ -363,8 +407,11 @@ def _crawl_point(directory: Path, point: str) -> Callable[[], bool]:
 def test_killed_crawl_resumes(server: SiteServer, tmp_path: Path, point: str) -> None:
     directory = tmp_path / "crawl"
     args = ["crawl", server.url("/"), "--depth", "8", "--threads", "4"]
-    proc = subprocess.Popen([str(FILBERT), *args, "--dir", str(directory), *FAST],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [str(FILBERT), *args, "--dir", str(directory), *FAST],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     condition = _crawl_point(directory, point)
 
     def reached() -> bool:
@@ -381,7 +428,7 @@ def test_killed_crawl_resumes(server: SiteServer, tmp_path: Path, point: str) ->
         proc.wait(timeout=30)
     assert proc.returncode == -signal.SIGKILL, "the crawl ended before the kill point"
     crawl = CrawlDir(directory)
-    killed = snapshot(directory)                     # readable, and not finished
+    killed = snapshot(directory)  # readable, and not finished
     assert 0 < len(killed["crawldb"]) < PAGES + 1
 
     rerun = run_step(args, directory)
@@ -390,7 +437,7 @@ def test_killed_crawl_resumes(server: SiteServer, tmp_path: Path, point: str) ->
 
     site = sorted(server.url(p) for p in SITE_PATHS)
     rows = crawldb_rows(crawl)
-    assert [url for url, *_ in rows] == site                      # each URL once
+    assert [url for url, *_ in rows] == site  # each URL once
     assert {status for _, status, *_ in rows} == {"db_fetched"}
     assert {http for *_, http in rows} == {200}
     # every segment was finished and applied, and no page was fetched in two segments
@@ -398,7 +445,9 @@ def test_killed_crawl_resumes(server: SiteServer, tmp_path: Path, point: str) ->
     assert crawl.crawldb.meta()["segments"] == [s.name for s in segments]
     assert crawl.linkdb.meta()["segments"] == [s.name for s in segments]
     assert all(s.fetched and s.parsed for s in segments)
-    fetches = Counter(url for s in segments for (url,) in read_files(s.parts("crawl_fetch"), ["url"]))
+    fetches = Counter(
+        url for s in segments for (url,) in read_files(s.parts("crawl_fetch"), ["url"])
+    )
     assert sorted(fetches) == site and set(fetches.values()) == {1}
     hits = Searcher(crawl, SETTINGS).search(rare_word(299), 5)
     assert [h.url for h in hits.hits] == [server.url(graph_path(299))]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pyarrow.parquet as pq
 import pytest
@@ -29,11 +29,11 @@ from filbert.config import load_settings
 from filbert.crawl import fetch_step
 from filbert.crawldb.generate import generate
 from filbert.crawldb.inject import inject
+from filbert.crawldb.updatedb import updatedb
 from filbert.parse.step import parse_segment
-from filbert.tools.readdb import crawldb_stats, crawldb_url
 from filbert.search import Searcher
 from filbert.storage import CrawlDir, Segment
-from filbert.crawldb.updatedb import updatedb
+from filbert.tools.readdb import crawldb_stats, crawldb_url
 
 
 def status_of(crawl: CrawlDir, url: str) -> str | None:
@@ -48,11 +48,13 @@ def top_url(crawl: CrawlDir, settings, query: str) -> str | None:
 
 # --- the trap site, crawled once ------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def trap(tmp_path_factory):
     with SiteServer(trap_site(slow_delay=0.3)) as server:
         crawl, settings, summary = crawl_site(
-            tmp_path_factory.mktemp("trap") / "crawl", [server.url("/")], "db.fetch.retry.max=1")
+            tmp_path_factory.mktemp("trap") / "crawl", [server.url("/")], "db.fetch.retry.max=1"
+        )
         yield server, crawl, settings, summary
 
 
@@ -69,21 +71,24 @@ def test_user_agent_names_the_robot(trap):
     assert len(agents) == 1 and agents.pop().startswith("filbert/0.1.0 (+")
 
 
-@pytest.mark.parametrize("name, status", [
-    ("index", "db_fetched"),
-    ("missing", "db_gone"),
-    ("error_500", "db_gone"),          # retried once (db.fetch.retry.max=1), then gone
-    ("moved_301", "db_redir_perm"),
-    ("target_301", "db_fetched"),      # the redirect target entered the crawldb and was fetched
-    ("moved_302", "db_redir_temp"),
-    ("target_302", "db_fetched"),
-    ("loop_a", "db_redir_temp"),
-    ("loop_b", "db_redir_temp"),
-    ("slow", "db_fetched"),
-    ("pdf", "db_fetched"),
-    ("malformed_target", "db_fetched"),  # found through malformed HTML
-    ("huge", "db_fetched"),
-])
+@pytest.mark.parametrize(
+    "name, status",
+    [
+        ("index", "db_fetched"),
+        ("missing", "db_gone"),
+        ("error_500", "db_gone"),  # retried once (db.fetch.retry.max=1), then gone
+        ("moved_301", "db_redir_perm"),
+        ("target_301", "db_fetched"),  # the redirect target entered the crawldb and was fetched
+        ("moved_302", "db_redir_temp"),
+        ("target_302", "db_fetched"),
+        ("loop_a", "db_redir_temp"),
+        ("loop_b", "db_redir_temp"),
+        ("slow", "db_fetched"),
+        ("pdf", "db_fetched"),
+        ("malformed_target", "db_fetched"),  # found through malformed HTML
+        ("huge", "db_fetched"),
+    ],
+)
 def test_statuses(trap, name, status):
     server, crawl, *_ = trap
     assert status_of(crawl, server.url(TRAP_PATHS[name])) == status
@@ -94,7 +99,7 @@ def test_retries_and_loops_are_bounded(trap):
     paths = server.paths()
     assert paths.count(TRAP_PATHS["error_500"]) == 2
     assert paths.count(TRAP_PATHS["loop_a"]) == 1 and paths.count(TRAP_PATHS["loop_b"]) == 1
-    assert TRAP_PATHS["nofollow_target"] not in paths      # meta robots nofollow
+    assert TRAP_PATHS["nofollow_target"] not in paths  # meta robots nofollow
 
 
 def test_stats_account_for_every_url(trap):
@@ -106,7 +111,9 @@ def test_stats_account_for_every_url(trap):
     assert stats["hosts"][0]["urls"] == len(expected)
 
 
-@pytest.mark.parametrize("name", ["index", "target_301", "cp1251", "gbk", "bad_utf8", "malformed", "slow"])
+@pytest.mark.parametrize(
+    "name", ["index", "target_301", "cp1251", "gbk", "bad_utf8", "malformed", "slow"]
+)
 def test_pages_are_searchable(trap, name):
     server, crawl, settings, _ = trap
     assert top_url(crawl, settings, TRAP_WORDS[name]) == server.url(TRAP_PATHS[name])
@@ -135,13 +142,18 @@ def test_huge_page_is_truncated_at_the_content_limit(trap):
     server, crawl, settings, _ = trap
     assert top_url(crawl, settings, TRAP_WORDS["huge"]) == server.url(TRAP_PATHS["huge"])
     assert top_url(crawl, settings, TRAP_HUGE_TAIL_WORD) is None
-    rows = [r for s in crawl.segments() for p in s.parts(Segment.CONTENT)
-            for r in pq.read_table(p, columns=["url", "truncated", "content"]).to_pylist()
-            if r["url"] == server.url(TRAP_PATHS["huge"])]
+    rows = [
+        r
+        for s in crawl.segments()
+        for p in s.parts(Segment.CONTENT)
+        for r in pq.read_table(p, columns=["url", "truncated", "content"]).to_pylist()
+        if r["url"] == server.url(TRAP_PATHS["huge"])
+    ]
     assert rows[0]["truncated"] and len(rows[0]["content"]) == settings["http.content.limit"]
 
 
 # --- link graphs ----------------------------------------------------------------
+
 
 def test_link_graph_end_to_end(site_server, tmp_crawl):
     server = site_server(link_graph(40, 3, index_links=1))
@@ -149,26 +161,32 @@ def test_link_graph_end_to_end(site_server, tmp_crawl):
     stats = crawldb_stats(crawl)
     assert stats["status"] == {"db_fetched": 41}
     assert summary.fetched["fetch_success"] == 41
-    assert sorted(server.paths()) == sorted(["/robots.txt", "/"] + [graph_path(n) for n in range(40)])
+    assert sorted(server.paths()) == sorted(
+        ["/robots.txt", "/"] + [graph_path(n) for n in range(40)]
+    )
     for n in (0, 17, 39):
         assert top_url(crawl, settings, rare_word(n)) == server.url(graph_path(n))
         assert top_url(crawl, settings, title_word(n)) == server.url(graph_path(n))
 
 
 def test_anchor_text_finds_a_page(site_server, tmp_crawl):
-    server = site_server({
-        "/": html("Home", link("/target.html", "zqanchorwordx manual")),
-        "/target.html": html("Target", "<p>nothing special here</p>"),
-    })
+    server = site_server(
+        {
+            "/": html("Home", link("/target.html", "zqanchorwordx manual")),
+            "/target.html": html("Target", "<p>nothing special here</p>"),
+        }
+    )
     crawl, settings, _ = crawl_site(tmp_crawl, [server.url("/")])
     assert top_url(crawl, settings, "zqanchorwordx") == server.url("/target.html")
 
 
 def test_anchor_text_scores_only_when_it_holds_every_query_word(site_server, tmp_crawl):
-    server = site_server({
-        "/": html("Home", link("/network.html", "zqnetworkx configuration")),
-        "/network.html": html("Setup", "<p>zqnetworkx and zqprocessx, briefly</p>"),
-    })
+    server = site_server(
+        {
+            "/": html("Home", link("/network.html", "zqnetworkx configuration")),
+            "/network.html": html("Setup", "<p>zqnetworkx and zqprocessx, briefly</p>"),
+        }
+    )
     crawl, settings, _ = crawl_site(tmp_crawl, [server.url("/")])
 
     def score(query: str, anchor_boost: float) -> float:
@@ -182,11 +200,12 @@ def test_anchor_text_scores_only_when_it_holds_every_query_word(site_server, tmp
 
 
 def test_a_link_seen_again_keeps_its_latest_anchor(site_server, tmp_crawl):
-    server = site_server({"/": html("Home", link("/t.html", "zz old words")),
-                          "/t.html": html("T", "x")})
+    server = site_server(
+        {"/": html("Home", link("/t.html", "zz old words")), "/t.html": html("T", "x")}
+    )
     crawl, settings, _ = crawl_site(tmp_crawl, [server.url("/")], "db.fetch.interval.default=1")
     time.sleep(1.1)
-    server.add("/", html("Home", link("/t.html", "aa new words")))   # sorts before the old one
+    server.add("/", html("Home", link("/t.html", "aa new words")))  # sorts before the old one
     crawl_site(tmp_crawl, [], "db.fetch.interval.default=1", depth=1)
     rows = pq.ParquetFile(crawl.linkdb.files()[0]).read().to_pylist()
     inlinks = next(row["inlinks"] for row in rows if row["url"] == server.url("/t.html"))
@@ -205,14 +224,18 @@ def test_topn_and_max_count_per_host(site_server, tmp_crawl):
     crawl = CrawlDir(tmp_crawl)
     settings = load_settings(None, [*FAST, "generate.max.count=2"])
     inject(crawl, [s.url(graph_path(n)) for s in (a, b) for n in range(5)], settings)
-    assert generate(crawl, settings).urls == 4                      # 2 per host
+    assert generate(crawl, settings).urls == 4  # 2 per host
     assert generate(crawl, settings, top_n=3).urls == 3
 
 
 def test_external_links_can_be_ignored(site_server, tmp_crawl):
     other = site_server({"/": html("Other", "elsewhere")})
-    server = site_server({"/": html("Home", link(other.url("/"), "away") + link("/in.html", "in")),
-                          "/in.html": html("In", "inside")})
+    server = site_server(
+        {
+            "/": html("Home", link(other.url("/"), "away") + link("/in.html", "in")),
+            "/in.html": html("In", "inside"),
+        }
+    )
     crawl, *_ = crawl_site(tmp_crawl, [server.url("/")], "db.ignore.external.links=true")
     assert status_of(crawl, server.url("/in.html")) == "db_fetched"
     assert status_of(crawl, other.url("/")) is None
@@ -225,7 +248,7 @@ def test_politeness_delay_between_requests_to_one_host(site_server, tmp_crawl):
     seeds = [s.url(p) for s in (one, two) for p in pages]
     crawl_site(tmp_crawl, seeds, "fetcher.server.delay=0.3", depth=1)
     for server in (one, two):
-        times = [r.time for r in server.requests]          # robots.txt counts as a request too
+        times = [r.time for r in server.requests]  # robots.txt counts as a request too
         assert len(times) == 6
         gaps = [b - a for a, b in zip(times, times[1:])]
         assert min(gaps) >= 0.29
@@ -253,7 +276,9 @@ def test_robots_server_error_means_retry_later(site_server, tmp_crawl):
 def test_inject_merges_without_clobbering(site_server, tmp_crawl):
     server = site_server({"/": html("Home", "x")})
     crawl, settings, _ = crawl_site(tmp_crawl, [server.url("/")], depth=1)
-    stats = inject(crawl, [server.url("/"), server.url("/#frag"), server.url("/new"), "no url"], settings)
+    stats = inject(
+        crawl, [server.url("/"), server.url("/#frag"), server.url("/new"), "no url"], settings
+    )
     assert (stats.read, stats.accepted, stats.injected) == (4, 2, 1)
     assert stats.rejected[0][0] == "no url"
     assert status_of(crawl, server.url("/")) == "db_fetched"
@@ -264,7 +289,7 @@ def test_refetch_is_due_after_the_interval(site_server, tmp_crawl):
     server = site_server({"/": html("Home", "x")})
     crawl, settings, _ = crawl_site(tmp_crawl, [server.url("/")], depth=1)
     assert generate(crawl, settings).segment is None
-    later = datetime.now(timezone.utc) + timedelta(days=31)
+    later = datetime.now(UTC) + timedelta(days=31)
     assert generate(crawl, settings, now=later).urls == 1
 
 
@@ -283,18 +308,30 @@ def test_updatedb_applies_a_segment_once(site_server, tmp_crawl):
 
 def test_fetch_partitions_in_worker_processes(site_server, tmp_crawl):
     servers = [site_server(link_graph(5, 2)) for _ in range(4)]
-    crawl, _, summary = crawl_site(tmp_crawl, [s.url("/") for s in servers], "dedup.group.mode=host",
-                                   "fetcher.partitions=2", "executor.kind=local", "executor.workers=2")
+    crawl, _, summary = crawl_site(
+        tmp_crawl,
+        [s.url("/") for s in servers],
+        "dedup.group.mode=host",
+        "fetcher.partitions=2",
+        "executor.kind=local",
+        "executor.workers=2",
+    )
     assert summary.fetched["fetch_success"] == 4 * 6
     assert crawldb_stats(crawl)["status"] == {"db_fetched": 24}
     assert all(s.paths().count("/robots.txt") >= 1 for s in servers)
 
 
 def test_session_ids_and_tracking_parameters_are_stripped(site_server, tmp_crawl):
-    server = site_server({
-        "/": html("Home", link("/a.html?utm_source=news&id=1", "a") + link("/a.html;jsessionid=XYZ?id=1", "a")),
-        "/a.html?id=1": html("A", "the page"),
-    })
+    server = site_server(
+        {
+            "/": html(
+                "Home",
+                link("/a.html?utm_source=news&id=1", "a")
+                + link("/a.html;jsessionid=XYZ?id=1", "a"),
+            ),
+            "/a.html?id=1": html("A", "the page"),
+        }
+    )
     crawl, *_ = crawl_site(tmp_crawl, [server.url("/?utm_medium=mail")], depth=2)
     stats = crawldb_stats(crawl)
     assert stats["status"] == {"db_fetched": 2}
@@ -313,21 +350,28 @@ def test_politeness_holds_across_rounds(site_server, tmp_crawl):
 def test_crawl_delay_is_capped(site_server, tmp_crawl):
     pages = {f"/{i}.html": html(f"P{i}", f"text {i}") for i in range(3)}
     server = site_server({**pages, "/robots.txt": robots("User-agent: *\nCrawl-delay: 100\n")})
-    crawl, *_ = crawl_site(tmp_crawl, [server.url(p) for p in pages], "fetcher.max.crawl.delay=0.2", depth=1)
+    crawl, *_ = crawl_site(
+        tmp_crawl, [server.url(p) for p in pages], "fetcher.max.crawl.delay=0.2", depth=1
+    )
     times = [r.time for r in server.requests]
     assert len(times) == 4 and 0.19 <= min(b - a for a, b in zip(times, times[1:])) < 5
 
 
 # --- parsing in the fetcher (fetcher.parse) ------------------------------------
 
+
 def parse_outputs(segment: Segment) -> dict[str, list[dict]]:
     """Every row of a segment's parse outputs, in a fixed order (files may split differently)."""
-    return {sub: sorted(pq.read_table(segment.path / sub).to_pylist(), key=repr)
-            for sub in Segment.PARSE_OUTPUTS}
+    return {
+        sub: sorted(pq.read_table(segment.path / sub).to_pylist(), key=repr)
+        for sub in Segment.PARSE_OUTPUTS
+    }
 
 
 def test_parse_in_the_fetcher_equals_the_parse_step(site_server, tmp_crawl):
-    server = site_server({**link_graph(12, 3), "/old": Page("", status=301, headers={"Location": "/"})})
+    server = site_server(
+        {**link_graph(12, 3), "/old": Page("", status=301, headers={"Location": "/"})}
+    )
     crawl, settings, summary = crawl_site(tmp_crawl, [server.url("/old")], depth=4)
     assert summary.fetched["fetch_success"] == 13
     segments = crawl.segments()
@@ -348,5 +392,5 @@ def test_fetch_without_parse_and_refetch_of_a_parsed_segment(site_server, tmp_cr
     assert segment.fetched and not any(segment.has(sub) for sub in Segment.PARSE_OUTPUTS)
     assert parse_segment(crawl, segment.name, settings)["success"] == 1
     assert segment.parsed
-    fetch_step(crawl, segment.name, settings)   # the old parse is of the replaced content
+    fetch_step(crawl, segment.name, settings)  # the old parse is of the replaced content
     assert segment.fetched and not any(segment.has(sub) for sub in Segment.PARSE_OUTPUTS)

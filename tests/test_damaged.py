@@ -63,23 +63,27 @@ CRAWLDB_STEPS = {
     "readdb-dump": ["readdb", "--dump"],
     "readdb-url": ["readdb", "--url", "http://127.0.0.1/"],
     "generate": ["generate", *SEQUENTIAL],
-    "updatedb": ["updatedb", *SEQUENTIAL],   # nothing to apply: it still says how many URLs
+    "updatedb": ["updatedb", *SEQUENTIAL],  # nothing to apply: it still says how many URLs
     "dedup": ["dedup", *SEQUENTIAL],
     "pagerank": ["pagerank", *SEQUENTIAL],
 }
 
 
 @pytest.mark.parametrize("step", CRAWLDB_STEPS)
-def test_damaged_crawldb_part_is_one_line_in_every_step(crawl: CrawlDir, step: str, tmp_path: Path,
-                                                        monkeypatch, capsys) -> None:
+def test_damaged_crawldb_part_is_one_line_in_every_step(
+    crawl: CrawlDir, step: str, tmp_path: Path, monkeypatch, capsys
+) -> None:
     name = truncate(crawl, largest(crawl.crawldb.files()))
     result = run_main([*CRAWLDB_STEPS[step], "--dir", crawl.path], tmp_path, monkeypatch, capsys)
     assert_one_line(result, crawl, name, "`filbert updatedb` to rebuild it")
 
 
 SEGMENT_STEPS = {  # a segment's part, a step that reads it, and what writes the part again
-    "generate-readseg": (Segment.GENERATE, ["readseg", "{name}", "--dump"],
-                         "delete segments/{name} and run `filbert generate`"),
+    "generate-readseg": (
+        Segment.GENERATE,
+        ["readseg", "{name}", "--dump"],
+        "delete segments/{name} and run `filbert generate`",
+    ),
     "content-parse": (Segment.CONTENT, ["parse", "{name}", *SEQUENTIAL], "`filbert fetch {name}`"),
     "fetch-readseg": (Segment.FETCH, ["readseg", "--list"], "`filbert fetch {name}`"),
     "parse-text-dedup": (Segment.PARSE_TEXT, ["dedup", *SEQUENTIAL], "`filbert parse {name}`"),
@@ -87,20 +91,25 @@ SEGMENT_STEPS = {  # a segment's part, a step that reads it, and what writes the
 
 
 @pytest.mark.parametrize("step", SEGMENT_STEPS)
-def test_damaged_segment_part_names_the_segment_and_the_step_to_rerun(crawl: CrawlDir, step: str, tmp_path: Path,
-                                                                      monkeypatch, capsys) -> None:
+def test_damaged_segment_part_names_the_segment_and_the_step_to_rerun(
+    crawl: CrawlDir, step: str, tmp_path: Path, monkeypatch, capsys
+) -> None:
     sub, args, remedy = SEGMENT_STEPS[step]
     segment = last_segment(crawl)
     name = truncate(crawl, largest(segment.parts(sub)))
-    result = run_main([*(a.format(name=segment.name) for a in args), "--dir", crawl.path], tmp_path,
-                      monkeypatch, capsys)
+    result = run_main(
+        [*(a.format(name=segment.name) for a in args), "--dir", crawl.path],
+        tmp_path,
+        monkeypatch,
+        capsys,
+    )
     assert_one_line(result, crawl, name, remedy.format(name=segment.name))
 
 
 def test_cached_copy_from_a_damaged_segment(crawl: CrawlDir, crawled: tuple[Path, str]) -> None:
     searcher = Searcher(crawl, load_settings(None, []))
     url = crawled[1] + graph_path(3)
-    assert searcher.cached(url).content                      # whole, it is served
+    assert searcher.cached(url).content  # whole, it is served
     name = truncate(crawl, largest(last_segment(crawl).parts(Segment.CONTENT)))
     with pytest.raises(DamagedFileError) as damaged:
         searcher.cached(url)
@@ -112,20 +121,27 @@ def store_files(crawl: CrawlDir) -> list[Path]:
     return sorted(crawl.index.current().glob("shard-000/*.store"))
 
 
-def test_truncated_index_store_fails_the_health_check_and_search_says_so(crawl: CrawlDir, tmp_path: Path,
-                                                                        monkeypatch, capsys) -> None:
+def test_truncated_index_store_fails_the_health_check_and_search_says_so(
+    crawl: CrawlDir, tmp_path: Path, monkeypatch, capsys
+) -> None:
     assert check_index(crawl) is None
     name = truncate(crawl, largest(store_files(crawl)))
     problem = check_index(crawl)
-    assert problem is not None and problem.startswith(f"{name} is damaged (") and "`filbert index`" in problem
+    assert (
+        problem is not None
+        and problem.startswith(f"{name} is damaged (")
+        and "`filbert index`" in problem
+    )
     result = run_main(["search", rare_word(3), "--dir", crawl.path], tmp_path, monkeypatch, capsys)
     assert_one_line(result, crawl, name, "`filbert index` to rebuild the index")
 
 
-def test_corrupt_stored_documents_are_found_by_the_health_check_and_searches(crawl: CrawlDir) -> None:
+def test_corrupt_stored_documents_are_found_by_the_health_check_and_searches(
+    crawl: CrawlDir,
+) -> None:
     searcher = Searcher(crawl, load_settings(None, []))
     assert searcher.search(rare_word(3)).hits
-    for path in store_files(crawl):   # the first block of documents, past its header
+    for path in store_files(crawl):  # the first block of documents, past its header
         with open(path, "r+b") as handle:
             handle.seek(16)
             handle.write(bytes(range(7, 71)))
@@ -146,19 +162,33 @@ def segment_part(sub: str) -> Callable[[CrawlDir], Path]:
 READERS = {  # a step, the file it reads that is damaged, and what writes that file again
     "inject": (["inject", "{url}", *SEQUENTIAL], crawldb_part, "`filbert updatedb` to rebuild it"),
     "sitemap": (["sitemap", *SEQUENTIAL], crawldb_part, "`filbert updatedb` to rebuild it"),
-    "fetch": (["fetch", "{segment}", *SEQUENTIAL], segment_part(Segment.GENERATE),
-              "delete segments/{segment} and run `filbert generate`"),
+    "fetch": (
+        ["fetch", "{segment}", *SEQUENTIAL],
+        segment_part(Segment.GENERATE),
+        "delete segments/{segment} and run `filbert generate`",
+    ),
     "warc": (["warc", "{segment}"], segment_part(Segment.CONTENT), "`filbert fetch {segment}`"),
-    "index": (["index", *SEQUENTIAL], segment_part(Segment.PARSE_TEXT), "`filbert parse {segment}`"),
-    "suggest-build": (["suggest-build"], lambda crawl: largest(crawl.linkdb.files()), "`filbert invertlinks`"),
+    "index": (
+        ["index", *SEQUENTIAL],
+        segment_part(Segment.PARSE_TEXT),
+        "`filbert parse {segment}`",
+    ),
+    "suggest-build": (
+        ["suggest-build"],
+        lambda crawl: largest(crawl.linkdb.files()),
+        "`filbert invertlinks`",
+    ),
 }
 
 
 @pytest.mark.parametrize("step", READERS)
-def test_damaged_file_read_by_a_step_is_one_line(crawl: CrawlDir, crawled: tuple[Path, str], step: str,
-                                                 tmp_path: Path, monkeypatch, capsys) -> None:
+def test_damaged_file_read_by_a_step_is_one_line(
+    crawl: CrawlDir, crawled: tuple[Path, str], step: str, tmp_path: Path, monkeypatch, capsys
+) -> None:
     args, damaged, remedy = READERS[step]
     names = {"url": crawled[1] + "/", "segment": last_segment(crawl).name}
     name = truncate(crawl, damaged(crawl))
-    result = run_main([*(a.format(**names) for a in args), "--dir", crawl.path], tmp_path, monkeypatch, capsys)
+    result = run_main(
+        [*(a.format(**names) for a in args), "--dir", crawl.path], tmp_path, monkeypatch, capsys
+    )
     assert_one_line(result, crawl, name, remedy.format(**names))

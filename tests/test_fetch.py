@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import gzip
 import ssl
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 import trustme
@@ -13,14 +13,14 @@ from pipeline import crawl_site
 from sites import Page, SiteServer, html
 
 from filbert.crawl import fetch_step
+from filbert.crawldb.generate import generate
+from filbert.crawldb.updatedb import updatedb
 from filbert.fetch.fetcher import retry_after_seconds
 from filbert.fetch.ipfilter import IpFilter
-from filbert.crawldb.generate import generate
 from filbert.index import build_index
 from filbert.parse.step import parse_segment
-from filbert.tools.readdb import crawldb_url
 from filbert.search import Searcher
-from filbert.crawldb.updatedb import updatedb
+from filbert.tools.readdb import crawldb_url
 
 
 def status(crawl, url: str) -> str | None:
@@ -34,9 +34,15 @@ def page_times(server: SiteServer) -> list[float]:
 
 @pytest.mark.parametrize("max_redirects, target_status", [(3, "db_fetched"), (0, "db_unfetched")])
 def test_redirects_followed_in_the_same_round(site_server, tmp_crawl, max_redirects, target_status):
-    server = site_server({"/old": Page("", status=301, headers={"Location": "/new.html"}),
-                          "/new.html": html("New", "zqnewpagex")})
-    crawl, *_ = crawl_site(tmp_crawl, [server.url("/old")], f"http.redirect.max={max_redirects}", depth=1)
+    server = site_server(
+        {
+            "/old": Page("", status=301, headers={"Location": "/new.html"}),
+            "/new.html": html("New", "zqnewpagex"),
+        }
+    )
+    crawl, *_ = crawl_site(
+        tmp_crawl, [server.url("/old")], f"http.redirect.max={max_redirects}", depth=1
+    )
     assert status(crawl, server.url("/old")) == "db_redir_perm"
     assert status(crawl, server.url("/new.html")) == target_status
 
@@ -46,12 +52,16 @@ def test_redirect_chain_stops_at_the_limit(site_server, tmp_crawl):
     server = site_server(hops)
     crawl, *_ = crawl_site(tmp_crawl, [server.url("/r0")], "http.redirect.max=2", depth=1)
     assert server.paths().count("/r3") == 0 and server.paths().count("/r2") == 1
-    assert status(crawl, server.url("/r3")) == "db_unfetched"       # recorded for the next round
+    assert status(crawl, server.url("/r3")) == "db_unfetched"  # recorded for the next round
 
 
 def test_429_backs_off_honouring_retry_after(site_server, tmp_crawl):
-    server = site_server({"/busy": Page("slow down", status=429, headers={"Retry-After": "1"}),
-                          "/next.html": html("Next", "x")})
+    server = site_server(
+        {
+            "/busy": Page("slow down", status=429, headers={"Retry-After": "1"}),
+            "/next.html": html("Next", "x"),
+        }
+    )
     crawl, *_ = crawl_site(tmp_crawl, [server.url("/busy"), server.url("/next.html")], depth=1)
     first, second = page_times(server)
     assert server.paths()[1] == "/busy" and second - first >= 0.95
@@ -60,12 +70,12 @@ def test_429_backs_off_honouring_retry_after(site_server, tmp_crawl):
 
 def test_retry_after_parsing():
     assert retry_after_seconds("120") == 120
-    assert retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT") == 0    # in the past
+    assert retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT") == 0  # in the past
     assert retry_after_seconds("soon") == 0 and retry_after_seconds(None) == 0
 
 
 def test_long_retry_after_drops_the_queue(site_server, tmp_crawl):
-    pages = {"/0-busy": Page("", status=503, headers={"Retry-After": "3600"})}   # fetched first
+    pages = {"/0-busy": Page("", status=503, headers={"Retry-After": "3600"})}  # fetched first
     pages |= {f"/{i}.html": html(f"P{i}", "x") for i in range(3)}
     server = site_server(pages)
     crawl, *_ = crawl_site(tmp_crawl, [server.url(p) for p in pages], depth=1)
@@ -76,8 +86,9 @@ def test_long_retry_after_drops_the_queue(site_server, tmp_crawl):
 def test_queue_dropped_after_too_many_exceptions(site_server, tmp_crawl):
     pages = {f"/{i}.html": Page("down", status=500) for i in range(6)}
     server = site_server(pages)
-    crawl, *_ = crawl_site(tmp_crawl, [server.url(p) for p in pages], "fetcher.max.exceptions.per.queue=2",
-                           depth=1)
+    crawl, *_ = crawl_site(
+        tmp_crawl, [server.url(p) for p in pages], "fetcher.max.exceptions.per.queue=2", depth=1
+    )
     assert len(page_times(server)) == 2
     assert all(crawldb_url(crawl, server.url(p))["retries"] == 1 for p in pages)
 
@@ -85,8 +96,13 @@ def test_queue_dropped_after_too_many_exceptions(site_server, tmp_crawl):
 def test_time_limit_leaves_the_rest_for_the_next_round(site_server, tmp_crawl):
     pages = {f"/{i}.html": html(f"P{i}", f"page number {i}") for i in range(6)}
     server = site_server(pages)
-    crawl, *_ = crawl_site(tmp_crawl, [server.url(p) for p in pages], "fetcher.server.delay=0.4",
-                           "fetcher.timelimit.mins=0.01", depth=1)
+    crawl, *_ = crawl_site(
+        tmp_crawl,
+        [server.url(p) for p in pages],
+        "fetcher.server.delay=0.4",
+        "fetcher.timelimit.mins=0.01",
+        depth=1,
+    )
     fetched = len(page_times(server))
     assert 1 <= fetched < 6
     statuses = [status(crawl, server.url(p)) for p in pages]
@@ -97,7 +113,7 @@ def test_conditional_get_makes_unchanged_pages_notmodified(site_server, tmp_craw
     server = site_server({"/": Page(html("Home", "zqetagx"), headers={"ETag": '"v1"'})})
     crawl, settings, _ = crawl_site(tmp_crawl, [server.url("/")], depth=1)
     assert crawldb_url(crawl, server.url("/"))["etag"] == '"v1"'
-    segment = generate(crawl, settings, now=datetime.now(timezone.utc) + timedelta(days=31)).segment
+    segment = generate(crawl, settings, now=datetime.now(UTC) + timedelta(days=31)).segment
     fetch_step(crawl, segment, settings)
     parse_segment(crawl, segment, settings)
     updatedb(crawl, settings)
@@ -126,15 +142,23 @@ def tls_context() -> ssl.SSLContext:
 def test_https_with_a_self_signed_certificate(tmp_crawl, tls_context, check, fetched):
     with SiteServer({"/": html("Secure", "zqsecurex")}, ssl_context=tls_context) as server:
         assert server.url("/").startswith("https://")
-        crawl, *_ = crawl_site(tmp_crawl, [server.url("/")], f"http.tls.certificates.check={str(check).lower()}",
-                               depth=1)
+        crawl, *_ = crawl_site(
+            tmp_crawl,
+            [server.url("/")],
+            f"http.tls.certificates.check={str(check).lower()}",
+            depth=1,
+        )
         assert status(crawl, server.url("/")) == fetched
 
 
 def test_ip_filter_keeps_the_crawler_off_excluded_addresses(site_server, tmp_crawl):
     server = site_server({"/": html("Home", "x")})
-    crawl, *_ = crawl_site(tmp_crawl, [server.url("/"), "http://localhost:9/"],
-                           'http.filter.ipaddress.exclude="loopback"', depth=1)
+    crawl, *_ = crawl_site(
+        tmp_crawl,
+        [server.url("/"), "http://localhost:9/"],
+        'http.filter.ipaddress.exclude="loopback"',
+        depth=1,
+    )
     assert server.paths() == []
     assert status(crawl, server.url("/")) == "db_gone"
     assert status(crawl, "http://localhost:9/") == "db_gone"
@@ -142,7 +166,9 @@ def test_ip_filter_keeps_the_crawler_off_excluded_addresses(site_server, tmp_cra
 
 def test_ip_filter_rules():
     lan = IpFilter(exclude="loopback, private, linklocal")
-    assert not lan.allows("127.0.0.1") and not lan.allows("10.1.2.3") and not lan.allows("169.254.1.1")
+    assert (
+        not lan.allows("127.0.0.1") and not lan.allows("10.1.2.3") and not lan.allows("169.254.1.1")
+    )
     assert lan.allows("93.184.216.34") and not lan.allows("::1")
     only = IpFilter(include="192.0.2.0/24")
     assert only.allows("192.0.2.7") and not only.allows("198.51.100.1")

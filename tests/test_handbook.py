@@ -12,12 +12,14 @@ import pyarrow.parquet as pq
 import pytest
 from pipeline import crawl_site
 
-from filbert.tools.readdb import crawldb_stats
 from filbert.search import Searcher
 from filbert.storage import Segment
+from filbert.tools.readdb import crawldb_stats
 
 BOOK = Path("/usr/share/doc/debian-handbook/html")
-pytestmark = pytest.mark.skipif(not (BOOK / "en-US").is_dir(), reason="debian-handbook not installed")
+pytestmark = pytest.mark.skipif(
+    not (BOOK / "en-US").is_dir(), reason="debian-handbook not installed"
+)
 NUMBER = re.compile(r"^(Chapter \d+\.|Appendix [A-Z]\.|[\dA-Z]+(\.\d+)*\.)\s*")
 
 
@@ -33,8 +35,13 @@ def handbook(tmp_path_factory):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     seed = f"http://127.0.0.1:{server.server_port}/en-US/index.html"
     try:
-        yield crawl_site(tmp_path_factory.mktemp("handbook") / "crawl", [seed],
-                         "db.ignore.external.links=true", "db.max.outlinks.per.page=-1", depth=20)
+        yield crawl_site(
+            tmp_path_factory.mktemp("handbook") / "crawl",
+            [seed],
+            "db.ignore.external.links=true",
+            "db.max.outlinks.per.page=-1",
+            depth=20,
+        )
     finally:
         server.shutdown()
 
@@ -51,8 +58,12 @@ def test_every_reachable_page_is_fetched(handbook):
 def test_section_headings_find_their_pages(handbook):
     crawl, settings, _ = handbook
     searcher = Searcher(crawl, settings)
-    pages = [row for seg in crawl.segments() for part in seg.parts(Segment.PARSE_DATA)
-             for row in pq.read_table(part, columns=["url", "title"]).to_pylist()]
+    pages = [
+        row
+        for seg in crawl.segments()
+        for part in seg.parts(Segment.PARSE_DATA)
+        for row in pq.read_table(part, columns=["url", "title"]).to_pylist()
+    ]
     in_top3 = 0
     for page in pages:
         words = re.sub(r"[^\w\s]", " ", NUMBER.sub("", page["title"]))

@@ -10,6 +10,7 @@ import zlib
 
 import brotli
 import pytest
+from sites import Page
 
 from filbert.fetch.http import (
     BadUrl,
@@ -22,12 +23,18 @@ from filbert.fetch.http import (
     _headers,
 )
 from filbert.fetch.ipfilter import IpFilter
-from sites import Page
 
 
 def options(**changes) -> ClientOptions:
-    values = dict(headers={"User-Agent": "filbert-test/1.0", "Accept": "text/html"}, timeout=5.0,
-                  connect_timeout=2.0, verify=True, dns_ttl=60, max_connections=8, ip_filter=IpFilter())
+    values = dict(
+        headers={"User-Agent": "filbert-test/1.0", "Accept": "text/html"},
+        timeout=5.0,
+        connect_timeout=2.0,
+        verify=True,
+        dns_ttl=60,
+        max_connections=8,
+        ip_filter=IpFilter(),
+    )
     return ClientOptions(**(values | changes))
 
 
@@ -38,14 +45,22 @@ def get(url: str, client_options: ClientOptions | None = None, **kwargs) -> Resp
             return await client.get(url, **kwargs)
         finally:
             client.close()
+
     return asyncio.run(run())
 
 
-@pytest.mark.parametrize("encoding, encode", [
-    ("gzip", gzip.compress), ("deflate", zlib.compress), ("br", brotli.compress),
-])
+@pytest.mark.parametrize(
+    "encoding, encode",
+    [
+        ("gzip", gzip.compress),
+        ("deflate", zlib.compress),
+        ("br", brotli.compress),
+    ],
+)
 def test_compressed_bodies_are_decoded(site_server, encoding, encode):
-    server = site_server({"/": Page(encode(b"<p>plain words</p>"), headers={"Content-Encoding": encoding})})
+    server = site_server(
+        {"/": Page(encode(b"<p>plain words</p>"), headers={"Content-Encoding": encoding})}
+    )
     response = get(server.url("/"))
     assert response.status == 200
     assert response.body == b"<p>plain words</p>"
@@ -69,7 +84,7 @@ def test_redirects_are_the_answer_unless_followed(site_server):
     assert (answer.status, answer.header("Location")) == (301, "/b")
     followed = get(server.url("/a"), max_redirects=5)
     assert (followed.status, followed.body) == (200, b"target")
-    assert followed.header("Location") is None   # the last response's headers only
+    assert followed.header("Location") is None  # the last response's headers only
 
 
 def test_body_cut_at_the_limit(site_server):
@@ -145,9 +160,17 @@ def test_cancelled_request_frees_its_handle(site_server):
 
 
 def test_header_parsing_keeps_the_last_response_and_merges_repeats():
-    lines = [b"HTTP/1.1 301 Moved\r\n", b"Location: /b\r\n", b"\r\n",
-             b"HTTP/1.1 200 OK\r\n", b"Link: <a>; rel=x\r\n", b"link: <b>; rel=canonical\r\n",
-             b"X-Odd: caf\xe9\r\n", b"no colon here\r\n", b"\r\n"]
+    lines = [
+        b"HTTP/1.1 301 Moved\r\n",
+        b"Location: /b\r\n",
+        b"\r\n",
+        b"HTTP/1.1 200 OK\r\n",
+        b"Link: <a>; rel=x\r\n",
+        b"link: <b>; rel=canonical\r\n",
+        b"X-Odd: caf\xe9\r\n",
+        b"no colon here\r\n",
+        b"\r\n",
+    ]
     assert _headers(lines) == {"Link": "<a>; rel=x, <b>; rel=canonical", "X-Odd": "café"}
 
 

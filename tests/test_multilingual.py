@@ -10,31 +10,60 @@ from pipeline import crawl_site
 from sites import SiteServer, html, link
 from typer.testing import CliRunner
 
-from filbert.tools import evaluation as ev
 from filbert.cli import app
 from filbert.index.schema import ALL_FIELD, has_field, index_schema
 from filbert.search import Searcher
 from filbert.search import searcher as searcher_module
 from filbert.search.query import QueryBuilder
+from filbert.tools import evaluation as ev
 
-FILLER = ("orange pencil window garden river bottle ladder candle mirror basket "
-          "tunnel carpet rocket violin meadow")
-OTHER_FILLER = ("lemon crayon door bench lake jar stair torch glass crate "
-                "bridge rug comet cello prairie")  # as many words: not a near-duplicate
+FILLER = (
+    "orange pencil window garden river bottle ladder candle mirror basket "
+    "tunnel carpet rocket violin meadow"
+)
+OTHER_FILLER = (
+    "lemon crayon door bench lake jar stair torch glass crate "
+    "bridge rug comet cello prairie"
+)  # as many words: not a near-duplicate
 PAGES = {
-    "/": html("Library", " ".join(link(p, p) for p in ("/en.html", "/ru.html", "/zh.html",
-                                                      "/en2.html", "/ru2.html", "/near.html",
-                                                      "/far.html", "/heading.html",
-                                                      "/running.html"))),
-    "/en.html": html("Walrus facts", "<p>The walrus lives in the Arctic sea. Walruses are "
-                                     "large marine mammals with long tusks.</p>"),
-    "/en2.html": html("Narwhal facts", "<p>The narwhal and the walrus share the Arctic ocean; "
-                                       "cold sea. A narwhal has one tusk.</p>"),
-    "/ru.html": html("Поисковые системы", "<p>Поисковые системы индексируют страницы. "
-                                          "Современная поисковая система ранжирует документы "
-                                          "по ссылкам.</p>"),
-    "/ru2.html": html("Базы данных", "<p>Базы данных хранят таблицы и индексы. Системы "
-                                     "управления базами данных выполняют запросы.</p>"),
+    "/": html(
+        "Library",
+        " ".join(
+            link(p, p)
+            for p in (
+                "/en.html",
+                "/ru.html",
+                "/zh.html",
+                "/en2.html",
+                "/ru2.html",
+                "/near.html",
+                "/far.html",
+                "/heading.html",
+                "/running.html",
+            )
+        ),
+    ),
+    "/en.html": html(
+        "Walrus facts",
+        "<p>The walrus lives in the Arctic sea. Walruses are "
+        "large marine mammals with long tusks.</p>",
+    ),
+    "/en2.html": html(
+        "Narwhal facts",
+        "<p>The narwhal and the walrus share the Arctic ocean; "
+        "cold sea. A narwhal has one tusk.</p>",
+    ),
+    "/ru.html": html(
+        "Поисковые системы",
+        "<p>Поисковые системы индексируют страницы. "
+        "Современная поисковая система ранжирует документы "
+        "по ссылкам.</p>",
+    ),
+    "/ru2.html": html(
+        "Базы данных",
+        "<p>Базы данных хранят таблицы и индексы. Системы "
+        "управления базами данных выполняют запросы.</p>",
+    ),
     "/zh.html": html("研究生院", "<p>我是一名研究生，在大学研究搜索引擎和中文分词。</p>"),
     # the same words in two orders: only proximity tells them apart
     "/near.html": html("Notes one", f"<p>quantum lattice {FILLER}</p>"),
@@ -81,7 +110,7 @@ def test_english_stems_and_stop_words(site):
     _, _, searcher = site
     assert set(found(searcher, "walruses")) == {"en.html", "en2.html"}
     assert found(searcher, "the walrus tusks")[0] == "en.html"
-    assert searcher.search("the of and").total == 0   # only stop words: nothing to find
+    assert searcher.search("the of and").total == 0  # only stop words: nothing to find
 
 
 def test_phrases_and_exclusion(site):
@@ -103,9 +132,13 @@ def test_site_and_lang_filters(site):
 def test_headings_are_their_own_hit_type(site):
     _, _, searcher = site
     assert found(searcher, "kernel tuning") == ["heading.html", "running.html"]
-    without = Searcher(searcher.crawl, searcher.settings.with_overrides({"search.boost.headings": 0}))
+    without = Searcher(
+        searcher.crawl, searcher.settings.with_overrides({"search.boost.headings": 0})
+    )
     first = without.search("kernel tuning").hits
-    assert first[0].score == pytest.approx(first[1].score, rel=0.02)  # only headings told them apart
+    assert first[0].score == pytest.approx(
+        first[1].score, rel=0.02
+    )  # only headings told them apart
 
 
 def test_nearby_words_rank_first(site):
@@ -121,8 +154,11 @@ def test_language_preference_as_a_penalty_on_the_other_languages_ranks_the_same(
     def ranked(others) -> list[tuple[str, float]]:
         searcher.other_languages = others
         try:
-            return [(h.url, h.score) for q in ("walrus sea", "поисковые системы", "研究生")
-                    for h in searcher.search(q, n=20).hits]
+            return [
+                (h.url, h.score)
+                for q in ("walrus sea", "поисковые системы", "研究生")
+                for h in searcher.search(q, n=20).hits
+            ]
         finally:
             del searcher.other_languages
 
@@ -143,10 +179,13 @@ def test_language_penalty_after_tantivy_ranks_the_same(site, monkeypatch, depth)
     def ranked(margin: float) -> list[tuple[str, float, str]]:
         monkeypatch.setattr(searcher_module, "PENALTY_MARGIN", margin)
         fresh = Searcher(crawl, settings)
-        return [(h.url, h.signals["text"], h.lang) for q in queries
-                for h in fresh.search(q, n=depth).hits]
+        return [
+            (h.url, h.signals["text"], h.lang)
+            for q in queries
+            for h in fresh.search(q, n=depth).hits
+        ]
 
-    after = ranked(1.0)   # the others' share is at most half of it: after tantivy
+    after = ranked(1.0)  # the others' share is at most half of it: after tantivy
     assert depth == 1 or {lang for _, _, lang in after} > {"en", ""}  # others were found
     assert after == ranked(0.0)
 
@@ -155,13 +194,25 @@ def test_words_found_in_the_all_field_are_scored_as_in_each_field(site, monkeypa
     """Several words are matched in the all field, then scored field by field on those pages
     only: the same pages, totals and scores as each word in any field (the flat query)."""
     _, _, searcher = site
-    queries = ("walrus sea", "kernel tuning", "quantum lattice", "walrus facts -narwhal",
-               'walrus "arctic sea"', "поисковые системы", "walrus tusks site:127.0.0.1",
-               "narwhal walrus lang:en", "html notes", "walrus поисковых")
+    queries = (
+        "walrus sea",
+        "kernel tuning",
+        "quantum lattice",
+        "walrus facts -narwhal",
+        'walrus "arctic sea"',
+        "поисковые системы",
+        "walrus tusks site:127.0.0.1",
+        "narwhal walrus lang:en",
+        "html notes",
+        "walrus поисковых",
+    )
     built = []
     scored = QueryBuilder._scored_fields
-    monkeypatch.setattr(QueryBuilder, "_scored_fields",
-                        lambda self, *args: built.append(args) or scored(self, *args))
+    monkeypatch.setattr(
+        QueryBuilder,
+        "_scored_fields",
+        lambda self, *args: built.append(args) or scored(self, *args),
+    )
 
     def ranked() -> list[tuple[int, list[tuple[str, float]]]]:
         results = [searcher.search(q, n=20) for q in queries]
@@ -176,8 +227,9 @@ def test_words_found_in_the_all_field_are_scored_as_in_each_field(site, monkeypa
     assert all(hits for total, hits in chained if total)
     for (_, ours), (_, theirs) in zip(chained, flat):
         assert [url for url, _ in ours] == [url for url, _ in theirs]
-        assert [score for _, score in ours] == pytest.approx([score for _, score in theirs],
-                                                           rel=1e-6)
+        assert [score for _, score in ours] == pytest.approx(
+            [score for _, score in theirs], rel=1e-6
+        )
 
 
 def test_indexes_without_the_all_field_are_told(tmp_path):
@@ -188,6 +240,7 @@ def test_indexes_without_the_all_field_are_told(tmp_path):
 
 
 # -- evaluation ------------------------------------------------------------------
+
 
 def test_scores_and_paired_bootstrap():
     items = [ev.KnownItem("en" if i % 2 else "ru", f"q{i}", f"u{i}") for i in range(40)]
@@ -217,23 +270,39 @@ def test_query_file_errors(tmp_path):
 def test_eval_command_against_plain_tantivy(site, tmp_path):
     server, crawl, _ = site
     queries = tmp_path / "q.tsv"
-    queries.write_text("ru\tпоисковых систем\tru.html\nzh\t研究生\tzh.html\n"
-                       "en\twalrus tusks\ten.html\nen\tnothing matches this\ten2.html\n",
-                       encoding="utf-8")
+    queries.write_text(
+        "ru\tпоисковых систем\tru.html\nzh\t研究生\tzh.html\n"
+        "en\twalrus tusks\ten.html\nen\tnothing matches this\ten2.html\n",
+        encoding="utf-8",
+    )
     base = server.url("/")
     saved = tmp_path / "run.json"
     runner = CliRunner()
-    result = runner.invoke(app, ["eval", str(queries), "--dir", str(crawl.path), "--base", base,
-                                 "--plain", "--save", str(saved)])
+    result = runner.invoke(
+        app,
+        [
+            "eval",
+            str(queries),
+            "--dir",
+            str(crawl.path),
+            "--base",
+            base,
+            "--plain",
+            "--save",
+            str(saved),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "MRR@10" in result.output and "95% CI" in result.output
     run = ev.Run.load(saved)
     assert run.ranks == [1, 1, 1, None]
     plain = ev.PlainIndex(crawl)
-    assert plain.search("поисковых систем") == []     # no lemmas: the other form is missed
+    assert plain.search("поисковых систем") == []  # no lemmas: the other form is missed
     plain.close()
-    again = runner.invoke(app, ["eval", str(queries), "--dir", str(crawl.path), "--base", base,
-                                "--compare", str(saved)])
+    again = runner.invoke(
+        app,
+        ["eval", str(queries), "--dir", str(crawl.path), "--base", base, "--compare", str(saved)],
+    )
     assert again.exit_code == 0 and "+0.000" in again.output
     assert json.loads(saved.read_text())["system"] == "filbert"
 
@@ -243,8 +312,9 @@ def test_explain_adds_up_to_the_score(site):
 
     def check(node: dict) -> None:
         children = node.get("details", [])
-        if node["description"].startswith(("BooleanClause. sum of", "score = ", "text score",
-                                           "proximity")):
+        if node["description"].startswith(
+            ("BooleanClause. sum of", "score = ", "text score", "proximity")
+        ):
             assert node["value"] == pytest.approx(sum(c["value"] for c in children), rel=1e-4)
         for child in children:
             check(child)
@@ -256,8 +326,9 @@ def test_explain_adds_up_to_the_score(site):
             assert hit.explanation["value"] == pytest.approx(hit.score, abs=1e-3)
             text, *proximity, pagerank = hit.explanation["details"]
             assert text["value"] == pytest.approx(hit.signals["text"], rel=1e-4)
-            assert sum(p["value"] for p in proximity) == pytest.approx(hit.signals["proximity"],
-                                                                       abs=1e-4)
+            assert sum(p["value"] for p in proximity) == pytest.approx(
+                hit.signals["proximity"], abs=1e-4
+            )
             assert pagerank["value"] == hit.signals["pagerank_score"]
     assert searcher.search("walrus").hits[0].explanation is None
 
@@ -268,7 +339,11 @@ def test_site_names_and_query_languages():
 
     assert parent_domains("www.debian.org") == ["www.debian.org", "debian.org"]
     assert parent_domains("a.b.example.org:8080") == [
-        "a.b.example.org:8080", "a.b.example.org", "b.example.org", "example.org"]
+        "a.b.example.org:8080",
+        "a.b.example.org",
+        "b.example.org",
+        "example.org",
+    ]
     assert parent_domains("127.0.0.1:8081") == ["127.0.0.1:8081", "127.0.0.1"]
     assert parent_domains("localhost") == ["localhost"]
     # stray misidentified pages do not make every query be analyzed in their language

@@ -33,8 +33,8 @@ def networkx(edges: list[tuple[int, int]], n: int, alpha: float = 0.85) -> np.nd
 
 GRAPHS = {
     "cycle": ([(0, 1), (1, 2), (2, 0)], 3),
-    "rank sink": ([(0, 1), (1, 2), (2, 1), (3, 0)], 4),           # 1 ⇄ 2 traps a walker
-    "dangling pages": ([(0, 1), (0, 2), (1, 2)], 4),              # 2 and 3 link nowhere
+    "rank sink": ([(0, 1), (1, 2), (2, 1), (3, 0)], 4),  # 1 ⇄ 2 traps a walker
+    "dangling pages": ([(0, 1), (0, 2), (1, 2)], 4),  # 2 and 3 link nowhere
     "star": ([(i, 0) for i in range(1, 8)] + [(0, 1)], 8),
     "self loops and duplicates": ([(0, 0), (0, 1), (0, 1), (1, 0)], 2),
 }
@@ -87,20 +87,22 @@ PAGES = {
 def test_pagerank_command_scores_the_crawldb(tmp_path):
     with SiteServer(PAGES) as server:
         crawl, _, _ = crawl_site(tmp_path / "crawl", [server.url("/")], index=False)
-    result = CliRunner().invoke(app, ["pagerank", "--dir", str(crawl.path),
-                                      "-D", "executor.kind=sequential"])
+    result = CliRunner().invoke(
+        app, ["pagerank", "--dir", str(crawl.path), "-D", "executor.kind=sequential"]
+    )
     assert result.exit_code == 0, result.output
     assert "PageRank of 6 pages over 9 links" in result.output
     files = [str(p) for p in crawl.crawldb.files()]
     scores = dict(duckdb.sql(f"SELECT url, score FROM read_parquet({files})").fetchall())
     by_path = {url.split("/", 3)[3]: score for url, score in scores.items()}
-    assert by_path["hub.html"] == max(by_path.values())     # every leaf links to the hub
-    assert by_path[""] == min(by_path.values())             # nobody links to the home page
+    assert by_path["hub.html"] == max(by_path.values())  # every leaf links to the hub
+    assert by_path[""] == min(by_path.values())  # nobody links to the home page
     assert sum(by_path.values()) == pytest.approx(6.0, rel=1e-5)
     assert crawl.crawldb.meta()["pagerank"]["pages"] == 6
 
 
 # -- HITS ---------------------------------------------------------------------------
+
 
 def test_hits_matches_networkx():
     from scipy import sparse
@@ -129,13 +131,15 @@ def test_base_set_adds_outlinks_and_capped_inlinks(tmp_path):
 
     # 0 → 1, 0 → 2; 3, 4, 5 → 0; 6 is unrelated
     edges = [(0, 1), (0, 2), (3, 0), (4, 0), (5, 0), (6, 1)]
-    pq.write_table(pa.table({"src": [a for a, _ in edges], "dst": [b for _, b in edges]}),
-                   tmp_path / WebGraph.EDGES)
+    pq.write_table(
+        pa.table({"src": [a for a, _ in edges], "dst": [b for _, b in edges]}),
+        tmp_path / WebGraph.EDGES,
+    )
     graph = LinkGraph(tmp_path, [f"u{i}" for i in range(7)])
     assert sorted(graph.base_set([0], max_inlinks=2)) == [0, 1, 2, 3, 4]
     result = graph.hits([0, 1, 2, 3, 4, 5])
-    assert result.authorities.argmax() == 0                  # three pages point at it
-    assert result.hubs[3:].sum() == pytest.approx(1.0)       # ... and they are the hubs
+    assert result.authorities.argmax() == 0  # three pages point at it
+    assert result.hubs[3:].sum() == pytest.approx(1.0)  # ... and they are the hubs
 
 
 def test_hits_ranking_in_search(tmp_path):
@@ -153,7 +157,7 @@ def test_hits_ranking_in_search(tmp_path):
     plain = searcher.search("leaf")
     by_authority = searcher.search("leaf", ranking="hits")
     assert plain.hits[0].url.endswith("/leaf0.html") or "leaf" in plain.hits[0].url
-    assert by_authority.hits[0].url.endswith("/hub.html")   # every leaf links to it
+    assert by_authority.hits[0].url.endswith("/hub.html")  # every leaf links to it
     assert by_authority.total == plain.total
     top = by_authority.hits[0].signals
     assert top["authority"] == max(h.signals["authority"] for h in by_authority.hits) > 0
@@ -167,15 +171,22 @@ def test_pagerank_sets_crawl_priority(tmp_path):
 
     pages = {
         "/": html("Home", "".join(link(f"/{p}.html", p) for p in "abc")),
-        **{f"/{p}.html": html(p, link("/popular.html", "popular") + (link("/lonely.html", "x")
-                                                                      if p == "a" else ""))
-           for p in "abc"},
-        "/popular.html": html("Popular", "text"), "/lonely.html": html("Lonely", "text"),
+        **{
+            f"/{p}.html": html(
+                p,
+                link("/popular.html", "popular") + (link("/lonely.html", "x") if p == "a" else ""),
+            )
+            for p in "abc"
+        },
+        "/popular.html": html("Popular", "text"),
+        "/lonely.html": html("Lonely", "text"),
     }
     with SiteServer(pages) as server:
         crawl, settings, _ = crawl_site(tmp_path / "crawl", [server.url("/")], depth=2, index=False)
     assert CliRunner().invoke(app, ["pagerank", "--dir", str(crawl.path)]).exit_code == 0
     name = generate(crawl, settings, top_n=1).segment
-    [chosen] = duckdb.sql(f"SELECT url FROM read_parquet("
-                          f"{[str(p) for p in crawl.segment(name).parts(Segment.GENERATE)]})").fetchall()
+    [chosen] = duckdb.sql(
+        f"SELECT url FROM read_parquet("
+        f"{[str(p) for p in crawl.segment(name).parts(Segment.GENERATE)]})"
+    ).fetchall()
     assert chosen[0].endswith("/popular.html")

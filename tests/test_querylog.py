@@ -31,8 +31,12 @@ def test_a_line_holds_what_autocomplete_and_analysis_need(tmp_path):
     log.write("", None, 0.0001, 400, "2001:db8::1", None)
     first, second = lines_of(path)
     assert {k: v for k, v in first.items() if k not in ("time", "client")} == {
-        "query": "debian apt", "results": 12, "matched_all": True, "latency_ms": 12.34,
-        "status": 200}
+        "query": "debian apt",
+        "results": 12,
+        "matched_all": True,
+        "latency_ms": 12.34,
+        "status": 200,
+    }
     assert first["time"].endswith("+00:00") and "truncated" not in first
     assert (second["results"], second["matched_all"], second["status"]) == (None, None, 400)
     assert log.written == 1 + 1 and log.limited == log.dropped == 0
@@ -80,8 +84,7 @@ def test_lines_beyond_the_rate_are_counted_not_written(tmp_path):
 
 def test_rotation_keeps_the_newest_files_within_the_size(tmp_path):
     path = tmp_path / "queries.jsonl"
-    log = query_log(path, "search.log.max.mb=0.002", "search.log.files=2",
-                    "search.log.rate=-1")
+    log = query_log(path, "search.log.max.mb=0.002", "search.log.files=2", "search.log.rate=-1")
     for i in range(200):
         log.write(f"query number {i}", 1, 0.0, 200, "192.0.2.7", True)
     names = sorted(p.name for p in tmp_path.iterdir() if p.name != KEY_FILE)
@@ -92,8 +95,7 @@ def test_rotation_keeps_the_newest_files_within_the_size(tmp_path):
     assert kept == [f"query number {i}" for i in range(200 - len(kept), 200)]  # the newest
     assert 2 * 2000 // line_size <= len(kept) < 3 * 2000 // line_size + 1
     # fewer files kept from now on: the ones beyond go at the next rotation
-    fewer = query_log(path, "search.log.max.mb=0.002", "search.log.files=0",
-                      "search.log.rate=-1")
+    fewer = query_log(path, "search.log.max.mb=0.002", "search.log.files=0", "search.log.rate=-1")
     for i in range(200):
         fewer.write(f"query number {i}", 1, 0.0, 200, "192.0.2.7", True)
     assert sorted(p.name for p in tmp_path.iterdir() if p.name != KEY_FILE) == ["queries.jsonl"]
@@ -114,8 +116,10 @@ WRITER = textwrap.dedent("""
 
 def test_several_processes_append_whole_lines_rotate_once_and_share_the_key(tmp_path):
     path = tmp_path / "queries.jsonl"
-    writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), name])
-               for name in ("alpha", "beta")]
+    writers = [
+        subprocess.Popen([sys.executable, "-c", WRITER, str(path), name])
+        for name in ("alpha", "beta")
+    ]
     assert [writer.wait(timeout=60) for writer in writers] == [0, 0]
     files = list(tmp_path.glob("queries.jsonl*"))
     assert len(files) > 10  # rotated many times while both wrote
@@ -153,8 +157,9 @@ FILE_LIMIT = textwrap.dedent("""
 
 def test_a_file_that_cannot_grow_drops_lines_and_never_raises(tmp_path):
     path = tmp_path / "queries.jsonl"
-    run = subprocess.run([sys.executable, "-c", FILE_LIMIT, str(path)], capture_output=True,
-                         text=True, timeout=60)
+    run = subprocess.run(
+        [sys.executable, "-c", FILE_LIMIT, str(path)], capture_output=True, text=True, timeout=60
+    )
     assert run.returncode == 0, run.stderr
     written, dropped = map(int, run.stdout.split())
     assert written + dropped == 100 and dropped > 50 and written > 0

@@ -40,6 +40,7 @@ def is_user_agent_allowed(robotstxt: str | bytes, useragent: str, url: str) -> b
 # Ported from google/robotstxt robots_test.cc (Apache-2.0)
 # ---------------------------------------------------------------------------------
 
+
 # Google-specific: system test.
 def test_google_only_system_test():
     robotstxt = "user-agent: FooBot\ndisallow: /\n"
@@ -169,13 +170,7 @@ def test_id_user_agent_value_case_insensitive():
 # obey the rules with "Googlebot".
 def test_google_only_accept_user_agent_up_to_first_space():
     assert not is_valid_user_agent_to_obey("Foobot Bar")
-    robotstxt = (
-        "User-Agent: *\n"
-        "Disallow: /\n"
-        "User-Agent: Foo Bar\n"
-        "Allow: /x/\n"
-        "Disallow: /\n"
-    )
+    robotstxt = "User-Agent: *\nDisallow: /\nUser-Agent: Foo Bar\nAllow: /x/\nDisallow: /\n"
     url = "http://foo.bar/x/y"
     assert is_user_agent_allowed(robotstxt, "Foo", url)
     assert not is_user_agent_allowed(robotstxt, "Foo Bar", url)
@@ -265,12 +260,11 @@ def test_id_longest_match():
 def test_id_encoding():
     # /foo/bar?baz=http://foo.bar stays unencoded.
     robotstxt = (
-        "User-agent: FooBot\n"
-        "Disallow: /\n"
-        "Allow: /foo/bar?qux=taz&baz=http://foo.bar?tar&par\n"
+        "User-agent: FooBot\nDisallow: /\nAllow: /foo/bar?qux=taz&baz=http://foo.bar?tar&par\n"
     )
     assert is_user_agent_allowed(
-        robotstxt, "FooBot", "http://foo.bar/foo/bar?qux=taz&baz=http://foo.bar?tar&par")
+        robotstxt, "FooBot", "http://foo.bar/foo/bar?qux=taz&baz=http://foo.bar?tar&par"
+    )
 
     # 3 byte character: /foo/bar/ツ -> /foo/bar/%E3%83%84
     robotstxt = "User-agent: FooBot\nDisallow: /\nAllow: /foo/bar/ツ\n"
@@ -329,7 +323,7 @@ def test_google_only_index_html_is_directory():
 def test_google_only_line_too_long():
     eol_len = len("\n")
     max_line_len = 2083 * 8
-    assert MAX_LINE_LEN == max_line_len
+    assert max_line_len == MAX_LINE_LEN
     allow = "allow: "
     disallow = "disallow: "
 
@@ -406,7 +400,8 @@ def test_google_only_documentation_checks():
     assert is_user_agent_allowed(robotstxt, "FooBot", "http://foo.bar/filename.php")
     assert is_user_agent_allowed(robotstxt, "FooBot", "http://foo.bar/folder/filename.php")
     assert is_user_agent_allowed(
-        robotstxt, "FooBot", "http://foo.bar/folder/filename.php?parameters")
+        robotstxt, "FooBot", "http://foo.bar/folder/filename.php?parameters"
+    )
     assert is_user_agent_allowed(robotstxt, "FooBot", "http://foo.bar//folder/any.php.file.html")
     assert is_user_agent_allowed(robotstxt, "FooBot", "http://foo.bar/filename.php/")
     assert is_user_agent_allowed(robotstxt, "FooBot", "http://foo.bar/index?f=filename.php/")
@@ -432,7 +427,8 @@ def test_google_only_documentation_checks():
     assert not is_user_agent_allowed(robotstxt, "FooBot", "http://foo.bar/bar")
     assert is_user_agent_allowed(robotstxt, "FooBot", "http://foo.bar/fish.php")
     assert is_user_agent_allowed(
-        robotstxt, "FooBot", "http://foo.bar/fishheads/catfish.php?parameters")
+        robotstxt, "FooBot", "http://foo.bar/fishheads/catfish.php?parameters"
+    )
     assert not is_user_agent_allowed(robotstxt, "FooBot", "http://foo.bar/Fish.PHP")
 
     # Section "Order of precedence for group-member records".
@@ -476,62 +472,27 @@ class RobotsStatsReporter:
 # Different kinds of line endings are all supported: %x0D / %x0A / %x0D.0A
 def test_id_lines_numbers_are_counted_correctly():
     report = RobotsStatsReporter()
-    unix_file = (
-        "User-Agent: foo\n"
-        "Allow: /some/path\n"
-        "User-Agent: bar\n"
-        "\n"
-        "\n"
-        "Disallow: /\n"
-    )
+    unix_file = "User-Agent: foo\nAllow: /some/path\nUser-Agent: bar\n\n\nDisallow: /\n"
     report.parse(unix_file)
     assert report.valid_directives == 4
     assert report.last_line_seen == 6
 
-    dos_file = (
-        "User-Agent: foo\r\n"
-        "Allow: /some/path\r\n"
-        "User-Agent: bar\r\n"
-        "\r\n"
-        "\r\n"
-        "Disallow: /\r\n"
-    )
+    dos_file = "User-Agent: foo\r\nAllow: /some/path\r\nUser-Agent: bar\r\n\r\n\r\nDisallow: /\r\n"
     report.parse(dos_file)
     assert report.valid_directives == 4
     assert report.last_line_seen == 6
 
-    mac_file = (
-        "User-Agent: foo\r"
-        "Allow: /some/path\r"
-        "User-Agent: bar\r"
-        "\r"
-        "\r"
-        "Disallow: /\r"
-    )
+    mac_file = "User-Agent: foo\rAllow: /some/path\rUser-Agent: bar\r\r\rDisallow: /\r"
     report.parse(mac_file)
     assert report.valid_directives == 4
     assert report.last_line_seen == 6
 
-    no_final_newline = (
-        "User-Agent: foo\n"
-        "Allow: /some/path\n"
-        "User-Agent: bar\n"
-        "\n"
-        "\n"
-        "Disallow: /"
-    )
+    no_final_newline = "User-Agent: foo\nAllow: /some/path\nUser-Agent: bar\n\n\nDisallow: /"
     report.parse(no_final_newline)
     assert report.valid_directives == 4
     assert report.last_line_seen == 6
 
-    mixed_file = (
-        "User-Agent: foo\n"
-        "Allow: /some/path\r\n"
-        "User-Agent: bar\n"
-        "\r\n"
-        "\n"
-        "Disallow: /"
-    )
+    mixed_file = "User-Agent: foo\nAllow: /some/path\r\nUser-Agent: bar\n\r\n\nDisallow: /"
     report.parse(mixed_file)
     assert report.valid_directives == 4
     assert report.last_line_seen == 6
@@ -540,32 +501,31 @@ def test_id_lines_numbers_are_counted_correctly():
 # BOM characters are unparseable and thus skipped. The rules following the line are used.
 def test_id_utf8_byte_order_mark_is_skipped():
     report = RobotsStatsReporter()
-    utf8_file_full_bom = b"\xEF\xBB\xBF" b"User-Agent: foo\n" b"Allow: /AnyValue\n"
+    utf8_file_full_bom = b"\xef\xbb\xbfUser-Agent: foo\nAllow: /AnyValue\n"
     report.parse(utf8_file_full_bom)
     assert report.valid_directives == 2
     assert report.unknown_directives == 0
 
     # We allow as well partial ByteOrderMarks.
-    utf8_file_partial2_bom = b"\xEF\xBB" b"User-Agent: foo\n" b"Allow: /AnyValue\n"
+    utf8_file_partial2_bom = b"\xef\xbbUser-Agent: foo\nAllow: /AnyValue\n"
     report.parse(utf8_file_partial2_bom)
     assert report.valid_directives == 2
     assert report.unknown_directives == 0
 
-    utf8_file_partial1_bom = b"\xEF" b"User-Agent: foo\n" b"Allow: /AnyValue\n"
+    utf8_file_partial1_bom = b"\xefUser-Agent: foo\nAllow: /AnyValue\n"
     report.parse(utf8_file_partial1_bom)
     assert report.valid_directives == 2
     assert report.unknown_directives == 0
 
     # If the BOM is not the right sequence, the first line looks like garbage that is
     # skipped (we essentially see "\x11\xBFUser-Agent").
-    utf8_file_broken_bom = b"\xEF\x11\xBF" b"User-Agent: foo\n" b"Allow: /AnyValue\n"
+    utf8_file_broken_bom = b"\xef\x11\xbfUser-Agent: foo\nAllow: /AnyValue\n"
     report.parse(utf8_file_broken_bom)
     assert report.valid_directives == 1
     assert report.unknown_directives == 1  # We get one broken line.
 
     # Some other messed up file: BOMs only valid in the beginning of the file.
-    utf8_bom_somewhere_in_middle_of_file = (
-        b"User-Agent: foo\n" b"\xEF\xBB\xBF" b"Allow: /AnyValue\n")
+    utf8_bom_somewhere_in_middle_of_file = b"User-Agent: foo\n\xef\xbb\xbfAllow: /AnyValue\n"
     report.parse(utf8_bom_somewhere_in_middle_of_file)
     assert report.valid_directives == 1
     assert report.unknown_directives == 1
@@ -588,38 +548,44 @@ def test_id_non_standard_line_example_sitemap():
     assert report.sitemap == sitemap_loc
 
 
-@pytest.mark.parametrize("url, expected_path", [
-    # Only testing URLs that are already correctly escaped here.
-    ("", "/"),
-    ("http://www.example.com", "/"),
-    ("http://www.example.com/", "/"),
-    ("http://www.example.com/a", "/a"),
-    ("http://www.example.com/a/", "/a/"),
-    ("http://www.example.com/a/b?c=http://d.e/", "/a/b?c=http://d.e/"),
-    ("http://www.example.com/a/b?c=d&e=f#fragment", "/a/b?c=d&e=f"),
-    ("example.com", "/"),
-    ("example.com/", "/"),
-    ("example.com/a", "/a"),
-    ("example.com/a/", "/a/"),
-    ("example.com/a/b?c=d&e=f#fragment", "/a/b?c=d&e=f"),
-    ("a", "/"),
-    ("a/", "/"),
-    ("/a", "/a"),
-    ("a/b", "/b"),
-    ("example.com?a", "/?a"),
-    ("example.com/a;b#c", "/a;b"),
-    ("//a/b/c", "/b/c"),
-])
+@pytest.mark.parametrize(
+    "url, expected_path",
+    [
+        # Only testing URLs that are already correctly escaped here.
+        ("", "/"),
+        ("http://www.example.com", "/"),
+        ("http://www.example.com/", "/"),
+        ("http://www.example.com/a", "/a"),
+        ("http://www.example.com/a/", "/a/"),
+        ("http://www.example.com/a/b?c=http://d.e/", "/a/b?c=http://d.e/"),
+        ("http://www.example.com/a/b?c=d&e=f#fragment", "/a/b?c=d&e=f"),
+        ("example.com", "/"),
+        ("example.com/", "/"),
+        ("example.com/a", "/a"),
+        ("example.com/a/", "/a/"),
+        ("example.com/a/b?c=d&e=f#fragment", "/a/b?c=d&e=f"),
+        ("a", "/"),
+        ("a/", "/"),
+        ("/a", "/a"),
+        ("a/b", "/b"),
+        ("example.com?a", "/?a"),
+        ("example.com/a;b#c", "/a;b"),
+        ("//a/b/c", "/b/c"),
+    ],
+)
 def test_get_path_params_query(url, expected_path):
     assert get_path_params_query(url) == expected_path
 
 
-@pytest.mark.parametrize("pattern, expected", [
-    ("http://www.example.com", "http://www.example.com"),
-    ("/a/b/c", "/a/b/c"),
-    ("á", "%C3%A1"),
-    ("%aa", "%AA"),
-])
+@pytest.mark.parametrize(
+    "pattern, expected",
+    [
+        ("http://www.example.com", "http://www.example.com"),
+        ("/a/b/c", "/a/b/c"),
+        ("á", "%C3%A1"),
+        ("%aa", "%AA"),
+    ],
+)
 def test_maybe_escape_pattern(pattern, expected):
     assert maybe_escape_pattern(pattern) == expected
 
@@ -632,18 +598,21 @@ AGENT = "filbert"
 FILE = b"User-agent: *\nDisallow: /private/\n"
 
 
-@pytest.mark.parametrize("status, allowed, cached, unavailable", [
-    (200, False, True, False),  # the file's rules: /private/ is denied
-    (204, False, True, False),
-    (404, True, True, False),   # 4xx: no robots.txt, no restrictions
-    (401, True, True, False),
-    (403, True, True, False),
-    (410, True, True, False),
-    (429, False, False, True),  # too many requests: unavailable, deny all for now
-    (500, False, False, True),  # server error: deny all for now
-    (503, False, False, True),
-    (None, False, False, True),  # unreachable
-])
+@pytest.mark.parametrize(
+    "status, allowed, cached, unavailable",
+    [
+        (200, False, True, False),  # the file's rules: /private/ is denied
+        (204, False, True, False),
+        (404, True, True, False),  # 4xx: no robots.txt, no restrictions
+        (401, True, True, False),
+        (403, True, True, False),
+        (410, True, True, False),
+        (429, False, False, True),  # too many requests: unavailable, deny all for now
+        (500, False, False, True),  # server error: deny all for now
+        (503, False, False, True),
+        (None, False, False, True),  # unreachable
+    ],
+)
 def test_status_semantics(status, allowed, cached, unavailable):
     body = FILE if status is not None and status < 300 else b""
     if status == 204:
@@ -686,7 +655,7 @@ def test_crawl_delay_per_group():
         b"Crawl-delay: 2.5\n"
         b"\n"
         b"User-agent: slowbot\n"
-        b"Crawl-delay: soon\n"   # garbage is ignored
+        b"Crawl-delay: soon\n"  # garbage is ignored
         b"Crawl-delay: 7\n"
         b"\n"
         b"User-agent: nodelay\n"
@@ -699,9 +668,9 @@ def test_crawl_delay_per_group():
     rules = rules_from_response(200, body)
     assert rules.crawl_delay("filbert") == 2.5
     assert rules.crawl_delay("Other") == 2.5
-    assert rules.crawl_delay("somebot") == 10.0   # the "*" group
+    assert rules.crawl_delay("somebot") == 10.0  # the "*" group
     assert rules.crawl_delay("slowbot") == 7.0
-    assert rules.crawl_delay("nodelay") is None   # its own group wins, and has none
+    assert rules.crawl_delay("nodelay") is None  # its own group wins, and has none
     assert rules.crawl_delay("weird") is None
     assert rules_from_response(200, b"Crawl-delay: 5\n").crawl_delay(AGENT) is None  # no group
 
@@ -770,7 +739,7 @@ def test_wildcards_and_anchors():
     body = (
         b"User-agent: *\n"
         b"Disallow: /*/tmp/*.bak$\n"
-        b"Disallow: /a$b\n"          # "$" not at the end is literal
+        b"Disallow: /a$b\n"  # "$" not at the end is literal
         b"Disallow: /**q**\n"
         b"Allow: /*$\n"
     )
@@ -779,7 +748,7 @@ def test_wildcards_and_anchors():
     assert rules.allowed("http://h/x/tmp/y.bak2", AGENT)
     assert not rules.allowed("http://h/a$b", AGENT)
     assert rules.allowed("http://h/ab", AGENT)
-    assert not rules.allowed("http://h/zzqzz", AGENT)    # "/**q**" (7) beats "/*$" (3)
+    assert not rules.allowed("http://h/zzqzz", AGENT)  # "/**q**" (7) beats "/*$" (3)
     assert rules.allowed("http://h/zzz", AGENT)
 
 
@@ -840,8 +809,12 @@ def test_large_file():
     lines = [b"User-agent: otherbot", b"Disallow: /"]
     for i in range(12000):
         lines.append(b"User-agent: bot%d" % i if i % 100 == 0 else b"Disallow: /dir%d/" % i)
-    lines += [b"User-agent: filbert", b"Disallow: /secret", b"Crawl-delay: 4",
-              b"Sitemap: https://h/s.xml"]
+    lines += [
+        b"User-agent: filbert",
+        b"Disallow: /secret",
+        b"Crawl-delay: 4",
+        b"Sitemap: https://h/s.xml",
+    ]
     body = b"\n".join(lines) + b"\n"
     assert len(body) > 150_000
     body = body + b"# " + b"x" * (600_000 - len(body)) + b"\n"
@@ -879,10 +852,12 @@ def test_garbage_bytes_never_raise():
 
 
 def test_invalid_utf8_and_nul_bytes():
-    body = (b"User-agent: filbert\xff\n"          # token "filbert", garbage after it
-            b"Disallow: /caf\xe9\n"                # latin-1 byte, escaped as %E9
-            b"Disallow: /nul\x00/ignored\n"        # C strings: the line ends at NUL
-            b"Sitemap: https://h/\xffmap.xml\n")
+    body = (
+        b"User-agent: filbert\xff\n"  # token "filbert", garbage after it
+        b"Disallow: /caf\xe9\n"  # latin-1 byte, escaped as %E9
+        b"Disallow: /nul\x00/ignored\n"  # C strings: the line ends at NUL
+        b"Sitemap: https://h/\xffmap.xml\n"
+    )
     rules = rules_from_response(200, body)
     assert not rules.allowed("http://h/caf%E9", AGENT)
     assert rules.allowed("http://h/caf%C3%A9", AGENT)
@@ -901,6 +876,7 @@ def test_agent_selection_is_cached_per_rules():
 
 def test_path_fast_path_equals_the_general_one():
     from filbert.fetch.robots import _path_params_query
+
     rng = random.Random(0)
     parts = ["http://", "https://", "//", "/", "?", ";", "#", "a", "b.c", ":", "://"]
     for _ in range(20_000):

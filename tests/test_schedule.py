@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -12,10 +12,10 @@ from filbert.config import load_settings
 from filbert.crawl import fetch_step
 from filbert.crawldb.generate import generate
 from filbert.crawldb.inject import inject
-from filbert.parse.step import parse_segment
-from filbert.tools.readdb import crawldb_url
-from filbert.storage import CrawlDir
 from filbert.crawldb.updatedb import updatedb
+from filbert.parse.step import parse_segment
+from filbert.storage import CrawlDir
+from filbert.tools.readdb import crawldb_url
 
 DAY = 86400
 
@@ -32,11 +32,17 @@ def intervals(site_server, tmp_crawl, schedule: str, versions: list[str]) -> lis
     """Fetch "/" once per version of its text, each time when it is due; the entries after each."""
     server = site_server({"/": html("Home", versions[0])})
     crawl = CrawlDir(tmp_crawl)
-    settings = load_settings(None, ["fetcher.server.delay=0", "executor.kind=sequential",
-                                    f"db.fetch.schedule.class={schedule}",
-                                    f"db.fetch.interval.default={10 * DAY}"])
+    settings = load_settings(
+        None,
+        [
+            "fetcher.server.delay=0",
+            "executor.kind=sequential",
+            f"db.fetch.schedule.class={schedule}",
+            f"db.fetch.interval.default={10 * DAY}",
+        ],
+    )
     inject(crawl, [server.url("/")], settings)
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     entries = []
     for text in versions:
         server.add("/", html("Home", text))
@@ -63,12 +69,18 @@ def test_adaptive_schedule_follows_changes(site_server, tmp_crawl):
 def test_adaptive_interval_is_bounded(site_server, tmp_crawl):
     server = site_server({"/": html("Home", "same")})
     crawl = CrawlDir(tmp_crawl)
-    settings = load_settings(None, ["fetcher.server.delay=0", "executor.kind=sequential",
-                                    "db.fetch.schedule.class=adaptive",
-                                    f"db.fetch.schedule.adaptive.max_interval={12 * DAY}",
-                                    f"db.fetch.interval.default={10 * DAY}"])
+    settings = load_settings(
+        None,
+        [
+            "fetcher.server.delay=0",
+            "executor.kind=sequential",
+            "db.fetch.schedule.class=adaptive",
+            f"db.fetch.schedule.adaptive.max_interval={12 * DAY}",
+            f"db.fetch.interval.default={10 * DAY}",
+        ],
+    )
     inject(crawl, [server.url("/")], settings)
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     for _ in range(3):
         fetch_round(crawl, settings, now)
         now += timedelta(days=40)
@@ -83,7 +95,7 @@ def test_deleted_page_becomes_gone_and_leaves_the_index(site_server, tmp_crawl):
     crawl = CrawlDir(tmp_crawl)
     settings = load_settings(None, ["fetcher.server.delay=0", "executor.kind=sequential"])
     inject(crawl, [server.url("/")], settings)
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     fetch_round(crawl, settings, now)
     build_index(crawl, settings)
     assert Searcher(crawl, settings).search("zqvanishx").total == 1
@@ -93,8 +105,10 @@ def test_deleted_page_becomes_gone_and_leaves_the_index(site_server, tmp_crawl):
     build_index(crawl, settings)
     entry = crawldb_url(crawl, server.url("/"))
     assert entry["status"] == "db_gone"
-    recheck = datetime.fromisoformat(entry["fetch_time"]) - datetime.now(timezone.utc)
-    assert timedelta(days=89) < recheck <= timedelta(days=90)      # db.fetch.interval.max after the fetch
+    recheck = datetime.fromisoformat(entry["fetch_time"]) - datetime.now(UTC)
+    assert (
+        timedelta(days=89) < recheck <= timedelta(days=90)
+    )  # db.fetch.interval.max after the fetch
     assert Searcher(crawl, settings).search("zqvanishx").total == 0
 
 
@@ -102,21 +116,31 @@ def test_sync_delta_follows_how_long_a_page_stayed_unchanged(site_server, tmp_cr
     def next_fetch(sync: bool) -> tuple[timedelta, int]:
         server = site_server({"/": html("Home", "same text")})
         crawl = CrawlDir(tmp_crawl / str(sync))
-        settings = load_settings(None, ["fetcher.server.delay=0", "executor.kind=sequential",
-                                        "db.fetch.schedule.class=adaptive",
-                                        f"db.fetch.schedule.adaptive.sync_delta={str(sync).lower()}",
-                                        f"db.fetch.interval.default={DAY}"])
+        settings = load_settings(
+            None,
+            [
+                "fetcher.server.delay=0",
+                "executor.kind=sequential",
+                "db.fetch.schedule.class=adaptive",
+                f"db.fetch.schedule.adaptive.sync_delta={str(sync).lower()}",
+                f"db.fetch.interval.default={DAY}",
+            ],
+        )
         inject(crawl, [server.url("/")], settings)
-        fetch_round(crawl, settings, datetime.now(timezone.utc))
-        _shift_modified(crawl, datetime.now(timezone.utc) - timedelta(days=30))  # last changed a month ago
-        fetch_round(crawl, settings, datetime.now(timezone.utc) + timedelta(days=2))
+        fetch_round(crawl, settings, datetime.now(UTC))
+        _shift_modified(crawl, datetime.now(UTC) - timedelta(days=30))  # last changed a month ago
+        fetch_round(crawl, settings, datetime.now(UTC) + timedelta(days=2))
         entry = crawldb_url(crawl, server.url("/"))
-        return datetime.fromisoformat(entry["fetch_time"]) - datetime.now(timezone.utc), entry["fetch_interval"]
+        return datetime.fromisoformat(entry["fetch_time"]) - datetime.now(UTC), entry[
+            "fetch_interval"
+        ]
 
     (plain_due, plain_interval), (synced_due, synced_interval) = next_fetch(False), next_fetch(True)
-    assert plain_interval == round(DAY * 1.4) and timedelta(days=1.3) < plain_due <= timedelta(days=1.4)
-    assert synced_interval >= 30 * DAY - 60                           # the time it stayed unchanged
-    assert timedelta(days=20.9) < synced_due < timedelta(days=21.1)   # 30 days, minus 0.3 × 30 days
+    assert plain_interval == round(DAY * 1.4) and timedelta(days=1.3) < plain_due <= timedelta(
+        days=1.4
+    )
+    assert synced_interval >= 30 * DAY - 60  # the time it stayed unchanged
+    assert timedelta(days=20.9) < synced_due < timedelta(days=21.1)  # 30 days, minus 0.3 × 30 days
 
 
 def _shift_modified(crawl: CrawlDir, when: datetime) -> None:
@@ -124,4 +148,9 @@ def _shift_modified(crawl: CrawlDir, when: datetime) -> None:
     for path in crawl.crawldb.files():
         table = pq.read_table(path)
         column = pa.array([when] * table.num_rows, table.schema.field("modified_time").type)
-        pq.write_table(table.set_column(table.schema.get_field_index("modified_time"), "modified_time", column), path)
+        pq.write_table(
+            table.set_column(
+                table.schema.get_field_index("modified_time"), "modified_time", column
+            ),
+            path,
+        )

@@ -9,7 +9,9 @@ from sites import SiteServer, html, link
 from filbert.search import QueryError, Searcher
 
 PAGES = {
-    "/": html("Home", " ".join(link(f"/{n}.html", f"page {n}") for n in ("t", "b", "both", "other"))),
+    "/": html(
+        "Home", " ".join(link(f"/{n}.html", f"page {n}") for n in ("t", "b", "both", "other"))
+    ),
     "/t.html": html("Walrus", "<p>an article about sea animals</p>"),
     "/b.html": html("Sea life", "<p>the walrus is mentioned once in this body text</p>"),
     "/both.html": html("Ocean", "<p>walrus and narwhal together</p>"),
@@ -20,7 +22,9 @@ PAGES = {
 @pytest.fixture(scope="module")
 def searcher(tmp_path_factory):
     with SiteServer(PAGES) as server:
-        crawl, settings, _ = crawl_site(tmp_path_factory.mktemp("search") / "crawl", [server.url("/")])
+        crawl, settings, _ = crawl_site(
+            tmp_path_factory.mktemp("search") / "crawl", [server.url("/")]
+        )
         yield server, Searcher(crawl, settings)
 
 
@@ -42,11 +46,13 @@ def test_all_words_required_then_any(searcher):
 def test_query_syntax_errors_search_the_words(searcher):
     _, s = searcher
     assert urls(s, "<script>walrus(</script>")[0] == "t.html"
-    assert urls(s, "title:walrus")[0] == "t.html"   # no field syntax: two words
+    assert urls(s, "title:walrus")[0] == "t.html"  # no field syntax: two words
 
 
-@pytest.mark.parametrize("query, message", [("", "empty"), ("  \t", "empty"), ('"(', "no words"),
-                                            ("x" * 600, "longer than")])
+@pytest.mark.parametrize(
+    "query, message",
+    [("", "empty"), ("  \t", "empty"), ('"(', "no words"), ("x" * 600, "longer than")],
+)
 def test_bad_queries(searcher, query, message):
     _, s = searcher
     with pytest.raises(QueryError, match=message):
@@ -55,7 +61,7 @@ def test_bad_queries(searcher, query, message):
 
 def test_paging_and_snippets(searcher):
     server, s = searcher
-    anchors = s.search("page", n=10)          # every page has "page" in its anchor text
+    anchors = s.search("page", n=10)  # every page has "page" in its anchor text
     assert anchors.total == 5
     second = s.search("walrus", n=1, offset=1)
     assert len(second.hits) == 1 and second.hits[0].url != s.search("walrus", n=1).hits[0].url

@@ -55,8 +55,10 @@ class RawHandler(socketserver.StreamRequestHandler):
         while self.rfile.readline() not in (b"\r\n", b""):
             pass
         body = html("Odd type", "<p>zqoddtypex</p>").encode()
-        self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\x01evil\r\n"
-                         b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body))
+        self.wfile.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\x01evil\r\n"
+            b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body)
+        )
 
 
 @pytest.fixture(scope="module")
@@ -73,14 +75,18 @@ def crawled(tmp_path_factory: pytest.TempPathFactory, raw_server: str) -> Iterat
     pages[BIG_PATH] = html("Big", "<p>" + "zqbigx words of a long page " * 25_000 + "</p>")
     pages["/"] += f'<a href="{BIG_PATH}">big</a>'
     with SiteServer(pages) as server:
-        crawl, settings, _ = crawl_site(tmp_path_factory.mktemp("server") / "crawl",
-                                        [server.url("/"), raw_server + EVIL_TYPE_PATH], depth=2)
+        crawl, settings, _ = crawl_site(
+            tmp_path_factory.mktemp("server") / "crawl",
+            [server.url("/"), raw_server + EVIL_TYPE_PATH],
+            depth=2,
+        )
         yield Crawl(crawl, settings, server, raw_server)
 
 
 def app_with(crawled: Crawl, **overrides: object):
     settings = crawled.settings.with_overrides(
-        {"server.search.workers": 1, **{k.replace("_", "."): v for k, v in overrides.items()}})
+        {"server.search.workers": 1, **{k.replace("_", "."): v for k, v in overrides.items()}}
+    )
     return create_app(crawled.crawl, settings)
 
 
@@ -93,16 +99,19 @@ def pool_of(client: TestClient) -> WorkerPool:
 
 def stopped(worker_pid: int):
     """A context in which the process is stopped (SIGSTOP), as a hung search would be."""
+
     class Stopped:
         def __enter__(self) -> None:
             os.kill(worker_pid, signal.SIGSTOP)
 
         def __exit__(self, *exc: object) -> None:
             os.kill(worker_pid, signal.SIGCONT)
+
     return Stopped()
 
 
 # --- item 1: lang: never reaches the filesystem, caches are bounded ----------------------
+
 
 def test_lang_operator_cannot_name_a_file(crawled: Crawl, tmp_path: Path) -> None:
     (tmp_path / "x.txt").write_text("river\n")
@@ -139,6 +148,7 @@ def test_word_caches_are_bounded() -> None:
 
 
 # --- items 3 and 4: heavy work, overload and the end-to-end deadline ----------------------
+
 
 def test_heavy_search_does_not_hold_up_light_ones(crawled: Crawl) -> None:
     with TestClient(app_with(crawled, search_deadline_seconds=1.0)) as client:
@@ -203,16 +213,31 @@ def test_a_worker_that_dies_is_replaced(crawled: Crawl) -> None:
 
 # --- item 5: slow clients ------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def served(crawled: Crawl, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """`filbert serve` as a real process with a low connection limit."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    command = [sys.executable, "-c", "from filbert.cli import main; main()", "serve", "--dir", str(crawled.crawl.path),
-               "--port", str(port), "-D", "server.max.connections=64",
-               "-D", "server.header.timeout=1.0", "-D", "server.search.workers=1",
-               "-D", "fetcher.server.delay=0"]
+    command = [
+        sys.executable,
+        "-c",
+        "from filbert.cli import main; main()",
+        "serve",
+        "--dir",
+        str(crawled.crawl.path),
+        "--port",
+        str(port),
+        "-D",
+        "server.max.connections=64",
+        "-D",
+        "server.header.timeout=1.0",
+        "-D",
+        "server.search.workers=1",
+        "-D",
+        "fetcher.server.delay=0",
+    ]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -247,7 +272,9 @@ def test_partial_requests_cannot_keep_others_out(served: str) -> None:
     try:
         for _ in range(5):
             assert httpx.get(served + "/healthz", timeout=5).status_code == 200
-            assert httpx.get(served + "/api/search", params={"q": WORD}, timeout=5).status_code == 200
+            assert (
+                httpx.get(served + "/api/search", params={"q": WORD}, timeout=5).status_code == 200
+            )
     finally:
         for sock in held:
             sock.close()
@@ -278,6 +305,7 @@ def test_oversized_headers_get_431(served: str) -> None:
 
 # --- item 6: headers from crawled pages ------------------------------------------------------
 
+
 def test_cache_sanitizes_the_origins_content_type(crawled: Crawl) -> None:
     with TestClient(app_with(crawled)) as client:
         response = client.get("/cache", params={"url": crawled.raw_url + EVIL_TYPE_PATH})
@@ -285,26 +313,37 @@ def test_cache_sanitizes_the_origins_content_type(crawled: Crawl) -> None:
         assert response.headers["content-type"] == "text/html; charset=utf-8"
 
 
-@pytest.mark.parametrize(("given", "sent"), [
-    ("text/html; charset=utf-8\x01evil", "text/html; charset=utf-8"),
-    ("text/html;charset=UTF-8", "text/html;charset=UTF-8"),
-    ('text/plain; charset="utf-8"', 'text/plain; charset="utf-8"'),
-    ("text/html\r\nSet-Cookie: a=b", "text/html"),
-    ("\x00", "application/octet-stream"),
-    ("", "application/octet-stream"),
-])
+@pytest.mark.parametrize(
+    ("given", "sent"),
+    [
+        ("text/html; charset=utf-8\x01evil", "text/html; charset=utf-8"),
+        ("text/html;charset=UTF-8", "text/html;charset=UTF-8"),
+        ('text/plain; charset="utf-8"', 'text/plain; charset="utf-8"'),
+        ("text/html\r\nSet-Cookie: a=b", "text/html"),
+        ("\x00", "application/octet-stream"),
+        ("", "application/octet-stream"),
+    ],
+)
 def test_safe_media_type(given: str, sent: str) -> None:
     assert safe_media_type(given) == sent
 
 
 # --- item 11: one shape of errors, parameters checked ---------------------------------------
 
+
 def test_parameters_out_of_range_are_400(crawled: Crawl) -> None:
     with TestClient(app_with(crawled)) as client:
         counted = client.get("/api/search", params={"q": WORD, "n": 0}).json()
         assert counted["hits"] == [] and counted["total"] > 0
-        for params in ({"n": -1}, {"n": 101}, {"n": "abc"}, {"offset": -3},
-                       {"offset": 10**12}, {"explain": "maybe"}, {"explain": "true", "n": 50}):
+        for params in (
+            {"n": -1},
+            {"n": 101},
+            {"n": "abc"},
+            {"offset": -3},
+            {"offset": 10**12},
+            {"explain": "maybe"},
+            {"explain": "true", "n": 50},
+        ):
             response = client.get("/api/search", params={"q": WORD, **params})
             assert response.status_code == 400, params
             assert set(response.json()) == {"error"}
@@ -327,8 +366,10 @@ def test_a_bug_is_a_json_500(crawled: Crawl, monkeypatch: pytest.MonkeyPatch) ->
     with TestClient(app_with(crawled), raise_server_exceptions=False) as client:
         monkeypatch.setattr(SuggesterHolder, "get", broken)
         monkeypatch.setattr(SearchService, "search", broken)
-        for response in (client.get("/api/suggest", params={"q": "ri"}),
-                         client.get("/api/search", params={"q": WORD})):
+        for response in (
+            client.get("/api/suggest", params={"q": "ri"}),
+            client.get("/api/search", params={"q": WORD}),
+        ):
             assert response.status_code == 500
             assert response.json() == {"error": "internal error (see the server's log)"}
 
@@ -336,8 +377,11 @@ def test_a_bug_is_a_json_500(crawled: Crawl, monkeypatch: pytest.MonkeyPatch) ->
 def test_errors_do_not_show_the_servers_paths(tmp_path: Path) -> None:
     crawl = CrawlDir(tmp_path / "crawl")
     with TestClient(create_app(crawl, load_settings(None, ["server.search.workers=1"]))) as client:
-        for response in (client.get("/api/search", params={"q": WORD}), client.get("/healthz"),
-                         client.get("/cache", params={"url": "http://x/"})):
+        for response in (
+            client.get("/api/search", params={"q": WORD}),
+            client.get("/healthz"),
+            client.get("/cache", params={"url": "http://x/"}),
+        ):
             assert response.status_code == 503
             assert str(tmp_path) not in response.text and "index" in response.text
         suggest = client.get("/api/suggest", params={"q": "ri"})
@@ -346,6 +390,7 @@ def test_errors_do_not_show_the_servers_paths(tmp_path: Path) -> None:
 
 
 # --- item 9: a damaged index is told, not a plain 500 ---------------------------------------
+
 
 def test_damaged_index_is_a_json_503_naming_the_file(crawled: Crawl, tmp_path: Path) -> None:
     copy = CrawlDir(tmp_path / "crawl")
@@ -363,7 +408,10 @@ def test_damaged_index_is_a_json_503_naming_the_file(crawled: Crawl, tmp_path: P
 
 # --- item 2: a failing query log never fails a search ----------------------------------------
 
-def test_search_answers_when_the_query_log_cannot_be_written(crawled: Crawl, tmp_path: Path) -> None:
+
+def test_search_answers_when_the_query_log_cannot_be_written(
+    crawled: Crawl, tmp_path: Path
+) -> None:
     settings = crawled.settings.with_overrides({"server.search.workers": 1})
     logs = crawled.crawl.path / "logs"
     moved = tmp_path / "logs"
@@ -383,7 +431,7 @@ def test_search_answers_when_the_query_log_cannot_be_written(crawled: Crawl, tmp
 def test_a_request_that_would_wait_past_its_deadline_is_refused_at_once() -> None:
     async def scenario() -> None:
         lane = Lane("light", 1, queue_max=10, spawn=None)  # no worker: all are busy
-        lane.service_time = 1.0                            # a search takes 1 s lately
+        lane.service_time = 1.0  # a search takes 1 s lately
         loop = asyncio.get_running_loop()
         lane.waiting.extend(loop.create_future() for _ in range(2))
         start = time.monotonic()
@@ -406,7 +454,8 @@ def test_openapi_documents_the_search_api(crawled: Crawl) -> None:
     n = next(p for p in search["parameters"] if p["name"] == "n")["schema"]
     assert (n["minimum"], n["maximum"]) == (0, 100)
     assert search["responses"]["200"]["content"]["application/json"]["schema"] == {
-        "$ref": "#/components/schemas/SearchResults"}
+        "$ref": "#/components/schemas/SearchResults"
+    }
     assert "snippet_html" in spec["components"]["schemas"]["Hit"]["properties"]
     assert "/api/suggest" in spec["paths"] and "head" not in spec["paths"]["/api/search"]
 

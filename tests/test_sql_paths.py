@@ -9,11 +9,11 @@ import pytest
 from pipeline import crawl_site
 from sites import SiteServer, html, link
 
+from filbert.crawldb.sitemaps import crawl_origins
+from filbert.search import Searcher
+from filbert.suggest.step import crawl_phrases
 from filbert.tools.readdb import crawldb_dump, crawldb_stats, crawldb_url
 from filbert.tools.readseg import dump_segment, list_segments
-from filbert.search import Searcher
-from filbert.crawldb.sitemaps import crawl_origins
-from filbert.suggest.step import crawl_phrases
 from filbert.tools.warc import export_warc
 
 PAGES = {
@@ -27,7 +27,9 @@ PAGES = {
 def crawled(tmp_path_factory):
     path = tmp_path_factory.mktemp("sql") / "it's a crawl"
     with SiteServer(PAGES) as server:
-        crawl, settings, summary = crawl_site(path, [server.url("/")], "db.fetch.schedule.class=adaptive")
+        crawl, settings, summary = crawl_site(
+            path, [server.url("/")], "db.fetch.schedule.class=adaptive"
+        )
         yield server, crawl, settings, summary
 
 
@@ -53,11 +55,14 @@ def test_readers(crawled, tmp_path):
     server, crawl, settings, _ = crawled
     url = server.url("/a.html")
     assert crawldb_url(crawl, url)["url"] == url
-    assert sorted(json.loads(line)["url"] for line in crawldb_dump(crawl, "db_fetched")) == \
-        sorted(server.url(p) for p in PAGES)
+    assert sorted(json.loads(line)["url"] for line in crawldb_dump(crawl, "db_fetched")) == sorted(
+        server.url(p) for p in PAGES
+    )
     segments = list_segments(crawl)
     assert sum(s["fetched"] for s in segments) == 3
-    assert any(json.loads(line) for s in segments for line in dump_segment(crawl, s["segment"], url))
+    assert any(
+        json.loads(line) for s in segments for line in dump_segment(crawl, s["segment"], url)
+    )
     assert crawl_origins(crawl) == [server.url("/").rstrip("/")]
     assert crawl_phrases(crawl)["Walrus"] == 1
     warc = export_warc(crawl, segments[0]["segment"], settings, tmp_path / "out.warc.gz")

@@ -22,6 +22,8 @@ from filbert.suggest import (
     normalize,
     normalize_prefix,
 )
+from filbert.suggest.querylog import QueryLog
+from filbert.suggest.ranks import RangeMin
 from filbert.suggest.step import (
     SuggesterHolder,
     build_suggest,
@@ -30,8 +32,6 @@ from filbert.suggest.step import (
     logged_queries,
     read_synonyms,
 )
-from filbert.suggest.querylog import QueryLog
-from filbert.suggest.ranks import RangeMin
 from filbert.suggest.suggester import FILE
 
 
@@ -42,18 +42,26 @@ def prefix_distance(phrase: str, prefix: str) -> int:
     for i in range(1, len(phrase) + 1):
         row = [i]
         for j in range(1, len(prefix) + 1):
-            cost = min(rows[i - 1][j] + 1, row[j - 1] + 1,
-                       rows[i - 1][j - 1] + (phrase[i - 1] != prefix[j - 1]))
-            if (i > 1 and j > 1 and phrase[i - 1] == prefix[j - 2]
-                    and phrase[i - 2] == prefix[j - 1]):
+            cost = min(
+                rows[i - 1][j] + 1,
+                row[j - 1] + 1,
+                rows[i - 1][j - 1] + (phrase[i - 1] != prefix[j - 1]),
+            )
+            if (
+                i > 1
+                and j > 1
+                and phrase[i - 1] == prefix[j - 2]
+                and phrase[i - 2] == prefix[j - 1]
+            ):
                 cost = min(cost, rows[i - 2][j - 2] + 1)
             row.append(cost)
         rows.append(row)
     return min(row[-1] for row in rows)
 
 
-def brute_force(ranks: dict[str, float], prefix: str, n: int,
-                errors: int) -> list[tuple[str, int, float]]:
+def brute_force(
+    ranks: dict[str, float], prefix: str, n: int, errors: int
+) -> list[tuple[str, int, float]]:
     """(phrase, distance, rank) of the top n: by distance, then rank, then folded phrase."""
     query = normalize_prefix(prefix)
     if not query:
@@ -121,11 +129,17 @@ def test_errors_grow_with_the_prefix_length():
 
 
 def test_exact_completions_come_first_then_fuzzy_by_distance_and_rank():
-    suggester = Suggester.build([("hello world", 1), ("help", 5), ("hallo", 100),
-                                 ("hull", 50), ("yellow", 1000)])
+    suggester = Suggester.build(
+        [("hello world", 1), ("help", 5), ("hallo", 100), ("hull", 50), ("yellow", 1000)]
+    )
     assert got(suggester, "hel") == [("help", 0, 5.0), ("hello world", 0, 1.0)]
-    assert got(suggester, "hell") == [("hello world", 0, 1.0), ("yellow", 1, 1000.0),
-                                      ("hallo", 1, 100.0), ("hull", 1, 50.0), ("help", 1, 5.0)]
+    assert got(suggester, "hell") == [
+        ("hello world", 0, 1.0),
+        ("yellow", 1, 1000.0),
+        ("hallo", 1, 100.0),
+        ("hull", 1, 50.0),
+        ("help", 1, 5.0),
+    ]
     assert got(suggester, "hell", n=2) == [("hello world", 0, 1.0), ("yellow", 1, 1000.0)]
 
 
@@ -137,41 +151,63 @@ def test_equal_phrases_merge_their_ranks_and_show_the_best_variant():
 def test_synonyms_point_to_the_canonical_phrase():
     suggester = Suggester.build(
         [("new york city", 50), ("nyc", 2), ("television", 9)],
-        [["New York City", "NYC", "big apple"], ["tv", "television", "telly"], ["lonely"],
-         ["other", "nyc"]])
-    by_phrase = {s.phrase: s for s in suggester.suggest("big", 10) + suggester.suggest("ny", 10)
-                 + suggester.suggest("new", 10) + suggester.suggest("tel", 10)
-                 + suggester.suggest("tv", 10)}
+        [
+            ["New York City", "NYC", "big apple"],
+            ["tv", "television", "telly"],
+            ["lonely"],
+            ["other", "nyc"],
+        ],
+    )
+    by_phrase = {
+        s.phrase: s
+        for s in suggester.suggest("big", 10)
+        + suggester.suggest("ny", 10)
+        + suggester.suggest("new", 10)
+        + suggester.suggest("tel", 10)
+        + suggester.suggest("tv", 10)
+    }
     assert by_phrase["big apple"].canonical == "new york city"  # added, with the ring's best rank
     assert by_phrase["big apple"].rank == 50
-    assert by_phrase["nyc"].canonical == "new york city"        # the first ring wins
-    assert by_phrase["nyc"].rank == 2                            # a known phrase keeps its rank
+    assert by_phrase["nyc"].canonical == "new york city"  # the first ring wins
+    assert by_phrase["nyc"].rank == 2  # a known phrase keeps its rank
     assert by_phrase["new york city"].canonical is None
     assert [(s.phrase, s.canonical) for s in suggester.suggest("tel", 10)] == [
-        ("television", "tv"), ("telly", "tv")]
+        ("television", "tv"),
+        ("telly", "tv"),
+    ]
     assert by_phrase["tv"].rank == 9
-    assert suggester.suggest("lonely", 10) == []                 # a ring of one is no ring
+    assert suggester.suggest("lonely", 10) == []  # a ring of one is no ring
 
 
 def test_folding_case_yo_and_nfkc():
-    suggester = Suggester.build([("Ёлки-палки", 2), ("Café de Flore", 3), ("ﬁnance", 1),
-                                 ("ＦＵＬＬ width", 1)])
+    suggester = Suggester.build(
+        [("Ёлки-палки", 2), ("Café de Flore", 3), ("ﬁnance", 1), ("ＦＵＬＬ width", 1)]
+    )
     assert got(suggester, "ел") == [("Ёлки-палки", 0, 2.0)]
     assert got(suggester, "ЁЛК") == [("Ёлки-палки", 0, 2.0)]
     assert got(suggester, "cafe\u0301 d") == [("Café de Flore", 0, 3.0)]  # decomposed é
     assert got(suggester, "CAFÉ") == [("Café de Flore", 0, 3.0)]
-    assert got(suggester, "fin") == [("ﬁnance", 0, 1.0)]              # the ligature is "fi"
+    assert got(suggester, "fin") == [("ﬁnance", 0, 1.0)]  # the ligature is "fi"
     assert got(suggester, "full w") == [("ＦＵＬＬ width", 0, 1.0)]
 
 
 def test_chinese_and_russian():
-    suggester = Suggester.build([("北京大学", 5), ("北京", 9), ("北海道", 2),
-                                 ("москва река", 4), ("московский университет", 7)])
+    suggester = Suggester.build(
+        [
+            ("北京大学", 5),
+            ("北京", 9),
+            ("北海道", 2),
+            ("москва река", 4),
+            ("московский университет", 7),
+        ]
+    )
     assert got(suggester, "北京") == [("北京", 0, 9.0), ("北京大学", 0, 5.0)]
-    assert got(suggester, "北", errors=0) == [("北京", 0, 9.0), ("北京大学", 0, 5.0),
-                                              ("北海道", 0, 2.0)]
-    assert got(suggester, "моск") == [("московский университет", 0, 7.0),
-                                      ("москва река", 0, 4.0)]
+    assert got(suggester, "北", errors=0) == [
+        ("北京", 0, 9.0),
+        ("北京大学", 0, 5.0),
+        ("北海道", 0, 2.0),
+    ]
+    assert got(suggester, "моск") == [("московский университет", 0, 7.0), ("москва река", 0, 4.0)]
     assert got(suggester, "моксва") == [("москва река", 1, 4.0)]  # a transposition
     assert got(suggester, "масква р") == [("москва река", 1, 4.0)]
 
@@ -182,7 +218,10 @@ def test_a_prefix_may_span_words():
     assert got(suggester, "  New   York  T") == [("new york times", 0, 5.0), ("new york", 2, 9.0)]
     assert [p for p, _, _ in got(suggester, "new ", errors=0)] == ["new york", "new york times"]
     assert [p for p, _, _ in got(suggester, "new", errors=0)] == [
-        "newton", "new york", "new york times"]
+        "newton",
+        "new york",
+        "new york times",
+    ]
 
 
 def test_bad_input_gives_a_clear_answer():
@@ -203,10 +242,11 @@ def test_bad_input_gives_a_clear_answer():
 
 
 def test_odd_phrases_are_kept_or_left_out():
-    suggester = Suggester.build([("lone \ud800 surrogate", 1), ("   ", 5), ("", 5),
-                                 ("x" * 101, 1), ("y" * 100, 1)])
+    suggester = Suggester.build(
+        [("lone \ud800 surrogate", 1), ("   ", 5), ("", 5), ("x" * 101, 1), ("y" * 100, 1)]
+    )
     assert got(suggester, "lone") == [("lone ? surrogate", 0, 1.0)]
-    assert got(suggester, "xxx") == []                  # longer than max_length
+    assert got(suggester, "xxx") == []  # longer than max_length
     assert len(suggester) == 2
 
 
@@ -222,7 +262,7 @@ def test_a_missing_or_corrupt_dictionary_is_a_clear_error(tmp_path):
         Suggester.load(tmp_path)
     path = Suggester.build([("alpha", 1), ("beta", 2)]).save(tmp_path)
     data = bytearray(path.read_bytes())
-    path.write_bytes(data[:len(data) // 2])
+    path.write_bytes(data[: len(data) // 2])
     with pytest.raises(SuggestError, match="not a readable suggestion dictionary"):
         Suggester.load(tmp_path)
     data[len(data) // 2] ^= 0xFF  # a flipped byte fails the archive's CRC
@@ -238,10 +278,12 @@ def test_a_dictionary_of_another_shape_is_refused(tmp_path):
     path = Suggester.build([("alpha", 1), ("beta", 2)]).save(tmp_path)
     with np.load(path) as data:
         arrays = dict(data)
-    for change, message in [({"format": np.int64(99)}, "format"),
-                            ({"lo": arrays["lo"] + 5}, "out of range"),
-                            ({"rank": arrays["rank"][:1]}, "text_start does not fit"),
-                            ({"label": arrays["label"].astype(np.int32)}, "label is int32")]:
+    for change, message in [
+        ({"format": np.int64(99)}, "format"),
+        ({"lo": arrays["lo"] + 5}, "out of range"),
+        ({"rank": arrays["rank"][:1]}, "text_start does not fit"),
+        ({"label": arrays["label"].astype(np.int32)}, "label is int32"),
+    ]:
         np.savez(path, **{**arrays, **change})
         with pytest.raises(SuggestError, match=message):
             Suggester.load(tmp_path)
@@ -268,8 +310,14 @@ def test_synonyms_file(tmp_path):
         read_synonyms(tmp_path / "missing.txt")
 
 
-def search(log: QueryLog, query: str, clients: list[str], results: int = 1, status: int = 200,
-           matched_all: bool | None = True) -> None:
+def search(
+    log: QueryLog,
+    query: str,
+    clients: list[str],
+    results: int = 1,
+    status: int = 200,
+    matched_all: bool | None = True,
+) -> None:
     """One logged search of `query` from each of `clients`."""
     for client in clients:
         log.write(query, results, 0.01, status, client, matched_all)
@@ -290,29 +338,39 @@ def test_a_query_is_suggested_once_several_clients_searched_it(tmp_path):
     assert logged_queries(path, 3, 3) == {"debian apt": 4, "three by three": 3}
     assert logged_queries(path, 4, 2) == {"debian apt": 4, "two clients": 10}
     assert logged_queries(path, 3, 4) == {}
-    assert logged_queries(path, 5, 1) == {"xsstoken scam call 555 0100 now": 10,
-                                          "two clients": 10}
+    assert logged_queries(path, 5, 1) == {"xsstoken scam call 555 0100 now": 10, "two clients": 10}
     assert logged_queries(tmp_path / "none.jsonl", 1, 1) == {}
 
 
 def test_old_and_damaged_log_lines_do_not_count(tmp_path):
     path = tmp_path / "queries.jsonl"
     old = [{"query": "debian", "results": 3, "status": 200}] * 5  # no client, no matched_all
-    damaged = [{"query": 5, "results": 1, "status": 200, "client": "a", "matched_all": True},
-               {"query": "x", "results": "1", "status": 200, "client": "a", "matched_all": True},
-               [1, 2]]
+    damaged = [
+        {"query": 5, "results": 1, "status": 200, "client": "a", "matched_all": True},
+        {"query": "x", "results": "1", "status": 200, "client": "a", "matched_all": True},
+        [1, 2],
+    ]
     path.write_text("\n".join(map(json.dumps, old + damaged)) + '\n{"query": "cut sh')
     assert logged_queries(path, 1, 1) == {}
 
 
 SITE = {
-    "/": html("Debian Handbook", "<h1>Only on one page</h1>"
-              + link("/install.html", "Installing Debian") + link("/apt.html", "The APT tool")
-              + link("/hidden.html", "Hidden page")),
-    "/install.html": html("Installing Debian", "<h2>Package management</h2>"
-                          + link("/apt.html", "The APT tool") + link("/", "Debian Handbook")),
-    "/apt.html": html("The APT tool",
-                      "<h3>Package  management</h3>" + link("/", "Debian Handbook")),
+    "/": html(
+        "Debian Handbook",
+        "<h1>Only on one page</h1>"
+        + link("/install.html", "Installing Debian")
+        + link("/apt.html", "The APT tool")
+        + link("/hidden.html", "Hidden page"),
+    ),
+    "/install.html": html(
+        "Installing Debian",
+        "<h2>Package management</h2>"
+        + link("/apt.html", "The APT tool")
+        + link("/", "Debian Handbook"),
+    ),
+    "/apt.html": html(
+        "The APT tool", "<h3>Package  management</h3>" + link("/", "Debian Handbook")
+    ),
     "/hidden.html": html("Hidden", "secret", head='<meta name="robots" content="noindex">'),
 }
 
@@ -329,15 +387,25 @@ def test_build_from_a_crawl(tmp_path):
     counts = build_suggest(crawl, settings, rings)
     assert counts == {"phrases": 7, "page phrases": 4, "queries": 2, "synonym rings": 1}
     _, suggester = load_suggester(crawl, settings)
-    ranks = {s.phrase: s.rank for prefix in ("the apt", "apt", "deb", "inst", "pack")
-             for s in suggester.suggest(prefix, 10)}
+    ranks = {
+        s.phrase: s.rank
+        for prefix in ("the apt", "apt", "deb", "inst", "pack")
+        for s in suggester.suggest(prefix, 10)
+    }
     # pages (titles, anchors to indexed pages, headings) and searches add up
-    assert ranks == {"The APT tool": 3.0, "apt tool": 4.0, "Debian Handbook": 3.0, "Debian": 3.0,
-                     "Installing Debian": 2.0, "Package management": 2.0}
+    assert ranks == {
+        "The APT tool": 3.0,
+        "apt tool": 4.0,
+        "Debian Handbook": 3.0,
+        "Debian": 3.0,
+        "Installing Debian": 2.0,
+        "Package management": 2.0,
+    }
     assert suggester.suggest("hidd", 10) == []  # noindex
     assert suggester.suggest("only", 10) == []  # a heading of one page
     assert [(s.phrase, s.canonical) for s in suggester.suggest("handb", 10)] == [
-        ("handbook", "Debian Handbook")]
+        ("handbook", "Debian Handbook")
+    ]
 
 
 def test_a_rebuild_is_published_and_picked_up(tmp_path):

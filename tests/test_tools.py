@@ -25,19 +25,19 @@ from warcio.archiveiterator import ArchiveIterator
 from filbert import schemas
 from filbert.cli import app
 from filbert.config import DEFAULTS, load_settings
-from filbert.fetch import user_agent
 from filbert.crawldb.inject import inject
+from filbert.fetch import user_agent
+from filbert.storage import CrawlDir, Segment
 from filbert.tools.parsechecker import check_url, format_report
 from filbert.tools.readdb import crawldb_stats
-from filbert.storage import CrawlDir, Segment
 from filbert.tools.warc import default_path, export_warc
 
 runner = CliRunner()
 FAST = ["-D", "fetcher.server.delay=0", "-D", "executor.kind=sequential"]
-LIMIT = 4096                                  # http.content.limit for the WARC crawl
-BIG = "/big.html"                             # larger than LIMIT: truncated
-ZIPPED = "/zipped.html"                       # sent gzip-compressed
-QUERY = "/find?q=a%20b&n=2"                   # a URL with a query string
+LIMIT = 4096  # http.content.limit for the WARC crawl
+BIG = "/big.html"  # larger than LIMIT: truncated
+ZIPPED = "/zipped.html"  # sent gzip-compressed
+QUERY = "/find?q=a%20b&n=2"  # a URL with a query string
 ZIPPED_BODY = html("Zipped", "<p>zqzippedx " + "squeeze " * 200 + "</p>").encode()
 
 
@@ -46,8 +46,14 @@ ZIPPED_BODY = html("Zipped", "<p>zqzippedx " + "squeeze " * 200 + "</p>").encode
 
 def warc_site() -> dict[str, Page | str]:
     pages = link_graph(6, 2)
-    pages["/"] += link(BIG, "big") + link(ZIPPED, "zipped") + link("/gone.html", "gone") \
-        + link("/moved", "moved") + link("/doc.txt", "doc") + link(QUERY, "query")
+    pages["/"] += (
+        link(BIG, "big")
+        + link(ZIPPED, "zipped")
+        + link("/gone.html", "gone")
+        + link("/moved", "moved")
+        + link("/doc.txt", "doc")
+        + link(QUERY, "query")
+    )
     pages[BIG] = html("Big", "<p>" + "lorem ipsum " * 2000 + "</p>")
     pages[ZIPPED] = Page(gzip.compress(ZIPPED_BODY), headers={"Content-Encoding": "gzip"})
     pages["/moved"] = Page("", status=301, headers={"Location": "/p/0002.html"})
@@ -64,17 +70,24 @@ def warc_crawl(tmp_path_factory):
     pages = warc_site()
     with SiteServer(pages) as server:
         path = tmp_path_factory.mktemp("warc") / "crawl"
-        crawl, settings, _ = crawl_site(path, [server.url("/")], f"http.content.limit={LIMIT}",
-                                        depth=3, index=False)
+        crawl, settings, _ = crawl_site(
+            path, [server.url("/")], f"http.content.limit={LIMIT}", depth=3, index=False
+        )
         yield crawl, settings, server.base_url, pages
 
 
 def fetched_pages(crawl: CrawlDir, segment: Segment) -> dict[str, int]:
     """url -> HTTP status of every URL of the segment that has content."""
-    fetch = {r["url"]: r["http_status"]
-             for p in segment.parts(Segment.FETCH) for r in pq.read_table(p).to_pylist()}
-    return {r["url"]: fetch[r["url"]]
-            for p in segment.parts(Segment.CONTENT) for r in pq.read_table(p, columns=["url"]).to_pylist()}
+    fetch = {
+        r["url"]: r["http_status"]
+        for p in segment.parts(Segment.FETCH)
+        for r in pq.read_table(p).to_pylist()
+    }
+    return {
+        r["url"]: fetch[r["url"]]
+        for p in segment.parts(Segment.CONTENT)
+        for r in pq.read_table(p, columns=["url"]).to_pylist()
+    }
 
 
 def read_warc(path: Path) -> list:
@@ -82,8 +95,9 @@ def read_warc(path: Path) -> list:
     records = []
     with open(path, "rb") as handle:
         for record in ArchiveIterator(handle, check_digests="raise"):
-            records.append((record.rec_type, record.rec_headers, record.http_headers,
-                            record.raw_stream.read()))
+            records.append(
+                (record.rec_type, record.rec_headers, record.http_headers, record.raw_stream.read())
+            )
     return records
 
 
@@ -106,8 +120,11 @@ def test_warc_has_every_fetched_page_with_exact_bytes(warc_crawl):
         assert records[0][0] == "warcinfo"
         assert records[0][1].protocol == "WARC/1.1"
         assert b"isPartOf: " + segment.name.encode() in records[0][3]
-        responses = {h.get_header("WARC-Target-URI"): (h, http, body)
-                     for kind, h, http, body in records if kind == "response"}
+        responses = {
+            h.get_header("WARC-Target-URI"): (h, http, body)
+            for kind, h, http, body in records
+            if kind == "response"
+        }
         requests = [(h, http) for kind, h, http, _ in records if kind == "request"]
         expected = fetched_pages(crawl, segment)
         assert set(responses) == set(expected)
@@ -117,7 +134,7 @@ def test_warc_has_every_fetched_page_with_exact_bytes(warc_crawl):
             h, http, body = responses[url]
             assert h.protocol == "WARC/1.1"
             assert http.get_statuscode() == str(status) == "200"
-            assert body == expected_body(pages, url[len(base):]), url
+            assert body == expected_body(pages, url[len(base) :]), url
             # self-consistent: what the headers say is what the record holds
             assert http.get_header("Content-Length") == str(len(body))
             assert http.get_header("Content-Encoding") is None
@@ -129,7 +146,7 @@ def test_warc_has_every_fetched_page_with_exact_bytes(warc_crawl):
             response = responses[h.get_header("WARC-Target-URI")][0]
             assert h.get_header("WARC-Date") == response.get_header("WARC-Date")
             assert http.protocol == "GET"
-            target = h.get_header("WARC-Target-URI")[len(base):]
+            target = h.get_header("WARC-Target-URI")[len(base) :]
             assert http.statusline == f"{target} HTTP/1.1"
             assert http.get_header("Host") == base.removeprefix("http://")
             assert http.get_header("User-Agent") == user_agent(settings)
@@ -184,7 +201,9 @@ def test_warc_cli(warc_crawl, tmp_path):
     out = tmp_path / "first.warc.gz"
     result = runner.invoke(app, ["warc", first, "--dir", str(crawl.path), "--out", str(out)])
     assert result.exit_code == 0, result.output
-    uris = [h.get_header("WARC-Target-URI") for kind, h, _, _ in read_warc(out) if kind == "response"]
+    uris = [
+        h.get_header("WARC-Target-URI") for kind, h, _, _ in read_warc(out) if kind == "response"
+    ]
     assert len(uris) == 1 and uris[0].endswith("/")
     result = runner.invoke(app, ["warc", "nosuchsegment", "--dir", str(crawl.path)])
     assert result.exit_code != 0
@@ -213,9 +232,15 @@ CHECK_FILTER = "-/skip/\n+.\n"
 def check_site() -> dict[str, Page | str]:
     pages = trap_site(slow_delay=0)
     pages["/links.html"] = html(
-        "Links", "<p>zqlinksx " + "word " * 300 + "</p>"
-        + link("/a.html", "First link") + link("/skip/b.html", "Skipped") + link("/c.html", ""),
-        '<meta name="robots" content="noindex">')
+        "Links",
+        "<p>zqlinksx "
+        + "word " * 300
+        + "</p>"
+        + link("/a.html", "First link")
+        + link("/skip/b.html", "Skipped")
+        + link("/c.html", ""),
+        '<meta name="robots" content="noindex">',
+    )
     pages["/doc.txt"] = Page("plain text zqplainx", content_type="text/plain; charset=utf-8")
     return pages
 
@@ -226,7 +251,9 @@ def checker(site_server, tmp_path):
     rules = tmp_path / "filter.txt"
     rules.write_text(CHECK_FILTER)
     # no politeness wait before following a redirect (the default fetcher.server.delay is 5 s)
-    settings = load_settings(None, ["fetcher.server.delay=0", f"urlfilter.regex.file={json.dumps(str(rules))}"])
+    settings = load_settings(
+        None, ["fetcher.server.delay=0", f"urlfilter.regex.file={json.dumps(str(rules))}"]
+    )
     return server, settings
 
 
@@ -250,8 +277,8 @@ def test_parsechecker_html_page(checker):
     assert parse["text_length"] > 1000
     text = format_report(report)
     assert "title:         Links" in text and "noindex:       yes" in text
-    assert f"  {server.url('/skip/b.html')}  [filtered]  \"Skipped\"" in text
-    assert f"  {server.url('/a.html')}  \"First link\"" in text
+    assert f'  {server.url("/skip/b.html")}  [filtered]  "Skipped"' in text
+    assert f'  {server.url("/a.html")}  "First link"' in text
     assert "first 40 shown" in text
     assert server.paths() == ["/robots.txt", "/links.html"]
 
@@ -273,17 +300,23 @@ def test_parsechecker_redirect_shows_target(checker):
     assert f"{target}" in format_report(report)
 
 
-@pytest.mark.skipif("http.redirect.max" not in DEFAULTS, reason="the fetcher does not follow redirects")
+@pytest.mark.skipif(
+    "http.redirect.max" not in DEFAULTS, reason="the fetcher does not follow redirects"
+)
 def test_parsechecker_redirects_follow_the_fetcher_settings(checker):
     server, settings = checker
     target = server.url(TRAP_PATHS["target_301"])
-    report = check_url(server.url(TRAP_PATHS["moved_301"]), settings.with_overrides({"http.redirect.max": 0}))
+    report = check_url(
+        server.url(TRAP_PATHS["moved_301"]), settings.with_overrides({"http.redirect.max": 0})
+    )
     assert report["redirects"] == [] and report["parse"] is None
     assert report["fetch"]["redirect_url"] == target
     assert "redirect to:   " + target in format_report(report)
     assert TRAP_PATHS["target_301"] not in server.paths()
 
-    report = check_url(server.url(TRAP_PATHS["moved_301"]), settings.with_overrides({"http.redirect.max": 3}))
+    report = check_url(
+        server.url(TRAP_PATHS["moved_301"]), settings.with_overrides({"http.redirect.max": 3})
+    )
     assert [hop["redirect_url"] for hop in report["redirects"]] == [target]
     assert report["fetch"]["url"] == target and report["parse"]["title"] == "Target 301"
     text = format_report(report)
@@ -327,7 +360,9 @@ def test_parsechecker_non_html(checker):
 
 def test_parsechecker_cli(checker, tmp_path):
     server, _ = checker
-    result = runner.invoke(app, ["parsechecker", server.url("/links.html"), "--json", "--text-chars", "8"])
+    result = runner.invoke(
+        app, ["parsechecker", server.url("/links.html"), "--json", "--text-chars", "8"]
+    )
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
     assert report["parse"]["title"] == "Links" and report["parse"]["text"] == "zqlinksx"
@@ -335,15 +370,18 @@ def test_parsechecker_cli(checker, tmp_path):
 
     crawl = tmp_path / "crawl"
     crawl.mkdir()
-    (crawl / "filbert.toml").write_text(f'"urlfilter.regex.file" = {json.dumps(str(tmp_path / "filter.txt"))}\n')
+    (crawl / "filbert.toml").write_text(
+        f'"urlfilter.regex.file" = {json.dumps(str(tmp_path / "filter.txt"))}\n'
+    )
     result = runner.invoke(app, ["parsechecker", server.url("/links.html"), "--dir", str(crawl)])
     assert result.exit_code == 0, result.output
     assert "[filtered]" in result.output and "title:         Links" in result.output
 
     result = runner.invoke(app, ["parsechecker", server.url(TRAP_PATHS["missing"])])
     assert result.exit_code == 1 and "HTTP status:   404" in result.output
-    result = runner.invoke(app, ["parsechecker", server.url("/links.html"),
-                                 "-D", "http.agent.name=otherbot", "--json"])
+    result = runner.invoke(
+        app, ["parsechecker", server.url("/links.html"), "-D", "http.agent.name=otherbot", "--json"]
+    )
     assert result.exit_code == 0
     assert server.requests[-1].user_agent.startswith("otherbot/")
 
@@ -355,9 +393,19 @@ def test_readdb_stats_domains(tmp_crawl):
     settings = load_settings(None, [])
     crawl = CrawlDir(tmp_crawl)
     crawl.init(settings)
-    inject(crawl, ["http://www.example.com/", "http://www.example.com/a", "http://docs.example.com/",
-                   "https://example.org/", "http://127.0.0.1:9/x", "http://www.shop.co.uk/",
-                   "http://news.shop.co.uk:8080/"], settings)
+    inject(
+        crawl,
+        [
+            "http://www.example.com/",
+            "http://www.example.com/a",
+            "http://docs.example.com/",
+            "https://example.org/",
+            "http://127.0.0.1:9/x",
+            "http://www.shop.co.uk/",
+            "http://news.shop.co.uk:8080/",
+        ],
+        settings,
+    )
     stats = crawldb_stats(crawl)
     assert stats["domains"] == [
         {"domain": "example.com", "hosts": 2, "urls": 3, "fetched": 0},
@@ -366,8 +414,13 @@ def test_readdb_stats_domains(tmp_crawl):
         {"domain": "example.org", "hosts": 1, "urls": 1, "fetched": 0},
     ]
     assert crawldb_stats(crawl, top_hosts=1)["domains"] == stats["domains"][:1]
-    assert stats["errors"] == {"http": {}, "http_total": 0, "retrying": 0, "retries": {},
-                               "retrying_status": {}}
+    assert stats["errors"] == {
+        "http": {},
+        "http_total": 0,
+        "retrying": 0,
+        "retries": {},
+        "retrying_status": {},
+    }
 
 
 def test_readdb_stats_errors_and_backward_compatible_json(tmp_crawl, site_server):
@@ -378,14 +431,23 @@ def test_readdb_stats_errors_and_backward_compatible_json(tmp_crawl, site_server
     assert {"total", "status", "http_status", "retrying", "score", "hosts"} <= set(stats)
     assert set(stats["score"]) == {"min", "avg", "max"}
     assert set(stats["hosts"][0]) == {"host", "urls", "fetched"}
-    assert set(stats) - {"total", "status", "http_status", "retrying", "score", "hosts"} == {"domains", "errors"}
+    assert set(stats) - {"total", "status", "http_status", "retrying", "score", "hosts"} == {
+        "domains",
+        "errors",
+    }
     errors = stats["errors"]
     assert errors["http"] == {"404": 1, "500": 1} and errors["http_total"] == 2
-    assert errors["retrying"] == stats["retrying"] == 1          # the 500 page waits for a retry
+    assert errors["retrying"] == stats["retrying"] == 1  # the 500 page waits for a retry
     assert sum(errors["retries"].values()) == 1
     assert errors["retrying_status"] == {schemas.DB_UNFETCHED: 1}
-    assert stats["domains"] == [{"domain": "127.0.0.1", "hosts": 1, "urls": stats["total"],
-                                 "fetched": stats["status"][schemas.DB_FETCHED]}]
+    assert stats["domains"] == [
+        {
+            "domain": "127.0.0.1",
+            "hosts": 1,
+            "urls": stats["total"],
+            "fetched": stats["status"][schemas.DB_FETCHED],
+        }
+    ]
 
     result = runner.invoke(app, ["readdb", "--dir", str(tmp_crawl), "--stats", "--json"])
     assert result.exit_code == 0
@@ -399,8 +461,14 @@ def test_readdb_stats_errors_and_backward_compatible_json(tmp_crawl, site_server
 def test_parsechecker_robots_server_error_denies_all(site_server):
     server = site_server({"/robots.txt": Page("oops", status=500), "/": "<p>hi</p>"})
     report = check_url(server.url("/"), load_settings(None, []))
-    assert report["robots"] == {"checked": True, "allowed": False,
-                                "reason": "robots.txt answered HTTP 500", "crawl_delay": None}
+    assert report["robots"] == {
+        "checked": True,
+        "allowed": False,
+        "reason": "robots.txt answered HTTP 500",
+        "crawl_delay": None,
+    }
     assert report["fetch"]["status"] == schemas.FETCH_RETRY and report["parse"] is None
-    assert "DISALLOWED: the page was not requested (robots.txt answered HTTP 500)" in format_report(report)
+    assert "DISALLOWED: the page was not requested (robots.txt answered HTTP 500)" in format_report(
+        report
+    )
     assert server.paths() == ["/robots.txt"]

@@ -16,13 +16,13 @@ from sites import SiteServer, graph_path, html, link_graph, rare_word
 from filbert.config import Settings, load_settings
 from filbert.crawl import fetch_step
 from filbert.crawldb.generate import generate
-from filbert.index import build_index
 from filbert.crawldb.inject import inject
+from filbert.crawldb.updatedb import updatedb
+from filbert.index import build_index
 from filbert.links.invertlinks import invertlinks
 from filbert.parse.step import parse_segment
 from filbert.storage import CrawlDir
 from filbert.suggest.step import build_suggest
-from filbert.crawldb.updatedb import updatedb
 from filbert.web import create_app
 
 PAGES = 24
@@ -30,8 +30,11 @@ COMMON = "river"  # a link_graph filler word found on most pages
 EVIL_PATH = "/evil.html"
 EVIL_WORD = "zqevilx"
 EVIL_TEXT = "<script>alert(1)</script>"
-EVIL_PAGE = html(f"{EVIL_TEXT} evil", f"<p>Beware {EVIL_WORD} &lt;script&gt;alert(1)&lt;/script&gt; here</p>"
-                 f"<p>{EVIL_WORD} &lt;img src=x onerror=alert(2)&gt;</p>")
+EVIL_PAGE = html(
+    f"{EVIL_TEXT} evil",
+    f"<p>Beware {EVIL_WORD} &lt;script&gt;alert(1)&lt;/script&gt; here</p>"
+    f"<p>{EVIL_WORD} &lt;img src=x onerror=alert(2)&gt;</p>",
+)
 
 
 @dataclass
@@ -243,11 +246,13 @@ def test_every_served_query_is_logged(site: Site) -> None:
     log = site.crawl.path / "logs" / "queries.jsonl"
     before = log.read_text().count("\n") if log.exists() else 0
     api(site, q=rare_word(3))
-    site.client.get("/", params={"q": "   "})            # not a search: nothing served
-    site.client.get("/api/search", params={"q": ""})      # a bad query is served an error
+    site.client.get("/", params={"q": "   "})  # not a search: nothing served
+    site.client.get("/api/search", params={"q": ""})  # a bad query is served an error
     lines = [json.loads(x) for x in log.read_text().splitlines()[before:]]
-    assert [(x["query"], x["results"], x["status"]) for x in lines] == [(rare_word(3), 1, 200),
-                                                                       ("", None, 400)]
+    assert [(x["query"], x["results"], x["status"]) for x in lines] == [
+        (rare_word(3), 1, 200),
+        ("", None, 400),
+    ]
     assert all(x["latency_ms"] >= 0 and x["time"].endswith("+00:00") for x in lines)
 
 

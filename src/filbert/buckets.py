@@ -27,8 +27,8 @@ class BucketTask:
     Plain data so it can travel to another process."""
 
     bucket: int
-    old: str | None          # this bucket's file in the current generation, if any
-    out: str                 # file to write
+    old: str | None  # this bucket's file in the current generation, if any
+    out: str  # file to write
 
 
 Task = TypeVar("Task", bound=BucketTask)
@@ -75,8 +75,9 @@ def params(*relations: Relation, **values: object) -> dict[str, object]:
     return merged
 
 
-def parquet_relation(name: str, paths: Sequence[str | Path], schema: pa.Schema,
-                     segment: bool = False) -> Relation:
+def parquet_relation(
+    name: str, paths: Sequence[str | Path], schema: pa.Schema, segment: bool = False
+) -> Relation:
     """Reading some Parquet files, bound as the parameter `$name` (unique within a query),
     or an empty table of the schema when none exist.
 
@@ -86,11 +87,15 @@ def parquet_relation(name: str, paths: Sequence[str | Path], schema: pa.Schema,
     if existing:
         sql = f"read_parquet(${name}, union_by_name=true, filename={segment})"
         if segment:
-            sql = (f"(SELECT * EXCLUDE (filename), regexp_extract(filename, '/segments/([^/]+)/', 1)"
-                   f" AS segment FROM {sql})")
+            sql = (
+                f"(SELECT * EXCLUDE (filename), regexp_extract(filename, '/segments/([^/]+)/', 1)"
+                f" AS segment FROM {sql})"
+            )
         return Relation(sql, {name: existing})
     cols = [f"NULL::{_sql_type(f.type)} AS {f.name}" for f in schema]
-    return Relation(f"(SELECT {', '.join(cols + (['NULL AS segment'] if segment else []))} WHERE false)", {})
+    return Relation(
+        f"(SELECT {', '.join(cols + (['NULL AS segment'] if segment else []))} WHERE false)", {}
+    )
 
 
 def _sql_type(t: pa.DataType) -> str:
@@ -112,8 +117,13 @@ def _sql_type(t: pa.DataType) -> str:
     raise TypeError(f"no SQL type for {t}")
 
 
-def write_result(con: duckdb.DuckDBPyConnection, sql: str, schema: pa.Schema, out: str | Path,
-                 params: dict[str, object] | None = None) -> int:
+def write_result(
+    con: duckdb.DuckDBPyConnection,
+    sql: str,
+    schema: pa.Schema,
+    out: str | Path,
+    params: dict[str, object] | None = None,
+) -> int:
     """Run a query and write its rows, cast to the schema, as one Parquet file."""
     table = con.sql(sql, params=params).to_arrow_table()
     table = table.select(schema.names).cast(schema, safe=False)
@@ -121,10 +131,15 @@ def write_result(con: duckdb.DuckDBPyConnection, sql: str, schema: pa.Schema, ou
     return table.num_rows
 
 
-def rewrite(table: VersionedTable, buckets: int, settings: Settings,
-            run: Callable[[Task], dict[str, int]],
-            make_task: Callable[[int, str | None, str], Task], meta: dict,
-            only_buckets: set[int] | None = None) -> dict[str, int]:
+def rewrite(
+    table: VersionedTable,
+    buckets: int,
+    settings: Settings,
+    run: Callable[[Task], dict[str, int]],
+    make_task: Callable[[int, str | None, str], Task],
+    meta: dict,
+    only_buckets: set[int] | None = None,
+) -> dict[str, int]:
     """Produce the next crawldb generation bucket by bucket, then publish it.
 
     `make_task(bucket, old, out)` builds each bucket's task, which `run` runs (in a worker

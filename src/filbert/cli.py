@@ -24,12 +24,17 @@ from filbert.storage import CrawlDir, CrawlDirError
 
 T = TypeVar("T")
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
-                  help="filbert: crawl websites like Nutch, index them, search and serve them.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="filbert: crawl websites like Nutch, index them, search and serve them.",
+)
 
 Dir = Annotated[Path, typer.Option("--dir", "-d", help="The crawl directory.")]
 Define = Annotated[list[str] | None, typer.Option("-D", help="Override a setting: -D key=value.")]
-Threads = Annotated[int | None, typer.Option("--threads", help="Concurrent requests (fetcher.threads.fetch).")]
+Threads = Annotated[
+    int | None, typer.Option("--threads", help="Concurrent requests (fetcher.threads.fetch).")
+]
 TopN = Annotated[int | None, typer.Option("--topN", help="At most this many URLs per round.")]
 AsJson = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
@@ -40,7 +45,9 @@ def _open(directory: Path, defines: list[str] | None) -> tuple[CrawlDir, Setting
     return CrawlDir(directory), load_settings(directory, defines or [])
 
 
-def _locked(directory: Path, defines: list[str] | None, step: Callable[[CrawlDir, Settings], T]) -> T:
+def _locked(
+    directory: Path, defines: list[str] | None, step: Callable[[CrawlDir, Settings], T]
+) -> T:
     """Run a step that changes the crawl directory, holding its lock."""
     crawl_dir, settings = _open(directory, defines)
     with crawl_dir.lock():
@@ -48,37 +55,61 @@ def _locked(directory: Path, defines: list[str] | None, step: Callable[[CrawlDir
 
 
 @app.command()
-def crawl(seeds: Annotated[list[str] | None, typer.Argument(
-              help="Seed URLs or files of URLs (optional when continuing a crawl).")] = None,
-          dir: Dir = Path("crawl"), depth: int = typer.Option(3, help="Generate/fetch/parse/update rounds."),
-          top_n: TopN = None, threads: Threads = None,
-          no_index: bool = typer.Option(False, "--no-index", help="Stop after invertlinks."),
-          sitemaps: bool = typer.Option(False, "--sitemaps", help="First read the hosts' sitemaps."),
-          define: Define = None) -> None:
+def crawl(
+    seeds: Annotated[
+        list[str] | None,
+        typer.Argument(help="Seed URLs or files of URLs (optional when continuing a crawl)."),
+    ] = None,
+    dir: Dir = Path("crawl"),
+    depth: int = typer.Option(3, help="Generate/fetch/parse/update rounds."),
+    top_n: TopN = None,
+    threads: Threads = None,
+    no_index: bool = typer.Option(False, "--no-index", help="Stop after invertlinks."),
+    sitemaps: bool = typer.Option(False, "--sitemaps", help="First read the hosts' sitemaps."),
+    define: Define = None,
+) -> None:
     """Run inject → (generate → fetch → parse → updatedb) × depth → invertlinks → pagerank → dedup → index."""
     from filbert.crawl import run_crawl
 
     gc.freeze()  # the imported modules' objects: not worth re-scanning during a crawl
     crawl_dir, settings = _open(dir, define)
     with crawl_dir.lock():
-        summary = run_crawl(crawl_dir, seeds or [], settings, RichReporter(), depth, top_n, threads,
-                            index=not no_index, sitemaps=sitemaps)
+        summary = run_crawl(
+            crawl_dir,
+            seeds or [],
+            settings,
+            RichReporter(),
+            depth,
+            top_n,
+            threads,
+            index=not no_index,
+            sitemaps=sitemaps,
+        )
     ok = summary.fetched.get("fetch_success", 0)
-    table = counts_table("crawl summary", {
-        "rounds": summary.rounds, "URLs fetched": summary.urls, "pages fetched": ok,
-        "failed or redirected": summary.urls - ok,
-        **{f"  {k}": v for k, v in summary.fetched.most_common()},
-        **{f"  HTTP {k}": v for k, v in sorted(summary.http.items()) if k},
-        "fetch time": f"{summary.fetch_seconds:.1f} s", "total time": f"{summary.seconds:.1f} s",
-        "pages/s": f"{summary.pages_per_second:.1f}",
-        "documents indexed": "-" if summary.documents is None else summary.documents,
-    })
+    table = counts_table(
+        "crawl summary",
+        {
+            "rounds": summary.rounds,
+            "URLs fetched": summary.urls,
+            "pages fetched": ok,
+            "failed or redirected": summary.urls - ok,
+            **{f"  {k}": v for k, v in summary.fetched.most_common()},
+            **{f"  HTTP {k}": v for k, v in sorted(summary.http.items()) if k},
+            "fetch time": f"{summary.fetch_seconds:.1f} s",
+            "total time": f"{summary.seconds:.1f} s",
+            "pages/s": f"{summary.pages_per_second:.1f}",
+            "documents indexed": "-" if summary.documents is None else summary.documents,
+        },
+    )
     console.print(table)
 
 
 @app.command()
-def inject(seeds: Annotated[list[str], typer.Argument(help="Seed URLs or files of URLs.")],
-           dir: Dir = Path("crawl"), define: Define = None) -> None:
+def inject(
+    seeds: Annotated[list[str], typer.Argument(help="Seed URLs or files of URLs.")],
+    dir: Dir = Path("crawl"),
+    define: Define = None,
+) -> None:
     """Add seed URLs to the crawldb (known URLs are kept as they are)."""
     from filbert.crawldb.inject import inject as run
 
@@ -87,7 +118,9 @@ def inject(seeds: Annotated[list[str], typer.Argument(help="Seed URLs or files o
         stats = run(crawl_dir, seeds, settings)
     for text, reason in stats.rejected:
         console.print(f"[yellow]rejected[/] {escape(text)}: {escape(reason)}")
-    console.print(f"injected {stats.injected} new URLs ({stats.accepted} accepted of {stats.read} read)")
+    console.print(
+        f"injected {stats.injected} new URLs ({stats.accepted} accepted of {stats.read} read)"
+    )
 
 
 @app.command()
@@ -113,8 +146,12 @@ def _segment_or_latest(crawl_dir: CrawlDir, name: str | None, ready: str) -> str
 
 
 @app.command()
-def fetch(segment: Annotated[str | None, typer.Argument(help="Segment name (default: latest).")] = None,
-          dir: Dir = Path("crawl"), threads: Threads = None, define: Define = None) -> None:
+def fetch(
+    segment: Annotated[str | None, typer.Argument(help="Segment name (default: latest).")] = None,
+    dir: Dir = Path("crawl"),
+    threads: Threads = None,
+    define: Define = None,
+) -> None:
     """Fetch a segment's fetch list."""
     from filbert.crawl import fetch_step
 
@@ -122,30 +159,46 @@ def fetch(segment: Annotated[str | None, typer.Argument(help="Segment name (defa
     reporter = RichReporter()
     with crawl_dir.lock():
         name = _segment_or_latest(crawl_dir, segment, "generated")
-        stats = fetch_step(crawl_dir, name, settings, threads, reporter.fetched, reporter.fetch_started)
+        stats = fetch_step(
+            crawl_dir, name, settings, threads, reporter.fetched, reporter.fetch_started
+        )
     reporter.fetch_done(stats)
 
 
 @app.command()
-def parse(segment: Annotated[str | None, typer.Argument(help="Segment name (default: latest fetched).")] = None,
-          dir: Dir = Path("crawl"), define: Define = None) -> None:
+def parse(
+    segment: Annotated[
+        str | None, typer.Argument(help="Segment name (default: latest fetched).")
+    ] = None,
+    dir: Dir = Path("crawl"),
+    define: Define = None,
+) -> None:
     """Parse a fetched segment: text, title, outlinks."""
     from filbert.parse.step import parse_segment
 
     crawl_dir, settings = _open(dir, define)
     with crawl_dir.lock():
-        counts = parse_segment(crawl_dir, _segment_or_latest(crawl_dir, segment, "fetched"), settings)
+        counts = parse_segment(
+            crawl_dir, _segment_or_latest(crawl_dir, segment, "fetched"), settings
+        )
     console.print(counts_table("parse", dict(counts)))
 
 
 @app.command()
-def updatedb(segments: Annotated[list[str] | None, typer.Argument(help="Segments (default: all pending).")] = None,
-             dir: Dir = Path("crawl"), define: Define = None) -> None:
+def updatedb(
+    segments: Annotated[
+        list[str] | None, typer.Argument(help="Segments (default: all pending).")
+    ] = None,
+    dir: Dir = Path("crawl"),
+    define: Define = None,
+) -> None:
     """Fold fetched and parsed segments into the crawldb."""
     from filbert.crawldb.updatedb import updatedb as run
 
     counts = _locked(dir, define, lambda crawl_dir, settings: run(crawl_dir, settings, segments))
-    console.print(f"applied {counts['segments']} segment(s); crawldb has {counts.get('rows', '-')} URLs")
+    console.print(
+        f"applied {counts['segments']} segment(s); crawldb has {counts.get('rows', '-')} URLs"
+    )
 
 
 @app.command()
@@ -154,7 +207,9 @@ def invertlinks(dir: Dir = Path("crawl"), define: Define = None) -> None:
     from filbert.links.invertlinks import invertlinks as run
 
     counts = _locked(dir, define, run)
-    console.print(f"inverted {counts['segments']} segment(s); linkdb has {counts.get('urls', '-')} URLs")
+    console.print(
+        f"inverted {counts['segments']} segment(s); linkdb has {counts.get('urls', '-')} URLs"
+    )
 
 
 @app.command()
@@ -163,19 +218,27 @@ def pagerank(dir: Dir = Path("crawl"), define: Define = None) -> None:
     from filbert.links.pagerank import compute_pagerank
 
     stats = _locked(dir, define, compute_pagerank)
-    console.print(f"PageRank of {stats['pages']} pages over {stats['links']} links "
-                  f"converged in {stats['iterations']} iterations")
+    console.print(
+        f"PageRank of {stats['pages']} pages over {stats['links']} links "
+        f"converged in {stats['iterations']} iterations"
+    )
 
 
 @app.command()
-def sitemap(sitemaps: Annotated[list[str] | None, typer.Argument(help="Sitemap URLs to read.")] = None,
-            dir: Dir = Path("crawl"),
-            robots: bool = typer.Option(True, help="Also read the sitemaps the crawl's hosts list in robots.txt."),
-            define: Define = None) -> None:
+def sitemap(
+    sitemaps: Annotated[list[str] | None, typer.Argument(help="Sitemap URLs to read.")] = None,
+    dir: Dir = Path("crawl"),
+    robots: bool = typer.Option(
+        True, help="Also read the sitemaps the crawl's hosts list in robots.txt."
+    ),
+    define: Define = None,
+) -> None:
     """Merge sitemap URLs into the crawldb (new ones unfetched; a newer lastmod makes a page due)."""
     from filbert.crawldb.sitemaps import sitemap as run
 
-    stats = _locked(dir, define, lambda crawl_dir, settings: run(crawl_dir, settings, sitemaps or [], robots))
+    stats = _locked(
+        dir, define, lambda crawl_dir, settings: run(crawl_dir, settings, sitemaps or [], robots)
+    )
     for url, why in stats.failed:
         console.print(f"[yellow]failed[/] {escape(url)}: {escape(why)}")
     console.print(f"read {stats.sitemaps} sitemaps listing {stats.urls} URLs; {stats.injected} new")
@@ -200,30 +263,46 @@ def index(dir: Dir = Path("crawl"), define: Define = None) -> None:
         return build_index(crawl_dir, settings), build_suggest(crawl_dir, settings)
 
     counts, suggestions = _locked(dir, define, step)
-    console.print(f"indexed {counts['documents']} documents into {counts['shards']} shard(s); "
-                  f"{suggestions['phrases']} phrases for suggestions")
+    console.print(
+        f"indexed {counts['documents']} documents into {counts['shards']} shard(s); "
+        f"{suggestions['phrases']} phrases for suggestions"
+    )
 
 
 @app.command("suggest-build")
-def suggest_build(dir: Dir = Path("crawl"),
-                  synonyms: Path | None = typer.Option(
-                      None, "--synonyms", help="Synonym rings: one per line, comma-separated, "
-                                               "canonical phrase first (default: suggest.synonyms.file)."),
-                  define: Define = None) -> None:
+def suggest_build(
+    dir: Dir = Path("crawl"),
+    synonyms: Path | None = typer.Option(
+        None,
+        "--synonyms",
+        help="Synonym rings: one per line, comma-separated, "
+        "canonical phrase first (default: suggest.synonyms.file).",
+    ),
+    define: Define = None,
+) -> None:
     """Build the query-completion dictionary from titles, anchors, headings and the query log."""
     from filbert.suggest.step import build_suggest
 
-    counts = _locked(dir, define, lambda crawl_dir, settings: build_suggest(crawl_dir, settings, synonyms))
-    console.print(f"{counts['phrases']} phrases for suggestions ({counts['page phrases']} from pages, "
-                  f"{counts['queries']} from the query log, {counts['synonym rings']} synonym rings)")
+    counts = _locked(
+        dir, define, lambda crawl_dir, settings: build_suggest(crawl_dir, settings, synonyms)
+    )
+    console.print(
+        f"{counts['phrases']} phrases for suggestions ({counts['page phrases']} from pages, "
+        f"{counts['queries']} from the query log, {counts['synonym rings']} synonym rings)"
+    )
 
 
 @app.command()
-def suggest(prefix: str, dir: Dir = Path("crawl"),
-            n: int | None = typer.Option(None, "-n", min=1, help="Completions (default: suggest.count)."),
-            errors: int | None = typer.Option(None, "--errors", min=0,
-                                              help="Edits allowed (default: by prefix length)."),
-            as_json: AsJson = False, define: Define = None) -> None:
+def suggest(
+    prefix: str,
+    dir: Dir = Path("crawl"),
+    n: int | None = typer.Option(None, "-n", min=1, help="Completions (default: suggest.count)."),
+    errors: int | None = typer.Option(
+        None, "--errors", min=0, help="Edits allowed (default: by prefix length)."
+    ),
+    as_json: AsJson = False,
+    define: Define = None,
+) -> None:
     """Complete a query prefix, typos allowed."""
     from dataclasses import asdict
 
@@ -238,15 +317,23 @@ def suggest(prefix: str, dir: Dir = Path("crawl"),
         return
     for s in found:
         synonym = f" → {escape(s.canonical)}" if s.canonical else ""
-        stdout.print(f"{escape(s.phrase)}{synonym}  [dim](distance {s.distance}, rank {s.rank:g})[/]",
-                     highlight=False)
+        stdout.print(
+            f"{escape(s.phrase)}{synonym}  [dim](distance {s.distance}, rank {s.rank:g})[/]",
+            highlight=False,
+        )
 
 
 @app.command()
-def search(query: str, dir: Dir = Path("crawl"), n: int = typer.Option(10, "-n", help="Hits to show."),
-           offset: int = 0, ranking: str = typer.Option("bm25", help="bm25, or hits (HITS authority)."),
-           explain: bool = typer.Option(False, "--explain", help="Show every feature behind each score."),
-           as_json: AsJson = False, define: Define = None) -> None:
+def search(
+    query: str,
+    dir: Dir = Path("crawl"),
+    n: int = typer.Option(10, "-n", help="Hits to show."),
+    offset: int = 0,
+    ranking: str = typer.Option("bm25", help="bm25, or hits (HITS authority)."),
+    explain: bool = typer.Option(False, "--explain", help="Show every feature behind each score."),
+    as_json: AsJson = False,
+    define: Define = None,
+) -> None:
     """Search the index."""
     from filbert.search import Searcher
 
@@ -260,8 +347,11 @@ def search(query: str, dir: Dir = Path("crawl"), n: int = typer.Option(10, "-n",
         return
     stdout.print(f"{results.total} results for [bold]{escape(results.query)}[/]", highlight=False)
     for rank, hit in enumerate(results.hits, offset + 1):
-        stdout.print(f"\n{rank}. [bold]{escape(hit.title)}[/]  ({hit.score:.3f})\n"
-                     f"   [blue]{escape(hit.url)}[/]\n   {escape(hit.snippet)}", highlight=False)
+        stdout.print(
+            f"\n{rank}. [bold]{escape(hit.title)}[/]  ({hit.score:.3f})\n"
+            f"   [blue]{escape(hit.url)}[/]\n   {escape(hit.snippet)}",
+            highlight=False,
+        )
         if hit.explanation:
             stdout.print(_explanation_tree(hit.explanation), highlight=False)
 
@@ -269,21 +359,26 @@ def search(query: str, dir: Dir = Path("crawl"), n: int = typer.Option(10, "-n",
 def _explanation_tree(node: dict, depth: int = 1) -> str:
     context = " ".join(node.get("context", []))
     line = f"{'   ' * depth}{node['value']:.4f}  {escape(node['description'])} {escape(context)}"
-    return "\n".join([line.rstrip(), *(_explanation_tree(child, depth + 1)
-                                       for child in node.get("details", []))])
+    return "\n".join(
+        [line.rstrip(), *(_explanation_tree(child, depth + 1) for child in node.get("details", []))]
+    )
 
 
 @app.command("eval")
-def eval_(queries: Annotated[Path, typer.Argument(help="Known-item queries: lang<TAB>query<TAB>url lines.")],
-          dir: Dir = Path("crawl"),
-          base: str = typer.Option("http://127.0.0.1:8081/", help="Base for URLs given as paths."),
-          plain: bool = typer.Option(False, "--plain", help="Compare with raw tantivy (body only)."),
-          compare: Path | None = typer.Option(None, help="Compare with a run saved by --save."),
-          save: Path | None = typer.Option(None, help="Save this run's ranks as JSON."),
-          define: Define = None) -> None:
+def eval_(
+    queries: Annotated[
+        Path, typer.Argument(help="Known-item queries: lang<TAB>query<TAB>url lines.")
+    ],
+    dir: Dir = Path("crawl"),
+    base: str = typer.Option("http://127.0.0.1:8081/", help="Base for URLs given as paths."),
+    plain: bool = typer.Option(False, "--plain", help="Compare with raw tantivy (body only)."),
+    compare: Path | None = typer.Option(None, help="Compare with a run saved by --save."),
+    save: Path | None = typer.Option(None, help="Save this run's ranks as JSON."),
+    define: Define = None,
+) -> None:
     """Known-item evaluation: MRR@10 and success@1/10 per language, with paired bootstrap CIs."""
-    from filbert.tools import evaluation as ev
     from filbert.search import Searcher
+    from filbert.tools import evaluation as ev
 
     crawl_dir, settings = _open(dir, define)
     items = ev.load_queries(queries, base)
@@ -300,7 +395,9 @@ def eval_(queries: Annotated[Path, typer.Argument(help="Known-item queries: lang
 
 
 @app.command()
-def serve(dir: Dir = Path("crawl"), host: str = "127.0.0.1", port: int = 8080, define: Define = None) -> None:
+def serve(
+    dir: Dir = Path("crawl"), host: str = "127.0.0.1", port: int = 8080, define: Define = None
+) -> None:
     """Serve the search page and JSON API."""
     from filbert.web.app import run_server
 
@@ -311,12 +408,15 @@ def serve(dir: Dir = Path("crawl"), host: str = "127.0.0.1", port: int = 8080, d
 
 
 @app.command()
-def readdb(dir: Dir = Path("crawl"), stats: bool = typer.Option(False, "--stats"),
-           url: str | None = typer.Option(None, "--url", help="Show one URL's entry."),
-           dump: bool = typer.Option(False, "--dump", help="Every entry as JSON lines."),
-           status: str | None = typer.Option(None, "--status", help="With --dump: only this status."),
-           top: int = typer.Option(10, "--top", help="Hosts to list in --stats."),
-           as_json: AsJson = False) -> None:
+def readdb(
+    dir: Dir = Path("crawl"),
+    stats: bool = typer.Option(False, "--stats"),
+    url: str | None = typer.Option(None, "--url", help="Show one URL's entry."),
+    dump: bool = typer.Option(False, "--dump", help="Every entry as JSON lines."),
+    status: str | None = typer.Option(None, "--status", help="With --dump: only this status."),
+    top: int = typer.Option(10, "--top", help="Hosts to list in --stats."),
+    as_json: AsJson = False,
+) -> None:
     """Inspect the crawldb."""
     from filbert.tools.readdb import crawldb_dump, crawldb_stats, crawldb_url
 
@@ -335,24 +435,53 @@ def readdb(dir: Dir = Path("crawl"), stats: bool = typer.Option(False, "--stats"
         if as_json:
             print(json.dumps(data, indent=1))
             return
-        console.print(counts_table("crawldb", {"total URLs": data["total"], "retrying": data["retrying"],
-                                               **{f"status {k}": v for k, v in data["status"].items()},
-                                               **{f"HTTP {k}": v for k, v in data["http_status"].items()}}))
-        console.print(counts_table("top hosts (URLs / fetched)",
-                                   {h["host"]: f"{h['urls']} / {h['fetched']}" for h in data["hosts"]}))
-        console.print(counts_table("top domains", {d["domain"]: f"{d['urls']} URLs, {d['fetched']} fetched, "
-                                                                f"{d['hosts']} hosts" for d in data["domains"]}))
+        console.print(
+            counts_table(
+                "crawldb",
+                {
+                    "total URLs": data["total"],
+                    "retrying": data["retrying"],
+                    **{f"status {k}": v for k, v in data["status"].items()},
+                    **{f"HTTP {k}": v for k, v in data["http_status"].items()},
+                },
+            )
+        )
+        console.print(
+            counts_table(
+                "top hosts (URLs / fetched)",
+                {h["host"]: f"{h['urls']} / {h['fetched']}" for h in data["hosts"]},
+            )
+        )
+        console.print(
+            counts_table(
+                "top domains",
+                {
+                    d["domain"]: f"{d['urls']} URLs, {d['fetched']} fetched, {d['hosts']} hosts"
+                    for d in data["domains"]
+                },
+            )
+        )
         errors = data["errors"]
-        console.print(counts_table("fetch errors", {**{f"HTTP {k}": v for k, v in errors["http"].items()},
-                                                    "retrying": errors["retrying"],
-                                                    **{f"  {k} retries": v for k, v in errors["retries"].items()}}))
+        console.print(
+            counts_table(
+                "fetch errors",
+                {
+                    **{f"HTTP {k}": v for k, v in errors["http"].items()},
+                    "retrying": errors["retrying"],
+                    **{f"  {k} retries": v for k, v in errors["retries"].items()},
+                },
+            )
+        )
 
 
 @app.command()
-def readseg(segment: Annotated[str | None, typer.Argument(help="Segment name.")] = None,
-            dir: Dir = Path("crawl"), list_: bool = typer.Option(False, "--list", help="List segments."),
-            dump: bool = typer.Option(False, "--dump", help="Every record as JSON lines."),
-            get: str | None = typer.Option(None, "--get", help="One URL's records.")) -> None:
+def readseg(
+    segment: Annotated[str | None, typer.Argument(help="Segment name.")] = None,
+    dir: Dir = Path("crawl"),
+    list_: bool = typer.Option(False, "--list", help="List segments."),
+    dump: bool = typer.Option(False, "--dump", help="Every record as JSON lines."),
+    get: str | None = typer.Option(None, "--get", help="One URL's records."),
+) -> None:
     """Inspect segments."""
     from filbert.tools.readseg import dump_segment, list_segments
 
@@ -371,25 +500,42 @@ def readseg(segment: Annotated[str | None, typer.Argument(help="Segment name.")]
 
 
 @app.command()
-def warc(segment: Annotated[str | None, typer.Argument(help="Segment name (default: latest fetched).")] = None,
-         dir: Dir = Path("crawl"),
-         out: Path | None = typer.Option(None, "--out", "-o", help="File to write (default: CRAWL/warc/SEGMENT.warc.gz)."),
-         define: Define = None) -> None:
+def warc(
+    segment: Annotated[
+        str | None, typer.Argument(help="Segment name (default: latest fetched).")
+    ] = None,
+    dir: Dir = Path("crawl"),
+    out: Path | None = typer.Option(
+        None, "--out", "-o", help="File to write (default: CRAWL/warc/SEGMENT.warc.gz)."
+    ),
+    define: Define = None,
+) -> None:
     """Export a segment's fetched content as a WARC 1.1 file (gzip per record)."""
     from filbert.tools.warc import export_warc
 
     crawl_dir, settings = _open(dir, define)
     stats = export_warc(crawl_dir, _segment_or_latest(crawl_dir, segment, "fetched"), settings, out)
-    console.print(f"wrote {stats.responses} responses ({stats.truncated} truncated, {stats.bytes} bytes) "
-                  f"to {stats.path}", markup=False, highlight=False)
+    console.print(
+        f"wrote {stats.responses} responses ({stats.truncated} truncated, {stats.bytes} bytes) "
+        f"to {stats.path}",
+        markup=False,
+        highlight=False,
+    )
     print(stats.path)
 
 
 @app.command()
-def parsechecker(url: Annotated[str, typer.Argument(help="The URL to fetch and parse.")],
-                 dir: Annotated[Path | None, typer.Option("--dir", "-d", help="Read settings from CRAWL/filbert.toml.")] = None,
-                 text_chars: int = typer.Option(500, "--text-chars", help="Characters of text to show (-1: all)."),
-                 as_json: AsJson = False, define: Define = None) -> None:
+def parsechecker(
+    url: Annotated[str, typer.Argument(help="The URL to fetch and parse.")],
+    dir: Annotated[
+        Path | None, typer.Option("--dir", "-d", help="Read settings from CRAWL/filbert.toml.")
+    ] = None,
+    text_chars: int = typer.Option(
+        500, "--text-chars", help="Characters of text to show (-1: all)."
+    ),
+    as_json: AsJson = False,
+    define: Define = None,
+) -> None:
     """Fetch and parse one URL as the crawler would, and show the result (nothing is stored)."""
     from filbert.config import load_settings
     from filbert.tools.parsechecker import check_url, format_report, succeeded
@@ -410,7 +556,9 @@ def _require_utf8(args: list[str]) -> None:
 
 
 def _fail(message: str, code: int) -> None:
-    console.print(f"error: {message}", style="bold red", markup=False, highlight=False, soft_wrap=True)
+    console.print(
+        f"error: {message}", style="bold red", markup=False, highlight=False, soft_wrap=True
+    )
     sys.exit(code)
 
 

@@ -34,16 +34,18 @@ class ConfigError(UserError, ValueError):
 class Declaration(NamedTuple):
     """What a setting may be: `# range: ...` (numbers) or `# values: ...` (strings)."""
 
-    kind: str                                              # "range" or "values"
-    text: str                                              # as written, for messages
+    kind: str  # "range" or "values"
+    text: str  # as written, for messages
     bounds: tuple[tuple[Number | None, Number | None], ...]  # inclusive; None: open
     values: tuple[str, ...]
 
     def allows(self, value: Any) -> bool:
         if self.kind == "values":
             return value in self.values
-        return any((low is None or value >= low) and (high is None or value <= high)
-                   for low, high in self.bounds)
+        return any(
+            (low is None or value >= low) and (high is None or value <= high)
+            for low, high in self.bounds
+        )
 
     def describe(self) -> str:
         return f"one of {self.text}" if self.kind == "values" else f"in {self.text}"
@@ -99,7 +101,9 @@ def parse_declarations(text: str, source: str = "defaults.toml") -> dict[str, De
             pending = _parse_declaration(declared[1], declared[2], f"{source}:{lineno}")
         elif pending is not None:
             if not (key := _KEY_LINE.match(line)):
-                raise ConfigError(f"{source}:{lineno}: a {pending.kind} line must be right above its setting")
+                raise ConfigError(
+                    f"{source}:{lineno}: a {pending.kind} line must be right above its setting"
+                )
             found[key[1]] = pending
             pending = None
     return found
@@ -108,13 +112,19 @@ def parse_declarations(text: str, source: str = "defaults.toml") -> dict[str, De
 def _check_declaration(key: str, default: Any, declaration: Declaration) -> None:
     """A declaration fits its setting's type, and the default is one of its values."""
     if {int: "range", float: "range", str: "values"}.get(type(default)) != declaration.kind:
-        raise ConfigError(f"defaults.toml: {key!r} is a {type(default).__name__}; "
-                          f"it cannot have a {declaration.kind} line")
+        raise ConfigError(
+            f"defaults.toml: {key!r} is a {type(default).__name__}; "
+            f"it cannot have a {declaration.kind} line"
+        )
     bounds = [b for pair in declaration.bounds for b in pair if b is not None]
     if type(default) is int and not all(type(b) is int for b in bounds):
-        raise ConfigError(f"defaults.toml: {key!r} is an int; its range {declaration.text} has a float")
+        raise ConfigError(
+            f"defaults.toml: {key!r} is an int; its range {declaration.text} has a float"
+        )
     if not declaration.allows(default):
-        raise ConfigError(f"defaults.toml: the default of {key!r}, {default!r}, is not {declaration.describe()}")
+        raise ConfigError(
+            f"defaults.toml: the default of {key!r}, {default!r}, is not {declaration.describe()}"
+        )
 
 
 def load_defaults() -> tuple[dict[str, Any], dict[str, Declaration]]:
@@ -170,9 +180,7 @@ def _typed(key: str, value: Any, source: str) -> Any:
     if want is float and type(value) is int:
         return float(value)
     if type(value) is not want:
-        raise ConfigError(
-            f"setting {key!r} (from {source}) must be {want.__name__}, got {value!r}"
-        )
+        raise ConfigError(f"setting {key!r} (from {source}) must be {want.__name__}, got {value!r}")
     return value
 
 
@@ -181,7 +189,9 @@ def _checked_value(key: str, value: Any, source: str) -> Any:
     declaration = DECLARATIONS.get(key)
     allowed = f" {declaration.describe()}" if declaration else ""
     if type(value) is float and not math.isfinite(value):
-        raise ConfigError(f"setting {key!r} (from {source}) must be a finite number{allowed}, got {value!r}")
+        raise ConfigError(
+            f"setting {key!r} (from {source}) must be a finite number{allowed}, got {value!r}"
+        )
     if declaration is not None and not declaration.allows(value):
         raise ConfigError(f"setting {key!r} (from {source}) must be{allowed}, got {value!r}")
     return value

@@ -19,16 +19,16 @@ from typing import Protocol
 
 from filbert.config import Settings
 from filbert.crawldb.dedup import dedup
-from filbert.fetch import FetchResult, FetchStats, fetch_segment
-from filbert.fetch.fetcher import HostClock
 from filbert.crawldb.generate import generate
 from filbert.crawldb.inject import InjectStats, inject
+from filbert.crawldb.sitemaps import sitemap
+from filbert.crawldb.updatedb import pending_segments, updatedb
+from filbert.fetch import FetchResult, FetchStats, fetch_segment
+from filbert.fetch.fetcher import HostClock
+from filbert.fetch.robots import RobotsCache
 from filbert.links.invertlinks import invertlinks
 from filbert.parse.step import SegmentParser, parse_segment
-from filbert.fetch.robots import RobotsCache
-from filbert.crawldb.sitemaps import sitemap
 from filbert.storage import CrawlDir
-from filbert.crawldb.updatedb import pending_segments, updatedb
 
 
 class Reporter(Protocol):
@@ -44,8 +44,8 @@ class Reporter(Protocol):
 class CrawlSummary:
     rounds: int = 0
     injected: InjectStats | None = None
-    fetched: Counter = field(default_factory=Counter)     # by fetch status
-    http: Counter = field(default_factory=Counter)        # by HTTP status
+    fetched: Counter = field(default_factory=Counter)  # by fetch status
+    http: Counter = field(default_factory=Counter)  # by HTTP status
     urls: int = 0
     seconds: float = 0.0
     fetch_seconds: float = 0.0
@@ -56,22 +56,44 @@ class CrawlSummary:
         return self.urls / self.fetch_seconds if self.fetch_seconds else 0.0
 
 
-def fetch_step(crawl: CrawlDir, name: str, settings: Settings, threads: int | None = None,
-               on_result: Callable[[FetchResult], None] | None = None,
-               on_start: Callable[[int], None] | None = None,
-               robots: RobotsCache | None = None, clock: HostClock | None = None) -> FetchStats:
+def fetch_step(
+    crawl: CrawlDir,
+    name: str,
+    settings: Settings,
+    threads: int | None = None,
+    on_result: Callable[[FetchResult], None] | None = None,
+    on_start: Callable[[int], None] | None = None,
+    robots: RobotsCache | None = None,
+    clock: HostClock | None = None,
+) -> FetchStats:
     """The fetch step as `filbert fetch` and the crawl run it: fetch_segment, with the parser
     as its page sink when fetcher.parse is set."""
-    return fetch_segment(crawl, name, settings, threads, on_result, on_start, robots, clock,
-                         sink=SegmentParser if settings["fetcher.parse"] else None)
+    return fetch_segment(
+        crawl,
+        name,
+        settings,
+        threads,
+        on_result,
+        on_start,
+        robots,
+        clock,
+        sink=SegmentParser if settings["fetcher.parse"] else None,
+    )
 
 
 def _parsed(counts: Counter) -> str:
     return f"parsed {sum(v for k, v in counts.items() if k != 'outlinks')} pages, {counts['outlinks']} outlinks"
 
 
-def _finish_segments(crawl: CrawlDir, settings: Settings, threads: int, reporter: Reporter,
-                     summary: CrawlSummary, robots: RobotsCache, clock: HostClock) -> None:
+def _finish_segments(
+    crawl: CrawlDir,
+    settings: Settings,
+    threads: int,
+    reporter: Reporter,
+    summary: CrawlSummary,
+    robots: RobotsCache,
+    clock: HostClock,
+) -> None:
     """Bring every unfinished segment through fetch, parse and updatedb."""
     applied = set(crawl.crawldb.meta().get("segments", []))
     for segment in crawl.segments():
@@ -79,8 +101,16 @@ def _finish_segments(crawl: CrawlDir, settings: Settings, threads: int, reporter
             continue
         if not segment.fetched:
             reporter.step(f"fetch {segment.name}")
-            stats = fetch_step(crawl, segment.name, settings, threads, reporter.fetched,
-                               reporter.fetch_started, robots, clock)
+            stats = fetch_step(
+                crawl,
+                segment.name,
+                settings,
+                threads,
+                reporter.fetched,
+                reporter.fetch_started,
+                robots,
+                clock,
+            )
             reporter.fetch_done(stats)
             summary.fetched.update(stats.by_status)
             summary.http.update(stats.by_http)
@@ -96,9 +126,17 @@ def _finish_segments(crawl: CrawlDir, settings: Settings, threads: int, reporter
         updatedb(crawl, settings)
 
 
-def run_crawl(crawl: CrawlDir, seeds: list[str], settings: Settings, reporter: Reporter,
-              depth: int = 3, top_n: int | None = None, threads: int | None = None,
-              index: bool = True, sitemaps: bool = False) -> CrawlSummary:
+def run_crawl(
+    crawl: CrawlDir,
+    seeds: list[str],
+    settings: Settings,
+    reporter: Reporter,
+    depth: int = 3,
+    top_n: int | None = None,
+    threads: int | None = None,
+    index: bool = True,
+    sitemaps: bool = False,
+) -> CrawlSummary:
     start = time.monotonic()
     summary = CrawlSummary()
     threads = threads or settings["fetcher.threads.fetch"]
@@ -108,8 +146,10 @@ def run_crawl(crawl: CrawlDir, seeds: list[str], settings: Settings, reporter: R
         summary.injected = inject(crawl, seeds, settings)
         for text, reason in summary.injected.rejected:
             reporter.step(f"rejected seed {text}: {reason}")
-        reporter.step(f"injected {summary.injected.injected} new of {summary.injected.accepted} "
-                      f"accepted seed URLs ({len(summary.injected.rejected)} rejected)")
+        reporter.step(
+            f"injected {summary.injected.injected} new of {summary.injected.accepted} "
+            f"accepted seed URLs ({len(summary.injected.rejected)} rejected)"
+        )
     crawl.require()
     if sitemaps:
         found = sitemap(crawl, settings)
@@ -120,8 +160,10 @@ def run_crawl(crawl: CrawlDir, seeds: list[str], settings: Settings, reporter: R
         if stats.segment is None:
             reporter.step(f"round {round_no}: nothing due, stopping")
             break
-        reporter.step(f"round {round_no}/{depth}: generated {stats.urls} URLs on {stats.hosts} hosts "
-                      f"in {stats.segment}")
+        reporter.step(
+            f"round {round_no}/{depth}: generated {stats.urls} URLs on {stats.hosts} hosts "
+            f"in {stats.segment}"
+        )
         _finish_segments(crawl, settings, threads, reporter, summary, robots, clock)
         summary.rounds = round_no
     reporter.step("invertlinks")
@@ -132,8 +174,10 @@ def run_crawl(crawl: CrawlDir, seeds: list[str], settings: Settings, reporter: R
         from filbert.suggest.step import build_suggest
 
         ranked = compute_pagerank(crawl, settings)
-        reporter.step(f"pagerank: {ranked['pages']} pages, {ranked['links']} links, "
-                      f"{ranked['iterations']} iterations")
+        reporter.step(
+            f"pagerank: {ranked['pages']} pages, {ranked['links']} links, "
+            f"{ranked['iterations']} iterations"
+        )
         reporter.step(f"dedup: {dedup(crawl, settings)['duplicates']} duplicate pages")
         reporter.step("index")
         summary.documents = build_index(crawl, settings)["documents"]

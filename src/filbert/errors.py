@@ -16,7 +16,9 @@ class DamagedFileError(UserError):
     `remedy` says which step writes it again."""
 
     def __init__(self, relative: str, problem: str, remedy: str):
-        super().__init__(relative, problem, remedy)  # all in args: the error pickles across processes
+        super().__init__(
+            relative, problem, remedy
+        )  # all in args: the error pickles across processes
         self.relative, self.problem, self.remedy = relative, problem, remedy
 
     def __str__(self) -> str:

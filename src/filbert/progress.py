@@ -20,8 +20,8 @@ if TYPE_CHECKING:  # the fetcher and parser cost 0.1 s to import; only crawls ne
     from filbert.fetch import FetchResult, FetchStats
 
 REFRESH_SECONDS = 0.1
-console = Console(stderr=True)   # progress and messages
-stdout = Console()               # results
+console = Console(stderr=True)  # progress and messages
+stdout = Console()  # results
 
 
 class RichReporter:
@@ -40,9 +40,15 @@ class RichReporter:
     def fetch_started(self, total: int) -> None:
         self.ok = self.failed = 0
         self.progress = Progress(
-            TextColumn("[bold]fetch"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("{task.fields[rate]:.1f} pages/s  ok {task.fields[ok]}  failed {task.fields[failed]}"),
-            TimeElapsedColumn(), console=console, transient=True,
+            TextColumn("[bold]fetch"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn(
+                "{task.fields[rate]:.1f} pages/s  ok {task.fields[ok]}  failed {task.fields[failed]}"
+            ),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
         )
         self.progress.start()
         self.task = self.progress.add_task("fetch", total=total, rate=0.0, ok=0, failed=0)
@@ -58,15 +64,19 @@ class RichReporter:
             task = self.progress.tasks[0]
             done = self.ok + self.failed
             rate = done / task.elapsed if task.elapsed else 0.0
-            self.progress.update(self.task, completed=done, rate=rate, ok=self.ok, failed=self.failed)
+            self.progress.update(
+                self.task, completed=done, rate=rate, ok=self.ok, failed=self.failed
+            )
 
     def fetch_done(self, stats: FetchStats) -> None:
         if self.progress is not None:
             self.progress.stop()
             self.progress = None
         statuses = ", ".join(f"{k} {v}" for k, v in stats.by_status.most_common())
-        console.print(f"  fetched {stats.urls} URLs in {stats.seconds:.1f} s "
-                      f"({stats.pages_per_second:.1f} pages/s, {stats.bytes / 1e6:.1f} MB): {statuses}")
+        console.print(
+            f"  fetched {stats.urls} URLs in {stats.seconds:.1f} s "
+            f"({stats.pages_per_second:.1f} pages/s, {stats.bytes / 1e6:.1f} MB): {statuses}"
+        )
 
 
 def counts_table(title: str, counts: dict) -> Table:

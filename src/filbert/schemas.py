@@ -29,105 +29,121 @@ PARSE_UNSUPPORTED = "unsupported"
 
 TIME = pa.timestamp("ms", tz="UTC")
 
-CRAWLDB = pa.schema([
-    ("url", pa.string()),
-    ("fp", pa.binary()),
-    ("host", pa.string()),
-    ("status", pa.string()),
-    ("fetch_time", TIME),          # when the URL is next due
-    ("modified_time", TIME),       # when its content last changed
-    ("fetch_interval", pa.int32()),  # seconds between fetches
-    ("retries", pa.int16()),
-    ("score", pa.float32()),
-    ("signature", pa.binary()),
-    ("http_status", pa.int16()),
-    ("etag", pa.string()),             # validators for conditional GET
-    ("last_modified", pa.string()),
-    ("simhash", pa.int64()),           # near-duplicate fingerprint of the text
-    ("canonical", pa.string()),        # the page's rel=canonical URL, if any
-])
+CRAWLDB = pa.schema(
+    [
+        ("url", pa.string()),
+        ("fp", pa.binary()),
+        ("host", pa.string()),
+        ("status", pa.string()),
+        ("fetch_time", TIME),  # when the URL is next due
+        ("modified_time", TIME),  # when its content last changed
+        ("fetch_interval", pa.int32()),  # seconds between fetches
+        ("retries", pa.int16()),
+        ("score", pa.float32()),
+        ("signature", pa.binary()),
+        ("http_status", pa.int16()),
+        ("etag", pa.string()),  # validators for conditional GET
+        ("last_modified", pa.string()),
+        ("simhash", pa.int64()),  # near-duplicate fingerprint of the text
+        ("canonical", pa.string()),  # the page's rel=canonical URL, if any
+    ]
+)
 
 # segments/<ts>/crawl_generate: the fetch list.
-FETCHLIST = pa.schema([
-    ("url", pa.string()),
-    ("fp", pa.binary()),
-    ("host", pa.string()),
-    ("score", pa.float32()),
-    ("etag", pa.string()),
-    ("last_modified", pa.string()),
-])
+FETCHLIST = pa.schema(
+    [
+        ("url", pa.string()),
+        ("fp", pa.binary()),
+        ("host", pa.string()),
+        ("score", pa.float32()),
+        ("etag", pa.string()),
+        ("last_modified", pa.string()),
+    ]
+)
 
 # segments/<ts>/crawl_fetch: one row per URL fetched.
-CRAWL_FETCH = pa.schema([
-    ("url", pa.string()),
-    ("fp", pa.binary()),
-    ("host", pa.string()),
-    ("status", pa.string()),
-    ("http_status", pa.int16()),
-    ("fetch_time", TIME),
-    ("redirect_url", pa.string()),
-    ("content_type", pa.string()),
-    ("message", pa.string()),
-    ("score", pa.float32()),
-    ("etag", pa.string()),
-    ("last_modified", pa.string()),
-])
+CRAWL_FETCH = pa.schema(
+    [
+        ("url", pa.string()),
+        ("fp", pa.binary()),
+        ("host", pa.string()),
+        ("status", pa.string()),
+        ("http_status", pa.int16()),
+        ("fetch_time", TIME),
+        ("redirect_url", pa.string()),
+        ("content_type", pa.string()),
+        ("message", pa.string()),
+        ("score", pa.float32()),
+        ("etag", pa.string()),
+        ("last_modified", pa.string()),
+    ]
+)
 
 # segments/<ts>/content: raw bytes of what was fetched (zstd-compressed in Parquet).
-CONTENT = pa.schema([
-    ("url", pa.string()),
-    ("fp", pa.binary()),
-    ("content_type", pa.string()),
-    ("headers", pa.string()),      # JSON object of response headers
-    ("content", pa.binary()),
-    ("truncated", pa.bool_()),
-])
+CONTENT = pa.schema(
+    [
+        ("url", pa.string()),
+        ("fp", pa.binary()),
+        ("content_type", pa.string()),
+        ("headers", pa.string()),  # JSON object of response headers
+        ("content", pa.binary()),
+        ("truncated", pa.bool_()),
+    ]
+)
 
 OUTLINK = pa.struct([("url", pa.string()), ("anchor", pa.string())])
 
 # segments/<ts>/parse_data: what the parser found besides the text.
-PARSE_DATA = pa.schema([
-    ("url", pa.string()),
-    ("fp", pa.binary()),
-    ("status", pa.string()),
-    ("message", pa.string()),
-    ("content_type", pa.string()),
-    ("title", pa.string()),
-    ("headings", pa.string()),     # h1–h3 texts, one per line
-    ("outlinks", pa.list_(OUTLINK)),
-    ("noindex", pa.bool_()),
-    ("nofollow", pa.bool_()),
-    ("signature", pa.binary()),
-    ("simhash", pa.int64()),
-    ("canonical", pa.string()),
-])
+PARSE_DATA = pa.schema(
+    [
+        ("url", pa.string()),
+        ("fp", pa.binary()),
+        ("status", pa.string()),
+        ("message", pa.string()),
+        ("content_type", pa.string()),
+        ("title", pa.string()),
+        ("headings", pa.string()),  # h1–h3 texts, one per line
+        ("outlinks", pa.list_(OUTLINK)),
+        ("noindex", pa.bool_()),
+        ("nofollow", pa.bool_()),
+        ("signature", pa.binary()),
+        ("simhash", pa.int64()),
+        ("canonical", pa.string()),
+    ]
+)
 
 # segments/<ts>/parse_text
-PARSE_TEXT = pa.schema([
-    ("url", pa.string()),
-    ("fp", pa.binary()),
-    ("text", pa.string()),
-])
+PARSE_TEXT = pa.schema(
+    [
+        ("url", pa.string()),
+        ("fp", pa.binary()),
+        ("text", pa.string()),
+    ]
+)
 
 # segments/<ts>/crawl_parse: links and redirects found, split by the *target's* bucket.
-CRAWL_PARSE = pa.schema([
-    ("url", pa.string()),
-    ("fp", pa.binary()),
-    ("host", pa.string()),
-    ("from_url", pa.string()),
-    ("anchor", pa.string()),
-    ("kind", pa.string()),         # "link" or "redirect"
-    ("score", pa.float32()),       # score the source passes on (OPIC-like)
-])
+CRAWL_PARSE = pa.schema(
+    [
+        ("url", pa.string()),
+        ("fp", pa.binary()),
+        ("host", pa.string()),
+        ("from_url", pa.string()),
+        ("anchor", pa.string()),
+        ("kind", pa.string()),  # "link" or "redirect"
+        ("score", pa.float32()),  # score the source passes on (OPIC-like)
+    ]
+)
 
 INLINK = pa.struct([("from_url", pa.string()), ("anchor", pa.string())])
 
 # linkdb: target URL -> inlinks with anchor text.
-LINKDB = pa.schema([
-    ("url", pa.string()),
-    ("fp", pa.binary()),
-    ("inlinks", pa.list_(INLINK)),
-])
+LINKDB = pa.schema(
+    [
+        ("url", pa.string()),
+        ("fp", pa.binary()),
+        ("inlinks", pa.list_(INLINK)),
+    ]
+)
 
 
 @dataclass(frozen=True)
@@ -135,10 +151,10 @@ class FetchedPage:
     """A fetched page as the fetcher hands it to its sink and the parse step reads it back
     from content."""
 
-    bucket: int                          # the page's host bucket
+    bucket: int  # the page's host bucket
     url: str
     fp: bytes
     content: bytes
     content_type: str | None
-    headers: Mapping[str, str] | None    # the response headers
-    score: float                         # what the page passes on to its outlinks
+    headers: Mapping[str, str] | None  # the response headers
+    score: float  # what the page passes on to its outlinks

@@ -18,7 +18,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Generic, TypeVar
 
@@ -52,11 +52,16 @@ class PartWriter:
     written out every `batch` rows per file (one row group each; small rows write faster
     and smaller in larger groups)."""
 
-    BATCH = 256          # rows that may hold whole pages
-    SMALL_BATCH = 2048   # rows of a few hundred bytes
+    BATCH = 256  # rows that may hold whole pages
+    SMALL_BATCH = 2048  # rows of a few hundred bytes
 
-    def __init__(self, directory: Path, schema: pa.Schema, name: Callable[[int], str] = part_name,
-                 batch: int = BATCH):
+    def __init__(
+        self,
+        directory: Path,
+        schema: pa.Schema,
+        name: Callable[[int], str] = part_name,
+        batch: int = BATCH,
+    ):
         self.directory, self.schema, self.name, self.batch = directory, schema, name, batch
         self.rows: dict[int, list[dict]] = {}
         self.writers: dict[int, pq.ParquetWriter] = {}
@@ -72,7 +77,9 @@ class PartWriter:
             path = self.directory / self.name(key)
             # No dictionary encoding: most columns are unique per row (URLs, fingerprints,
             # content), and zstd packs the repeats of the others.
-            self.writers[key] = pq.ParquetWriter(path, self.schema, compression="zstd", use_dictionary=False)
+            self.writers[key] = pq.ParquetWriter(
+                path, self.schema, compression="zstd", use_dictionary=False
+            )
         self.writers[key].write_table(pa.Table.from_pylist(self.rows.pop(key), self.schema))
 
     def close(self, keys: Iterable[int] = ()) -> set[int]:
@@ -167,7 +174,7 @@ class VersionedTable:
     def publish(self, tmp: Path, meta: dict) -> Path:
         """Atomically make `tmp` the current generation, then drop older ones."""
         (tmp / META).write_text(json.dumps(meta, indent=1, sort_keys=True))
-        stamp = datetime.now(timezone.utc).strftime(SEGMENT_FORMAT)
+        stamp = datetime.now(UTC).strftime(SEGMENT_FORMAT)
         gen = self.path / f"gen-{stamp}-{uuid.uuid4().hex[:8]}"
         tmp.rename(gen)
         pointer_tmp = self.path / f"{TMP_PREFIX}{CURRENT}-{uuid.uuid4().hex}"
@@ -195,7 +202,9 @@ class GenerationHolder(Generic[T]):
     is published (or `ttl` seconds later). Publishing replaces the CURRENT pointer file, so a
     stat of it per get() tells, without reading it."""
 
-    def __init__(self, table: VersionedTable, build: Callable[[T | None], T], ttl: float = math.inf):
+    def __init__(
+        self, table: VersionedTable, build: Callable[[T | None], T], ttl: float = math.inf
+    ):
         """`build` gets the object made before (None the first time), to reopen it rather than
         make a new one; what it raises, get() raises, and the next get() builds again."""
         self._pointer = table.path / CURRENT
@@ -306,7 +315,7 @@ class WebGraph(VersionedTable):
 # What writes a damaged file again: by a crawl's top directory, and by segment sub-directory.
 REMEDIES = {
     "crawldb": "move crawldb/ away, then `filbert inject` your seeds and `filbert updatedb` to rebuild it "
-               "from the segments",
+    "from the segments",
     "linkdb": "delete linkdb/ and run `filbert invertlinks` to rebuild it",
     "webgraph": "run `filbert pagerank` to rebuild it",
     "index": "run `filbert index` to rebuild the index",
@@ -339,7 +348,13 @@ def parquet_problem(path: Path | str, footer_only: bool = False) -> str | None:
         if not footer_only:
             file.read()
     except (OSError, pa.ArrowException) as exc:
-        return str(exc).splitlines()[0].split(". ")[0].removeprefix("Couldn't deserialize thrift: ").rstrip(" :.")
+        return (
+            str(exc)
+            .splitlines()[0]
+            .split(". ")[0]
+            .removeprefix("Couldn't deserialize thrift: ")
+            .rstrip(" :.")
+        )
     return None
 
 
@@ -356,8 +371,11 @@ def reading(paths: Sequence[Path | str]) -> Iterator[None]:
     except Exception as exc:
         files = [Path(p) for p in paths]
         named = [p for p in files if str(p) in str(exc)]
-        for path, footer_only in [*((p, False) for p in named), *((p, True) for p in files),
-                                  *((p, False) for p in files)]:
+        for path, footer_only in [
+            *((p, False) for p in named),
+            *((p, True) for p in files),
+            *((p, False) for p in files),
+        ]:
             if path.exists() and (problem := parquet_problem(path, footer_only)):
                 raise damaged_file(path, problem) from exc
         raise
@@ -408,7 +426,8 @@ class CrawlDir:
         if not self.segments_dir.exists():
             return []
         return [
-            Segment(p) for p in sorted(self.segments_dir.iterdir())
+            Segment(p)
+            for p in sorted(self.segments_dir.iterdir())
             if p.is_dir() and not p.name.startswith(TMP_PREFIX)
         ]
 
@@ -420,7 +439,7 @@ class CrawlDir:
 
     def new_segment_name(self) -> str:
         """A UTC timestamp name (to the second), later than every existing segment."""
-        stamp = datetime.now(timezone.utc).replace(microsecond=0)
+        stamp = datetime.now(UTC).replace(microsecond=0)
         names = [s.name for s in self.segments()]
         if names and names[-1] >= stamp.strftime(SEGMENT_FORMAT):
             stamp = datetime.strptime(names[-1], SEGMENT_FORMAT) + timedelta(seconds=1)

@@ -31,16 +31,44 @@ KANA_HANGUL = "\u3040-\u30ff\u31f0-\u31ff\u1100-\u11ff\u3130-\u318f\uac00-\ud7af
 # A Han run, a kana/Hangul run, or a word: letters and digits of any other script.
 TOKEN = re.compile(rf"([{HAN}]+)|([{KANA_HANGUL}]+)|([^\W_{HAN}{KANA_HANGUL}]+)")
 HAN_RUN = re.compile(f"([{HAN}]+)")
-MAX_WORD = 64           # longer "words" (base64, hashes) are not indexed
+MAX_WORD = 64  # longer "words" (base64, hashes) are not indexed
 
 SNOWBALL = {
-    "ar": "arabic", "hy": "armenian", "eu": "basque", "ca": "catalan", "cs": "czech",
-    "da": "danish", "nl": "dutch", "en": "english", "eo": "esperanto", "et": "estonian",
-    "fi": "finnish", "fr": "french", "de": "german", "el": "greek", "hi": "hindi",
-    "hu": "hungarian", "id": "indonesian", "ga": "irish", "it": "italian", "lt": "lithuanian",
-    "ne": "nepali", "no": "norwegian", "nb": "norwegian", "nn": "norwegian", "fa": "persian",
-    "pl": "polish", "pt": "portuguese", "ro": "romanian", "ru": "russian", "sr": "serbian",
-    "es": "spanish", "sv": "swedish", "ta": "tamil", "tr": "turkish", "yi": "yiddish",
+    "ar": "arabic",
+    "hy": "armenian",
+    "eu": "basque",
+    "ca": "catalan",
+    "cs": "czech",
+    "da": "danish",
+    "nl": "dutch",
+    "en": "english",
+    "eo": "esperanto",
+    "et": "estonian",
+    "fi": "finnish",
+    "fr": "french",
+    "de": "german",
+    "el": "greek",
+    "hi": "hindi",
+    "hu": "hungarian",
+    "id": "indonesian",
+    "ga": "irish",
+    "it": "italian",
+    "lt": "lithuanian",
+    "ne": "nepali",
+    "no": "norwegian",
+    "nb": "norwegian",
+    "nn": "norwegian",
+    "fa": "persian",
+    "pl": "polish",
+    "pt": "portuguese",
+    "ro": "romanian",
+    "ru": "russian",
+    "sr": "serbian",
+    "es": "spanish",
+    "sv": "swedish",
+    "ta": "tamil",
+    "tr": "turkish",
+    "yi": "yiddish",
 }
 CYRILLIC_LANGS = frozenset({"ru", "uk", "bg", "sr", "mk", "be", "kk", "ky", "mn", "tg"})
 BIGRAM_LANGS = frozenset({"ja", "ko"})
@@ -97,6 +125,7 @@ def stop_words(lang: str) -> frozenset[str]:
 @cache
 def _morph():
     import pymorphy3  # loads its dictionary: only when Russian text turns up
+
     return pymorphy3.MorphAnalyzer()
 
 
@@ -115,6 +144,7 @@ def _russian_lemmatizer() -> Callable[[str], str]:
     def lemma(word: str) -> str:
         parse = morph.parse(word)[0]
         return parse.normal_form.replace("ё", "е") if parse.is_known else snowball(word)
+
     return lemma
 
 
@@ -160,6 +190,7 @@ def _script_dispatch(lang: str) -> _Memo:
     def term(word: str) -> str:
         of = script_of(word)
         return own[word] if of == script or of == OTHER else _word_terms(SCRIPT_DEFAULT[of])[word]
+
     return _Memo(term)
 
 
@@ -167,7 +198,7 @@ Span = tuple[str, int, int]  # term, start and end offsets in the analyzed text
 
 
 def _bigrams(run: str) -> list[str]:
-    return [run] if len(run) == 1 else [run[i:i + 2] for i in range(len(run) - 1)]
+    return [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]
 
 
 def _bigram_spans(run: str, start: int) -> list[Span]:
@@ -182,7 +213,8 @@ SINGLE_CHAR_RUN = re.compile(rf"(?<![^ ])[{HAN}](?: [{HAN}])+(?![^ ])")
 def _with_bigrams(words: str) -> str:
     """Space-separated words with the bigrams of each run of single characters after it."""
     return SINGLE_CHAR_RUN.sub(
-        lambda run: f"{run.group()} {' '.join(_bigrams(run.group().replace(' ', '')))}", words)
+        lambda run: f"{run.group()} {' '.join(_bigrams(run.group().replace(' ', '')))}", words
+    )
 
 
 def _single_char_runs(words: list[str]) -> list[tuple[int, int]]:
@@ -206,7 +238,9 @@ def read_user_dict(path: Path) -> list[tuple[str, int | None]]:
     for line in path.read_text(encoding="utf-8").splitlines():
         parts = line.split()
         if parts and not parts[0].startswith("#"):
-            entries.append((parts[0], int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None))
+            entries.append(
+                (parts[0], int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None)
+            )
     return entries
 
 
@@ -224,7 +258,7 @@ class Analyzer:
     def __init__(self, lang: str, query: bool = False):
         self.lang = lang
         self.query = query
-        self.words = _script_dispatch(lang)                       # folded word → term
+        self.words = _script_dispatch(lang)  # folded word → term
         self.raw_words = _Memo(lambda word: self.words[fold(word)])  # word as written → term
         # text between spaces → its joined terms
         self.chunks = _Memo(lambda chunk: self.analyze_folded(fold(chunk)))

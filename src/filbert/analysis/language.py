@@ -15,14 +15,20 @@ from collections.abc import Collection
 from itertools import islice
 
 from filbert.analysis.analyzers import (
-    CYRILLIC_LANGS, HAN, HAN_RUN, KANA_HANGUL, LATIN, OTHER, language_script,
+    CYRILLIC_LANGS,
+    HAN,
+    HAN_RUN,
+    KANA_HANGUL,
+    LATIN,
+    OTHER,
+    language_script,
 )
 
 SAMPLE_WINDOWS, SAMPLE_CHARS = 3, 400  # a document is judged on 3 windows of its text
-MIN_LETTERS = 20             # fewer letters than this: no language (too short to tell)
+MIN_LETTERS = 20  # fewer letters than this: no language (too short to tell)
 MIN_CONFIDENCE = 0.3
-QUERY_CONFIDENCE = 0.9       # the probability a Latin-script query's language needs
-QUERY_MIN_LETTERS = 12       # shorter Latin queries are not classified at all
+QUERY_CONFIDENCE = 0.9  # the probability a Latin-script query's language needs
+QUERY_MIN_LETTERS = 12  # shorter Latin queries are not classified at all
 ALIASES = {"nn": "no", "wuu": "zh", "yue": "zh"}  # dialects folded into what we analyze
 
 _KANA = re.compile("[\u3040-\u30ff\u31f0-\u31ff]")
@@ -64,11 +70,12 @@ def _sample(text: str) -> str:
     if len(text) <= SAMPLE_WINDOWS * SAMPLE_CHARS:
         return text
     step = len(text) // (SAMPLE_WINDOWS + 1)
-    return " ".join(text[k * step: k * step + SAMPLE_CHARS] for k in range(1, SAMPLE_WINDOWS + 1))
+    return " ".join(text[k * step : k * step + SAMPLE_CHARS] for k in range(1, SAMPLE_WINDOWS + 1))
 
 
-def query_language(text: str, index_langs: Collection[str],
-                   present_langs: Collection[str] = ()) -> str | None:
+def query_language(
+    text: str, index_langs: Collection[str], present_langs: Collection[str] = ()
+) -> str | None:
     """The language a query is written in, or None when it cannot be told with confidence.
 
     index_langs: the index's main languages; an index with one Latin-script language

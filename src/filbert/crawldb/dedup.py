@@ -19,15 +19,22 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from filbert import schemas
-from filbert.buckets import BucketTask, connect, latest_per_page, parquet_relation, rewrite, write_result
+from filbert.buckets import (
+    BucketTask,
+    connect,
+    latest_per_page,
+    parquet_relation,
+    rewrite,
+    write_result,
+)
 from filbert.config import ConfigError, Settings
 from filbert.storage import CrawlDir, Segment, reading
 from filbert.urls import bucket_of
 
 SHINGLE_BYTES = 8
-SAMPLE_SIXTEENTHS = np.uint64(6)   # keep 6/16 of the features: voting costs less, dups stay dups
+SAMPLE_SIXTEENTHS = np.uint64(6)  # keep 6/16 of the features: voting costs less, dups stay dups
 MIN_FEATURES = 64
-BANDS = 4                      # simhash split into 4 bands of 16 bits for candidate pairs
+BANDS = 4  # simhash split into 4 bands of 16 bits for candidate pairs
 ORDER_TERMS = {
     # Scores differing only by float noise, and pages fetched the same day (one crawl
     # round apart at most), count as equal, so the later terms (and finally the URL) decide
@@ -58,7 +65,7 @@ def simhash(text: str) -> int:
     in numpy.
     """
     data = np.frombuffer(b" " + text.lower().encode("utf-8") + b" " * SHINGLE_BYTES, dtype=np.uint8)
-    starts = np.flatnonzero((data[:-SHINGLE_BYTES - 1] == 32) & (data[1:-SHINGLE_BYTES] != 32)) + 1
+    starts = np.flatnonzero((data[: -SHINGLE_BYTES - 1] == 32) & (data[1:-SHINGLE_BYTES] != 32)) + 1
     if not len(starts):
         return 0
     grams = data[starts[:, None] + np.arange(SHINGLE_BYTES)].view(np.uint64).ravel()
@@ -82,10 +89,16 @@ def compare_order(settings: Settings) -> str:
 
 
 # dedup.group.mode -> the SQL of a page's group
-GROUPS = {"none": "0", "host": "host", "domain": r"regexp_extract(host, '([^.:]+\.[^.:]+)(:\d+)?$', 1)"}
+GROUPS = {
+    "none": "0",
+    "host": "host",
+    "domain": r"regexp_extract(host, '([^.:]+\.[^.:]+)(:\d+)?$', 1)",
+}
 
 
-def find_duplicates(crawl: CrawlDir, settings: Settings) -> tuple[dict[bytes, tuple[str, str]], pa.Table]:
+def find_duplicates(
+    crawl: CrawlDir, settings: Settings
+) -> tuple[dict[bytes, tuple[str, str]], pa.Table]:
     """fp -> (its host, the URL it duplicates), over the whole crawldb; and the simhashes
     computed on the way (fp, host, simhash)."""
     con = connect()
@@ -93,10 +106,13 @@ def find_duplicates(crawl: CrawlDir, settings: Settings) -> tuple[dict[bytes, tu
     statuses = ", ".join(f"'{s}'" for s in CANDIDATES)
     group = GROUPS[settings["dedup.group.mode"]]
     with reading(crawl.crawldb.files()):
-        con.execute(f"""CREATE TEMP TABLE pages AS
+        con.execute(
+            f"""CREATE TEMP TABLE pages AS
             SELECT fp, url, host, score, fetch_time, signature, simhash, canonical, {group} AS grp,
                    row_number() OVER (ORDER BY {compare_order(settings)}) AS rank
-            FROM {db.sql} WHERE status IN ({statuses})""", db.params)
+            FROM {db.sql} WHERE status IN ({statuses})""",
+            db.params,
+        )
     rows = con.execute("""
         SELECT p.fp, p.host, c.url FROM pages p JOIN pages c ON c.url = p.canonical
         WHERE p.canonical IS NOT NULL AND p.canonical <> p.url""").fetchall()
@@ -122,15 +138,26 @@ def _new_simhashes(con, crawl: CrawlDir) -> pa.Table:
     """Simhashes of the parsed pages that have none yet, from their latest parse_text in the
     segments the crawldb holds."""
     applied = set(crawl.crawldb.meta().get("segments", []))
-    files = [p for seg in crawl.segments() if seg.name in applied for p in seg.parts(Segment.PARSE_TEXT)]
+    files = [
+        p for seg in crawl.segments() if seg.name in applied for p in seg.parts(Segment.PARSE_TEXT)
+    ]
     texts = parquet_relation("texts", files, schemas.PARSE_TEXT, segment=True)
     with reading(files):
-        rows = con.execute(f"""
+        rows = con.execute(
+            f"""
             SELECT t.fp, p.host, t.text FROM {texts.sql} t
             JOIN (SELECT fp, host FROM pages WHERE simhash IS NULL AND signature IS NOT NULL) p USING (fp)
-            {latest_per_page("t")}""", texts.params).fetchall()
-    return pa.table([pa.array([r[0] for r in rows], pa.binary()), pa.array([r[1] for r in rows], pa.string()),
-                     pa.array([simhash(r[2]) for r in rows], pa.int64())], schema=_SIMHASHES)
+            {latest_per_page("t")}""",
+            texts.params,
+        ).fetchall()
+    return pa.table(
+        [
+            pa.array([r[0] for r in rows], pa.binary()),
+            pa.array([r[1] for r in rows], pa.string()),
+            pa.array([simhash(r[2]) for r in rows], pa.int64()),
+        ],
+        schema=_SIMHASHES,
+    )
 
 
 def _near_duplicates(con, distance: int, known: dict) -> dict[bytes, tuple[str, str]]:
@@ -139,13 +166,17 @@ def _near_duplicates(con, distance: int, known: dict) -> dict[bytes, tuple[str, 
     bands = " UNION ALL ".join(
         f"SELECT fp, host, url, grp, rank, simhash, (simhash >> {16 * b}) & 65535 AS band, {b} AS b "
         "FROM pages WHERE simhash <> 0"
-        for b in range(BANDS))
-    pairs = con.execute(f"""
+        for b in range(BANDS)
+    )
+    pairs = con.execute(
+        f"""
         WITH band AS ({bands})
         SELECT DISTINCT x.fp, x.host, y.url, y.rank FROM band x JOIN band y
           ON x.b = y.b AND x.band = y.band AND x.grp = y.grp AND y.rank < x.rank
         WHERE bit_count(xor(x.simhash, y.simhash)) <= $distance
-        ORDER BY y.rank""", {"distance": distance}).fetchall()
+        ORDER BY y.rank""",
+        {"distance": distance},
+    ).fetchall()
     found: dict[bytes, tuple[str, str]] = {}
     for fp, host, url, _ in pairs:  # best-ranked original first
         if fp not in known and fp not in found:
@@ -155,8 +186,8 @@ def _near_duplicates(con, distance: int, known: dict) -> dict[bytes, tuple[str, 
 
 @dataclass(frozen=True)
 class MarkTask(BucketTask):
-    dupes: pa.Table          # fp of this bucket's duplicates
-    simhashes: pa.Table      # fp, simhash of this bucket's newly computed simhashes
+    dupes: pa.Table  # fp of this bucket's duplicates
+    simhashes: pa.Table  # fp, simhash of this bucket's newly computed simhashes
 
 
 def _mark_bucket(task: MarkTask) -> dict[str, int]:
@@ -183,11 +214,18 @@ def dedup(crawl: CrawlDir, settings: Settings) -> dict[str, int]:
     by_bucket: dict[int, list[bytes]] = {b: [] for b in range(buckets)}
     for fp, (host, _) in dupes.items():
         by_bucket[bucket_of(host, buckets)].append(fp)
-    simhash_buckets = pa.array([bucket_of(host, buckets) for host in simhashes["host"].to_pylist()], pa.int64())
+    simhash_buckets = pa.array(
+        [bucket_of(host, buckets) for host in simhashes["host"].to_pylist()], pa.int64()
+    )
 
     def mark_task(bucket: int, old: str | None, out: str) -> MarkTask:
-        return MarkTask(bucket, old, out, pa.table({"fp": pa.array(by_bucket[bucket], pa.binary())}),
-                        simhashes.filter(pc.equal(simhash_buckets, bucket)))
+        return MarkTask(
+            bucket,
+            old,
+            out,
+            pa.table({"fp": pa.array(by_bucket[bucket], pa.binary())}),
+            simhashes.filter(pc.equal(simhash_buckets, bucket)),
+        )
 
     with reading(crawl.crawldb.files()):
         totals = rewrite(crawl.crawldb, buckets, settings, _mark_bucket, mark_task, {})

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
@@ -35,8 +35,8 @@ class GenerateStats:
 @dataclass(frozen=True)
 class GenerateTask(BucketTask):
     now: datetime
-    max_count: int           # generate.max.count: URLs per host, <= 0 for no limit
-    top_n: int | None        # URLs in all, None or 0 for no limit
+    max_count: int  # generate.max.count: URLs per host, <= 0 for no limit
+    top_n: int | None  # URLs in all, None or 0 for no limit
 
 
 def _candidates(task: GenerateTask) -> pa.Table:
@@ -47,8 +47,11 @@ def _candidates(task: GenerateTask) -> pa.Table:
         limits["max_count"] = task.max_count
     if top_n:
         limits["top_n"] = top_n
-    per_host = "QUALIFY row_number() OVER (PARTITION BY host ORDER BY score DESC, url) <= $max_count" \
-        if task.max_count > 0 else ""
+    per_host = (
+        "QUALIFY row_number() OVER (PARTITION BY host ORDER BY score DESC, url) <= $max_count"
+        if task.max_count > 0
+        else ""
+    )
     db = parquet_relation("crawldb", [task.old] if task.old else [], schemas.CRAWLDB)
     sql = f"""
         SELECT url, fp, host, score, etag, last_modified FROM {db.sql}
@@ -60,11 +63,12 @@ def _candidates(task: GenerateTask) -> pa.Table:
     return table.select(schemas.FETCHLIST.names).cast(schemas.FETCHLIST, safe=False)
 
 
-def generate(crawl: CrawlDir, settings: Settings, top_n: int | None = None,
-             now: datetime | None = None) -> GenerateStats:
+def generate(
+    crawl: CrawlDir, settings: Settings, top_n: int | None = None, now: datetime | None = None
+) -> GenerateStats:
     """Write segments/<timestamp>/crawl_generate, split by host bucket; None if nothing is due."""
     crawl.require()
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     buckets = crawl.buckets(settings)
     tasks = [
         GenerateTask(b, str(p), "", now, settings["generate.max.count"], top_n)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
@@ -27,8 +27,8 @@ from filbert.urls import (
 class InjectStats:
     read: int = 0
     accepted: int = 0
-    injected: int = 0          # new to the crawldb
-    rejected: list[tuple[str, str]] = field(default_factory=list)   # (text, reason)
+    injected: int = 0  # new to the crawldb
+    rejected: list[tuple[str, str]] = field(default_factory=list)  # (text, reason)
 
 
 def read_seeds(seeds: list[str]) -> list[str]:
@@ -59,15 +59,18 @@ class NewUrl:
 @dataclass(frozen=True)
 class MergeTask(BucketTask):
     now: datetime
-    new: pa.Table            # this bucket's new URLs (rows of the crawldb, with lastmod)
+    new: pa.Table  # this bucket's new URLs (rows of the crawldb, with lastmod)
 
 
 def _merge_bucket(task: MergeTask) -> dict[str, int]:
     con = connect()
     con.register("new", task.new)
     old = parquet_relation("crawldb", [task.old] if task.old else [], schemas.CRAWLDB)
-    con.execute(f"""CREATE TEMP TABLE unseen AS SELECT * EXCLUDE (lastmod) FROM new
-                    WHERE fp NOT IN (SELECT fp FROM {old.sql})""", old.params)
+    con.execute(
+        f"""CREATE TEMP TABLE unseen AS SELECT * EXCLUDE (lastmod) FROM new
+                    WHERE fp NOT IN (SELECT fp FROM {old.sql})""",
+        old.params,
+    )
     # a known page whose sitemap lastmod is newer than its last change is due now
     sql = f"""
         SELECT o.* REPLACE (CASE
@@ -87,10 +90,17 @@ def merge_urls(crawl: CrawlDir, settings: Settings, urls: list[NewUrl]) -> int:
     by_bucket: dict[int, list[NewUrl]] = {}
     for entry in {fingerprint(u.url): u for u in reversed(urls)}.values():  # first one wins
         by_bucket.setdefault(bucket_of(host_of(entry.url), buckets), []).append(entry)
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     tables = {b: _new_rows(entries, now, settings) for b, entries in by_bucket.items()}
-    totals = rewrite(crawl.crawldb, buckets, settings, _merge_bucket,
-                     lambda b, old, out: MergeTask(b, old, out, now, tables[b]), {}, only_buckets=set(tables))
+    totals = rewrite(
+        crawl.crawldb,
+        buckets,
+        settings,
+        _merge_bucket,
+        lambda b, old, out: MergeTask(b, old, out, now, tables[b]),
+        {},
+        only_buckets=set(tables),
+    )
     return totals.get("injected", 0)
 
 
@@ -119,21 +129,24 @@ def inject(crawl: CrawlDir, seeds: list[str], settings: Settings) -> InjectStats
 def _new_rows(entries: list[NewUrl], now: datetime, settings: Settings) -> pa.Table:
     n = len(entries)
     urls = [e.url for e in entries]
-    return pa.table({
-        "url": urls,
-        "fp": [fingerprint(u) for u in urls],
-        "host": [host_of(u) for u in urls],
-        "status": [schemas.DB_UNFETCHED] * n,
-        "fetch_time": [now] * n,
-        "modified_time": pa.nulls(n, schemas.TIME),
-        "fetch_interval": [settings["db.fetch.interval.default"]] * n,
-        "retries": [0] * n,
-        "score": [e.score for e in entries],
-        "signature": pa.nulls(n, pa.binary()),
-        "http_status": [0] * n,
-        "etag": pa.nulls(n, pa.string()),
-        "last_modified": pa.nulls(n, pa.string()),
-        "simhash": pa.nulls(n, pa.int64()),
-        "canonical": pa.nulls(n, pa.string()),
-        "lastmod": pa.array([e.lastmod for e in entries], schemas.TIME),
-    }, schema=schemas.CRAWLDB.append(pa.field("lastmod", schemas.TIME)))
+    return pa.table(
+        {
+            "url": urls,
+            "fp": [fingerprint(u) for u in urls],
+            "host": [host_of(u) for u in urls],
+            "status": [schemas.DB_UNFETCHED] * n,
+            "fetch_time": [now] * n,
+            "modified_time": pa.nulls(n, schemas.TIME),
+            "fetch_interval": [settings["db.fetch.interval.default"]] * n,
+            "retries": [0] * n,
+            "score": [e.score for e in entries],
+            "signature": pa.nulls(n, pa.binary()),
+            "http_status": [0] * n,
+            "etag": pa.nulls(n, pa.string()),
+            "last_modified": pa.nulls(n, pa.string()),
+            "simhash": pa.nulls(n, pa.int64()),
+            "canonical": pa.nulls(n, pa.string()),
+            "lastmod": pa.array([e.lastmod for e in entries], schemas.TIME),
+        },
+        schema=schemas.CRAWLDB.append(pa.field("lastmod", schemas.TIME)),
+    )

@@ -14,7 +14,7 @@ import gzip
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from defusedxml import ElementTree
 from defusedxml.common import DefusedXmlException
@@ -22,8 +22,8 @@ from defusedxml.common import DefusedXmlException
 from filbert import schemas
 from filbert.buckets import connect, parquet_relation
 from filbert.config import Settings
-from filbert.fetch.fetcher import Fetcher, FetchItem, FetchResult, origin_of
 from filbert.crawldb.inject import NewUrl, merge_urls
+from filbert.fetch.fetcher import Fetcher, FetchItem, FetchResult, origin_of
 from filbert.fetch.robots import RobotsCache
 from filbert.storage import CrawlDir, reading
 from filbert.urls import (
@@ -41,13 +41,13 @@ class Sitemap:
     """What one sitemap file lists."""
 
     urls: list[tuple[str, datetime | None, float | None]] = field(default_factory=list)
-    sitemaps: list[str] = field(default_factory=list)     # children of a sitemap index
+    sitemaps: list[str] = field(default_factory=list)  # children of a sitemap index
 
 
 @dataclass
 class SitemapStats:
     sitemaps: int = 0
-    failed: list[tuple[str, str]] = field(default_factory=list)   # (sitemap URL, why)
+    failed: list[tuple[str, str]] = field(default_factory=list)  # (sitemap URL, why)
     urls: int = 0
     injected: int = 0
 
@@ -66,7 +66,7 @@ def _lastmod(text: str | None) -> datetime | None:
             value = datetime.fromisoformat(text[:size] if size < len(text) else text)
         except ValueError:
             continue
-        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
     return None
 
 
@@ -95,18 +95,25 @@ def parse_sitemap(content: bytes) -> Sitemap:
         if _local(root.tag) == "sitemapindex":
             sitemap.sitemaps.append(fields["loc"])
         else:
-            sitemap.urls.append((fields["loc"], _lastmod(fields.get("lastmod")), _priority(fields.get("priority"))))
+            sitemap.urls.append(
+                (fields["loc"], _lastmod(fields.get("lastmod")), _priority(fields.get("priority")))
+            )
     return sitemap
 
 
-async def _collect(origins: list[str], extra: list[str], settings: Settings,
-                   stats: SitemapStats) -> list[tuple[str, Sitemap]]:
+async def _collect(
+    origins: list[str], extra: list[str], settings: Settings, stats: SitemapStats
+) -> list[tuple[str, Sitemap]]:
     """Fetch every sitemap the origins' robots.txt name (plus `extra`), following indexes."""
     results: list[FetchResult] = []
     found: list[tuple[str, Sitemap]] = []
-    fetch_settings = settings.with_overrides({"http.content.limit": settings["sitemap.content.limit"]})
+    fetch_settings = settings.with_overrides(
+        {"http.content.limit": settings["sitemap.content.limit"]}
+    )
     robots = RobotsCache(settings["http.robots.cache.ttl"])
-    async with Fetcher(fetch_settings, settings["fetcher.threads.fetch"], results.append, robots) as fetcher:
+    async with Fetcher(
+        fetch_settings, settings["fetcher.threads.fetch"], results.append, robots
+    ) as fetcher:
         todo = list(extra)
         for origin in origins:
             todo += (await fetcher.rules(origin)).sitemaps
@@ -149,7 +156,9 @@ def _read(result: FetchResult, stats: SitemapStats) -> Sitemap | None:
         return None
 
 
-def _entries(found: list[tuple[str, Sitemap]], settings: Settings, stats: SitemapStats) -> list[NewUrl]:
+def _entries(
+    found: list[tuple[str, Sitemap]], settings: Settings, stats: SitemapStats
+) -> list[NewUrl]:
     url_filter = UrlFilter.from_settings(settings)
     normalizer = UrlNormalizer.from_settings(settings)
     strict = settings["sitemap.strict"]
@@ -176,12 +185,20 @@ def crawl_origins(crawl: CrawlDir) -> list[str]:
     files = crawl.crawldb.files()
     db = parquet_relation("crawldb", files, schemas.CRAWLDB)
     with reading(files):
-        urls = connect().execute(f"SELECT any_value(url) FROM {db.sql} GROUP BY host", db.params).fetchall()
+        urls = (
+            connect()
+            .execute(f"SELECT any_value(url) FROM {db.sql} GROUP BY host", db.params)
+            .fetchall()
+        )
     return sorted({origin_of(url) for (url,) in urls})
 
 
-def sitemap(crawl: CrawlDir, settings: Settings, sitemap_urls: list[str] | None = None,
-            from_robots: bool = True) -> SitemapStats:
+def sitemap(
+    crawl: CrawlDir,
+    settings: Settings,
+    sitemap_urls: list[str] | None = None,
+    from_robots: bool = True,
+) -> SitemapStats:
     """Merge the URLs of the given sitemaps and of those the crawl's hosts announce."""
     stats = SitemapStats()
     origins = crawl_origins(crawl) if from_robots else []

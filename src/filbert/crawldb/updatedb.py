@@ -9,7 +9,7 @@ re-running updatedb never applies a segment twice.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from filbert import schemas as s
@@ -27,9 +27,9 @@ class SegmentFiles:
 
 @dataclass(frozen=True)
 class UpdateTask(BucketTask):
-    files: SegmentFiles      # this bucket's parts of the segments to fold in
+    files: SegmentFiles  # this bucket's parts of the segments to fold in
     now: datetime
-    settings: Settings       # the fetch schedule's db.fetch.* settings
+    settings: Settings  # the fetch schedule's db.fetch.* settings
 
 
 ADAPTIVE = "db.fetch.schedule.adaptive."
@@ -41,8 +41,10 @@ def _syncing(cfg: Settings) -> bool:
 
 def _unchanged_for_sql() -> str:
     """Seconds since the page last changed, at this fetch (0 if it just changed)."""
-    return ("CASE WHEN change = 'changed' THEN 0 "
-            "ELSE coalesce(epoch(f.fetch_time - d.modified_time), 0)::BIGINT END")
+    return (
+        "CASE WHEN change = 'changed' THEN 0 "
+        "ELSE coalesce(epoch(f.fetch_time - d.modified_time), 0)::BIGINT END"
+    )
 
 
 def _interval_sql(cfg: Settings) -> str:
@@ -75,10 +77,17 @@ def _sync_sql(cfg: Settings) -> str:
 
 def _schedule_params(cfg: Settings) -> dict[str, object]:
     """The settings that _interval_sql and _sync_sql bind, and the retry limits."""
-    values = {"interval_default": cfg["db.fetch.interval.default"], "interval_max": cfg["db.fetch.interval.max"],
-              "retry_max": cfg["db.fetch.retry.max"], "retry_interval": cfg["db.fetch.retry.interval"]}
+    values = {
+        "interval_default": cfg["db.fetch.interval.default"],
+        "interval_max": cfg["db.fetch.interval.max"],
+        "retry_max": cfg["db.fetch.retry.max"],
+        "retry_interval": cfg["db.fetch.retry.interval"],
+    }
     if cfg["db.fetch.schedule.class"] != "default":
-        values |= {key: cfg[ADAPTIVE + key] for key in ("dec_rate", "inc_rate", "min_interval", "max_interval")}
+        values |= {
+            key: cfg[ADAPTIVE + key]
+            for key in ("dec_rate", "inc_rate", "min_interval", "max_interval")
+        }
     if _syncing(cfg):
         values["sync_delta_rate"] = cfg[ADAPTIVE + "sync_delta_rate"]
     return values
@@ -90,8 +99,10 @@ def _update_bucket(task: UpdateTask) -> dict[str, int]:
     fetch = parquet_relation("crawl_fetch", files.fetch, s.CRAWL_FETCH, segment=True)
     data = parquet_relation("parse_data", files.parse_data, s.PARSE_DATA, segment=True)
     links = parquet_relation("crawl_parse", files.links, s.CRAWL_PARSE)
-    gone = (f"(f.status = '{s.FETCH_GONE}' OR f.status = '{s.FETCH_RETRY}'"
-            " AND coalesce(d.retries, 0) + 1 > $retry_max)")
+    gone = (
+        f"(f.status = '{s.FETCH_GONE}' OR f.status = '{s.FETCH_RETRY}'"
+        " AND coalesce(d.retries, 0) + 1 > $retry_max)"
+    )
     sql = f"""
     WITH f AS (
         SELECT * FROM {fetch.sql} QUALIFY row_number() OVER (PARTITION BY fp ORDER BY fetch_time DESC) = 1
@@ -150,8 +161,9 @@ def pending_segments(crawl: CrawlDir) -> list[Segment]:
     return [seg for seg in crawl.segments() if seg.parsed and seg.name not in applied]
 
 
-def updatedb(crawl: CrawlDir, settings: Settings, names: list[str] | None = None,
-             now: datetime | None = None) -> dict[str, int]:
+def updatedb(
+    crawl: CrawlDir, settings: Settings, names: list[str] | None = None, now: datetime | None = None
+) -> dict[str, int]:
     """Fold the named segments (default: every parsed one not yet applied) into the crawldb."""
     crawl.require()
     applied = set(crawl.crawldb.meta().get("segments", []))
@@ -159,12 +171,14 @@ def updatedb(crawl: CrawlDir, settings: Settings, names: list[str] | None = None
         segments = [crawl.segment(n) for n in names if n not in applied]
         for seg in segments:
             if not seg.parsed:
-                raise CrawlDirError(f"segment {seg.name} is not parsed yet: run `filbert parse {seg.name}`")
+                raise CrawlDirError(
+                    f"segment {seg.name} is not parsed yet: run `filbert parse {seg.name}`"
+                )
     else:
         segments = pending_segments(crawl)
     if not segments:
         return {"segments": 0, "rows": count_rows(crawl.crawldb.files())}
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     by_bucket = {
         b: SegmentFiles(
             fetch=[str(seg.part(Segment.FETCH, b)) for seg in segments],
@@ -174,9 +188,22 @@ def updatedb(crawl: CrawlDir, settings: Settings, names: list[str] | None = None
         for b in range(crawl.buckets(settings))
     }
     meta = {"segments": sorted(applied | {seg.name for seg in segments})}
-    touched = {b for b, files in by_bucket.items() if any(Path(p).exists() for p in files.fetch + files.links)}
-    read = [p for files in by_bucket.values() for p in (*files.fetch, *files.parse_data, *files.links)]
+    touched = {
+        b
+        for b, files in by_bucket.items()
+        if any(Path(p).exists() for p in files.fetch + files.links)
+    }
+    read = [
+        p for files in by_bucket.values() for p in (*files.fetch, *files.parse_data, *files.links)
+    ]
     with reading([*crawl.crawldb.files(), *read]):
-        rewrite(crawl.crawldb, crawl.buckets(settings), settings, _update_bucket,
-                lambda b, old, out: UpdateTask(b, old, out, by_bucket[b], now, settings), meta, touched)
+        rewrite(
+            crawl.crawldb,
+            crawl.buckets(settings),
+            settings,
+            _update_bucket,
+            lambda b, old, out: UpdateTask(b, old, out, by_bucket[b], now, settings),
+            meta,
+            touched,
+        )
     return {"segments": len(segments), "rows": count_rows(crawl.crawldb.files())}

@@ -16,7 +16,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 
 try:
@@ -61,9 +61,9 @@ class FetchItem:
     fp: bytes
     host: str
     score: float
-    etag: str | None = None            # validators from the last fetch, for conditional GET
+    etag: str | None = None  # validators from the last fetch, for conditional GET
     last_modified: str | None = None
-    redirects: int = 0                 # redirects followed to reach this URL in this round
+    redirects: int = 0  # redirects followed to reach this URL in this round
 
 
 @dataclass
@@ -71,7 +71,7 @@ class FetchResult:
     item: FetchItem
     status: str
     http_status: int = 0
-    fetch_time: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
+    fetch_time: datetime = field(default_factory=lambda: datetime.now(UTC))
     redirect_url: str | None = None
     content_type: str | None = None
     message: str = ""
@@ -87,7 +87,7 @@ class HostClock:
     a new round does not start a host's first request too soon after the last one."""
 
     def __init__(self) -> None:
-        self.next_time: dict[str, float] = {}   # queue key -> time.monotonic()
+        self.next_time: dict[str, float] = {}  # queue key -> time.monotonic()
 
     def wait(self, key: str) -> float:
         return self.next_time.get(key, 0.0) - time.monotonic()
@@ -132,18 +132,24 @@ def retry_after_seconds(value: str | None) -> float:
     if value.isdigit():
         return float(value)
     try:
-        return max(0.0, (parsedate_to_datetime(value) - datetime.now(timezone.utc)).total_seconds())
+        return max(0.0, (parsedate_to_datetime(value) - datetime.now(UTC)).total_seconds())
     except (TypeError, ValueError):
         return 0.0
 
 
 class Fetcher:
-    def __init__(self, settings: Settings, threads: int, on_result: Callable[[FetchResult], None],
-                 robots_cache: RobotsCache, owns_host: Callable[[str], bool] = lambda host: True,
-                 clock: HostClock | None = None):
+    def __init__(
+        self,
+        settings: Settings,
+        threads: int,
+        on_result: Callable[[FetchResult], None],
+        robots_cache: RobotsCache,
+        owns_host: Callable[[str], bool] = lambda host: True,
+        clock: HostClock | None = None,
+    ):
         self.settings = settings
         self.clock = clock or HostClock()
-        self.owns_host = owns_host   # redirects to other hosts are left to their own partition
+        self.owns_host = owns_host  # redirects to other hosts are left to their own partition
         self.robots_cache = robots_cache
         self.threads = threads
         self.on_result = on_result
@@ -167,12 +173,17 @@ class Fetcher:
     async def __aenter__(self) -> Fetcher:
         self.slots = asyncio.Semaphore(self.threads)
         settings = self.settings
-        self.http = CurlClient(ClientOptions(
-            headers=self.headers, timeout=settings["http.timeout"],
-            connect_timeout=settings["http.connect.timeout"],
-            verify=settings["http.tls.certificates.check"], dns_ttl=settings["fetcher.dns.cache.ttl"],
-            max_connections=self.threads, ip_filter=self.ip_filter,
-        ))
+        self.http = CurlClient(
+            ClientOptions(
+                headers=self.headers,
+                timeout=settings["http.timeout"],
+                connect_timeout=settings["http.connect.timeout"],
+                verify=settings["http.tls.certificates.check"],
+                dns_ttl=settings["fetcher.dns.cache.ttl"],
+                max_connections=self.threads,
+                ip_filter=self.ip_filter,
+            )
+        )
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -238,7 +249,9 @@ class Fetcher:
                 rules = await self.rules(origin_of(item.url))
                 if not rules.allowed(item.url, self.agent):
                     status = schemas.FETCH_RETRY if rules.unavailable else schemas.FETCH_GONE
-                    self._emit(FetchResult(item, status, message=rules.reason or "denied by robots.txt"))
+                    self._emit(
+                        FetchResult(item, status, message=rules.reason or "denied by robots.txt")
+                    )
                     continue
                 while (wait := self.clock.wait(queue.key)) > 0:
                     await asyncio.sleep(wait)
@@ -253,9 +266,14 @@ class Fetcher:
         """Set when the queue may be asked again; back off or drop it when the server struggles."""
         delay = self._delay(rules)
         if result.http_status in BACKOFF_STATUSES:
-            initial, cap = self.settings["fetcher.backoff.initial"], self.settings["fetcher.backoff.max"]
+            initial, cap = (
+                self.settings["fetcher.backoff.initial"],
+                self.settings["fetcher.backoff.max"],
+            )
             queue.backoff = min(cap, max(initial, queue.backoff * 2))
-            delay = max(delay, queue.backoff, retry_after_seconds((result.headers or {}).get("Retry-After")))
+            delay = max(
+                delay, queue.backoff, retry_after_seconds((result.headers or {}).get("Retry-After"))
+            )
             if delay > cap:
                 self._drop(queue, f"server asked to wait {delay:.0f} s")
         elif result.status == schemas.FETCH_RETRY:
@@ -281,8 +299,17 @@ class Fetcher:
         fp, host = fingerprint(target), host_of(target)
         if fp not in self.seen and self.owns_host(host) and self.url_filter.accepts(target):
             item = result.item
-            self._enqueue(replace(item, url=target, fp=fp, host=host, etag=None, last_modified=None,
-                                  redirects=item.redirects + 1))
+            self._enqueue(
+                replace(
+                    item,
+                    url=target,
+                    fp=fp,
+                    host=host,
+                    etag=None,
+                    last_modified=None,
+                    redirects=item.redirects + 1,
+                )
+            )
 
     # --- robots.txt ------------------------------------------------------------------
 
@@ -326,9 +353,13 @@ class Fetcher:
 
     async def _fetch(self, item: FetchItem) -> FetchResult:
         if not self.ip_filter.allows(strip_port(item.host)):
-            return FetchResult(item, schemas.FETCH_GONE, message="address excluded by the IP filter")
+            return FetchResult(
+                item, schemas.FETCH_GONE, message="address excluded by the IP filter"
+            )
         try:
-            resp = await self.http.get(item.url, self._request_headers(item), self.settings["http.content.limit"])
+            resp = await self.http.get(
+                item.url, self._request_headers(item), self.settings["http.content.limit"]
+            )
         except HttpTimeout:
             return FetchResult(item, schemas.FETCH_RETRY, message="timeout")
         except (BlockedAddress, BadUrl) as exc:
@@ -339,9 +370,15 @@ class Fetcher:
 
     def _result(self, item: FetchItem, resp: Response) -> FetchResult:
         code = resp.status
-        result = FetchResult(item, schemas.FETCH_GONE, code, headers=resp.headers,
-                             content_type=resp.header("Content-Type"),
-                             etag=resp.header("ETag"), last_modified=resp.header("Last-Modified"))
+        result = FetchResult(
+            item,
+            schemas.FETCH_GONE,
+            code,
+            headers=resp.headers,
+            content_type=resp.header("Content-Type"),
+            etag=resp.header("ETag"),
+            last_modified=resp.header("Last-Modified"),
+        )
         if 200 <= code < 300:
             result.status = schemas.FETCH_SUCCESS
             result.content, result.truncated = resp.body, resp.truncated
@@ -368,12 +405,17 @@ class Fetcher:
         result.status = schemas.FETCH_REDIR_PERM if permanent else schemas.FETCH_REDIR_TEMP
 
 
-
-def run_fetcher(items: Iterable[FetchItem], settings: Settings, threads: int,
-                on_result: Callable[[FetchResult], None], robots_cache: RobotsCache,
-                owns_host: Callable[[str], bool] = lambda host: True,
-                clock: HostClock | None = None) -> float:
+def run_fetcher(
+    items: Iterable[FetchItem],
+    settings: Settings,
+    threads: int,
+    on_result: Callable[[FetchResult], None],
+    robots_cache: RobotsCache,
+    owns_host: Callable[[str], bool] = lambda host: True,
+    clock: HostClock | None = None,
+) -> float:
     """Fetch all items; returns the elapsed seconds."""
+
     async def run() -> None:
         async with Fetcher(settings, threads, on_result, robots_cache, owns_host, clock) as fetcher:
             await fetcher.fetch_all(items)

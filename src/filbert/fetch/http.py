@@ -23,8 +23,11 @@ from filbert.fetch.ipfilter import IpFilter
 ACCEPT_ENCODING = "gzip, deflate, br"
 _WEB = pycurl.PROTO_HTTP | pycurl.PROTO_HTTPS
 # libcurl's event masks, as the asyncio watchers they need: (read, write).
-_WATCH = {pycurl.POLL_IN: (True, False), pycurl.POLL_OUT: (False, True),
-          pycurl.POLL_INOUT: (True, True)}
+_WATCH = {
+    pycurl.POLL_IN: (True, False),
+    pycurl.POLL_OUT: (False, True),
+    pycurl.POLL_INOUT: (True, True),
+}
 
 
 class HttpError(Exception):
@@ -46,9 +49,9 @@ class BlockedAddress(HttpError):
 @dataclass
 class Response:
     status: int
-    headers: dict[str, str]   # as sent, repeated headers joined with ", "
+    headers: dict[str, str]  # as sent, repeated headers joined with ", "
     body: bytes
-    truncated: bool           # the body was cut at the content limit
+    truncated: bool  # the body was cut at the content limit
 
     def header(self, name: str) -> str | None:
         name = name.lower()
@@ -57,11 +60,11 @@ class Response:
 
 @dataclass(frozen=True)
 class ClientOptions:
-    headers: Mapping[str, str]   # sent with every request
-    timeout: float               # seconds for the whole request
+    headers: Mapping[str, str]  # sent with every request
+    timeout: float  # seconds for the whole request
     connect_timeout: float
-    verify: bool                 # check TLS certificates
-    dns_ttl: int                 # seconds a host's addresses are cached
+    verify: bool  # check TLS certificates
+    dns_ttl: int  # seconds a host's addresses are cached
     max_connections: int
     ip_filter: IpFilter
 
@@ -69,7 +72,7 @@ class ClientOptions:
 class _Transfer:
     """One request's state, kept on its handle while libcurl runs it."""
 
-    __slots__ = ("future", "chunks", "size", "limit", "truncated", "header_lines", "blocked")
+    __slots__ = ("blocked", "chunks", "future", "header_lines", "limit", "size", "truncated")
 
     def __init__(self, future: asyncio.Future, limit: int):
         self.future = future
@@ -105,15 +108,21 @@ class CurlClient:
         self.multi.setopt(pycurl.M_TIMERFUNCTION, self._set_timer)
         self.multi.setopt(pycurl.M_MAX_TOTAL_CONNECTIONS, options.max_connections)
         self.multi.setopt(pycurl.M_MAXCONNECTS, max(64, 4 * options.max_connections))
-        self.header_list = [f"{k}: {v}" for k, v in options.headers.items()
-                            if k.lower() != "accept-encoding"]
+        self.header_list = [
+            f"{k}: {v}" for k, v in options.headers.items() if k.lower() != "accept-encoding"
+        ]
         self.idle: list[pycurl.Curl] = []
         self.transfers: dict[pycurl.Curl, _Transfer] = {}
         self.watched: dict[int, tuple[bool, bool]] = {}
         self.timer: asyncio.TimerHandle | None = None
 
-    async def get(self, url: str, headers: Mapping[str, str] | None = None, limit: int = -1,
-                  max_redirects: int = 0) -> Response:
+    async def get(
+        self,
+        url: str,
+        headers: Mapping[str, str] | None = None,
+        limit: int = -1,
+        max_redirects: int = 0,
+    ) -> Response:
         """The answer to GET url: the body cut at `limit` bytes (-1: no limit), redirects
         followed up to max_redirects (0: the redirect itself is the answer)."""
         handle = self.idle.pop() if self.idle else self._new_handle()
@@ -152,7 +161,7 @@ class CurlClient:
         options = self.options
         handle = pycurl.Curl()
         handle.setopt(pycurl.NOSIGNAL, 1)
-        handle.setopt(pycurl.PROXY, "")   # no proxy from the environment
+        handle.setopt(pycurl.PROXY, "")  # no proxy from the environment
         handle.setopt(pycurl.PROTOCOLS, _WEB)
         handle.setopt(pycurl.REDIR_PROTOCOLS, _WEB)
         handle.setopt(pycurl.ACCEPT_ENCODING, ACCEPT_ENCODING)
@@ -161,6 +170,7 @@ class CurlClient:
         handle.setopt(pycurl.DNS_CACHE_TIMEOUT, options.dns_ttl)
         if options.verify:
             import ssl  # 10 ms to import: only when certificates are checked
+
             paths = ssl.get_default_verify_paths()
             if paths.cafile:
                 handle.setopt(pycurl.CAINFO, paths.cafile)
@@ -171,16 +181,28 @@ class CurlClient:
             handle.setopt(pycurl.SSL_VERIFYHOST, 0)
         return handle
 
-    def _prepare(self, handle: pycurl.Curl, transfer: _Transfer, url: str,
-                 headers: Mapping[str, str] | None, max_redirects: int) -> None:
+    def _prepare(
+        self,
+        handle: pycurl.Curl,
+        transfer: _Transfer,
+        url: str,
+        headers: Mapping[str, str] | None,
+        max_redirects: int,
+    ) -> None:
         handle.setopt(pycurl.URL, url)
-        handle.setopt(pycurl.HTTPHEADER, self.header_list + [f"{k}: {v}" for k, v in (headers or {}).items()])
+        handle.setopt(
+            pycurl.HTTPHEADER, self.header_list + [f"{k}: {v}" for k, v in (headers or {}).items()]
+        )
         handle.setopt(pycurl.FOLLOWLOCATION, max_redirects > 0)
         handle.setopt(pycurl.MAXREDIRS, max_redirects)
-        handle.setopt(pycurl.WRITEFUNCTION, transfer.chunks.append if transfer.limit < 0 else transfer.write)
+        handle.setopt(
+            pycurl.WRITEFUNCTION, transfer.chunks.append if transfer.limit < 0 else transfer.write
+        )
         handle.setopt(pycurl.HEADERFUNCTION, transfer.header_lines.append)
         if self.options.ip_filter.active:
-            handle.setopt(pycurl.OPENSOCKETFUNCTION, lambda purpose, address: self._open(transfer, address))
+            handle.setopt(
+                pycurl.OPENSOCKETFUNCTION, lambda purpose, address: self._open(transfer, address)
+            )
 
     def _open(self, transfer: _Transfer, address: tuple) -> socket.socket | int:
         """A socket for an address the IP filter allows (libcurl then tries the next)."""
@@ -193,7 +215,7 @@ class CurlClient:
     # --- the event loop --------------------------------------------------------
 
     def _watch(self, event: int, fd: int, multi: object, data: object) -> None:
-        wanted = _WATCH.get(event)   # None: libcurl is done with the socket
+        wanted = _WATCH.get(event)  # None: libcurl is done with the socket
         if self.watched.get(fd) == wanted:
             return
         self._unwatch(fd)
@@ -261,8 +283,8 @@ def _headers(lines: list[bytes]) -> dict[str, str]:
     """The last response's headers (redirects and 1xx answers come first)."""
     last = max((i for i, line in enumerate(lines) if line.startswith(b"HTTP/")), default=-1)
     headers: dict[str, str] = {}
-    names: dict[str, str] = {}   # lower-case name -> the spelling first seen
-    for line in b"".join(lines[last + 1:]).decode("iso-8859-1").splitlines():
+    names: dict[str, str] = {}  # lower-case name -> the spelling first seen
+    for line in b"".join(lines[last + 1 :]).decode("iso-8859-1").splitlines():
         name, colon, value = line.partition(":")
         name = name.strip()
         if not colon or not name:

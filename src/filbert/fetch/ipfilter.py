@@ -33,20 +33,30 @@ def _rule(text: str, key: str) -> Callable[[Address], bool]:
     try:
         network = ipaddress.ip_network(text, strict=False)
     except ValueError as exc:
-        raise ConfigError(f"{key}: {text!r} is not an IP range or one of {sorted(KEYWORDS)}") from exc
+        raise ConfigError(
+            f"{key}: {text!r} is not an IP range or one of {sorted(KEYWORDS)}"
+        ) from exc
     return lambda a: a.version == network.version and a in network
 
 
 class IpFilter:
     def __init__(self, include: str = "", exclude: str = ""):
-        self.include = [_rule(t.strip(), "http.filter.ipaddress.include")
-                        for t in include.split(",") if t.strip()]
-        self.exclude = [_rule(t.strip(), "http.filter.ipaddress.exclude")
-                        for t in exclude.split(",") if t.strip()]
+        self.include = [
+            _rule(t.strip(), "http.filter.ipaddress.include")
+            for t in include.split(",")
+            if t.strip()
+        ]
+        self.exclude = [
+            _rule(t.strip(), "http.filter.ipaddress.exclude")
+            for t in exclude.split(",")
+            if t.strip()
+        ]
 
     @classmethod
     def from_settings(cls, settings) -> IpFilter:
-        return cls(settings["http.filter.ipaddress.include"], settings["http.filter.ipaddress.exclude"])
+        return cls(
+            settings["http.filter.ipaddress.include"], settings["http.filter.ipaddress.exclude"]
+        )
 
     @property
     def active(self) -> bool:

@@ -44,13 +44,15 @@ _DISALLOW_TYPOS = (b"disallow", b"dissallow", b"dissalow", b"disalow", b"diasllo
 
 class Directive(NamedTuple):
     """One recognised `key: value` line. Allow/Disallow values are already percent-escaped."""
-    line: int           # 1-based line number
-    kind: str           # USER_AGENT, ALLOW, DISALLOW, SITEMAP, CRAWL_DELAY or UNKNOWN
-    key: str            # the key as written
+
+    line: int  # 1-based line number
+    kind: str  # USER_AGENT, ALLOW, DISALLOW, SITEMAP, CRAWL_DELAY or UNKNOWN
+    key: str  # the key as written
     value: str
 
 
 # -- the parser ------------------------------------------------------------------
+
 
 def _escape_sub(match: re.Match[bytes]) -> bytes:
     text = match.group()
@@ -94,7 +96,7 @@ def _key_value(line: bytes) -> tuple[bytes, bytes] | None:
     key = line[:sep].strip()
     if not key:
         return None
-    return key, line[sep + 1:].strip()
+    return key, line[sep + 1 :].strip()
 
 
 def _kind(key: bytes) -> str:
@@ -124,7 +126,7 @@ def parse_directives(body: bytes | str) -> list[Directive]:
         if len(line) > _LINE_KEEP:
             line = line[:_LINE_KEEP]
         if b"\0" in line:  # robots.cc works on C strings
-            line = line[:line.index(b"\0")]
+            line = line[: line.index(b"\0")]
         pair = _key_value(line)
         if pair is None:
             continue
@@ -139,6 +141,7 @@ def parse_directives(body: bytes | str) -> list[Directive]:
 
 
 # -- URLs and user agents --------------------------------------------------------
+
 
 def get_path_params_query(url: str) -> str:
     """robots.cc GetPathParamsQuery: path, params and query of a URL; always starts with '/'."""
@@ -237,6 +240,7 @@ def _first_match(rules: list[_Rule], path: str) -> _Rule | None:
 
 class _RuleList:
     """Rules sorted best first, with the literal prefixes one of them needs to match."""
+
     __slots__ = ("gate", "rules")
 
     def __init__(self, rules: list[_Rule]):
@@ -244,8 +248,8 @@ class _RuleList:
         self.gate = tuple({rule[3] for rule in rules})
 
 
-_BUCKET_KEY = 4          # rule lists longer than _BUCKET_MIN are indexed by this many
-_BUCKET_MIN = 8          # leading literal characters
+_BUCKET_KEY = 4  # rule lists longer than _BUCKET_MIN are indexed by this many
+_BUCKET_MIN = 8  # leading literal characters
 
 
 class _Matcher:
@@ -261,7 +265,7 @@ class _Matcher:
                 # Google: an allowed ".../index.htm[l]" also allows ".../" (robots.cc HandleAllow)
                 slash = pattern.rfind("/")
                 if slash >= 0 and pattern.startswith("/index.htm", slash):
-                    rules.add(_compile(pattern[:slash + 1] + "$", True))
+                    rules.add(_compile(pattern[: slash + 1] + "$", True))
         ordered = sorted(rules, key=lambda r: (-r[0], not r[1], r))
         self.empty = not ordered
         short, buckets = ordered, {}
@@ -299,8 +303,8 @@ class _Group:
     __slots__ = ("agents", "crawl_delay", "is_global", "rules")
 
     def __init__(self) -> None:
-        self.agents: set[str] = set()   # lower-cased product tokens
-        self.is_global = False          # has a "User-agent: *" line
+        self.agents: set[str] = set()  # lower-cased product tokens
+        self.is_global = False  # has a "User-agent: *" line
         self.rules: list[tuple[bool, str]] = []
         self.crawl_delay: float | None = None
 
@@ -368,9 +372,10 @@ class RobotsTxt:
 
 # -- the fetcher's interface ---------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class RobotRules:
-    parser: RobotsTxt | None    # None: no file rules apply (allow_all says allow or deny all)
+    parser: RobotsTxt | None  # None: no file rules apply (allow_all says allow or deny all)
     allow_all: bool
     reason: str = ""
 

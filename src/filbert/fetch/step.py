@@ -30,8 +30,8 @@ class FetchStats:
     by_status: Counter = field(default_factory=Counter)
     by_http: Counter = field(default_factory=Counter)
     bytes: int = 0
-    parsed: Counter = field(default_factory=Counter)   # the sink's counts (the parser's: pages
-                                                       # by parse status, and "outlinks")
+    parsed: Counter = field(default_factory=Counter)  # the sink's counts (the parser's: pages
+    # by parse status, and "outlinks")
 
     @property
     def fetched(self) -> int:
@@ -81,8 +81,12 @@ class FetchTask:
     sink: SinkFactory | None
 
 
-def fetch_partition(task: FetchTask, on_result: Callable[[FetchResult], None] | None = None,
-                    robots_cache: RobotsCache | None = None, clock: HostClock | None = None) -> FetchStats:
+def fetch_partition(
+    task: FetchTask,
+    on_result: Callable[[FetchResult], None] | None = None,
+    robots_cache: RobotsCache | None = None,
+    clock: HostClock | None = None,
+) -> FetchStats:
     """Fetch one partition's URLs into the temporary crawl_fetch and content directories
     (and hand them to the task's sink)."""
     segment = Segment(Path(task.segment))
@@ -91,7 +95,11 @@ def fetch_partition(task: FetchTask, on_result: Callable[[FetchResult], None] | 
     out = Path(task.out)
     fetch_out = PartWriter(out / Segment.FETCH, schemas.CRAWL_FETCH, batch=PartWriter.SMALL_BATCH)
     content_out = PartWriter(out / Segment.CONTENT, schemas.CONTENT)
-    sink = task.sink(out, settings, task.bucket_count, min(task.buckets, default=0)) if task.sink else None
+    sink = (
+        task.sink(out, settings, task.bucket_count, min(task.buckets, default=0))
+        if task.sink
+        else None
+    )
     stats = FetchStats(segment.name, len(items))
 
     def record(result: FetchResult) -> None:
@@ -102,8 +110,17 @@ def fetch_partition(task: FetchTask, on_result: Callable[[FetchResult], None] | 
             content_out.add(bucket, _content_row(result))
             stats.bytes += len(result.content)
             if sink:
-                sink.add(FetchedPage(bucket, item.url, item.fp, result.content, result.content_type,
-                                     result.headers, item.score))
+                sink.add(
+                    FetchedPage(
+                        bucket,
+                        item.url,
+                        item.fp,
+                        result.content,
+                        result.content_type,
+                        result.headers,
+                        item.score,
+                    )
+                )
         if sink and result.redirect_url:
             sink.redirect(item.url, result.redirect_url, item.score)
         stats.by_status[result.status] += 1
@@ -113,8 +130,15 @@ def fetch_partition(task: FetchTask, on_result: Callable[[FetchResult], None] | 
 
     robots_cache = robots_cache or RobotsCache(settings["http.robots.cache.ttl"])
     buckets = set(task.buckets)
-    stats.seconds = run_fetcher(items, settings, task.threads, record, robots_cache,
-                                lambda host: bucket_of(host, task.bucket_count) in buckets, clock)
+    stats.seconds = run_fetcher(
+        items,
+        settings,
+        task.threads,
+        record,
+        robots_cache,
+        lambda host: bucket_of(host, task.bucket_count) in buckets,
+        clock,
+    )
     fetched = fetch_out.close()
     content_out.close()
     if sink:
@@ -122,11 +146,17 @@ def fetch_partition(task: FetchTask, on_result: Callable[[FetchResult], None] | 
     return stats
 
 
-def fetch_segment(crawl: CrawlDir, name: str, settings: Settings, threads: int | None = None,
-                  on_result: Callable[[FetchResult], None] | None = None,
-                  on_start: Callable[[int], None] | None = None,
-                  robots_cache: RobotsCache | None = None, clock: HostClock | None = None,
-                  sink: SinkFactory | None = None) -> FetchStats:
+def fetch_segment(
+    crawl: CrawlDir,
+    name: str,
+    settings: Settings,
+    threads: int | None = None,
+    on_result: Callable[[FetchResult], None] | None = None,
+    on_start: Callable[[int], None] | None = None,
+    robots_cache: RobotsCache | None = None,
+    clock: HostClock | None = None,
+    sink: SinkFactory | None = None,
+) -> FetchStats:
     """Fetch every URL of the segment's fetch list; re-running replaces an earlier fetch
     (and its parse). Each partition hands its pages as they arrive to a sink made by `sink`,
     which writes the parse outputs; without one, `filbert parse` makes them later.
@@ -143,8 +173,14 @@ def fetch_segment(crawl: CrawlDir, name: str, settings: Settings, threads: int |
     tmp = segment.begin()
     for sub in outputs:
         (tmp / sub).mkdir()
-    tasks = _partition(segment, tmp, settings, crawl.buckets(settings),
-                       threads or settings["fetcher.threads.fetch"], sink)
+    tasks = _partition(
+        segment,
+        tmp,
+        settings,
+        crawl.buckets(settings),
+        threads or settings["fetcher.threads.fetch"],
+        sink,
+    )
     if len(tasks) == 1:
         stats = fetch_partition(tasks[0], on_result, robots_cache, clock)
     else:
@@ -155,13 +191,28 @@ def fetch_segment(crawl: CrawlDir, name: str, settings: Settings, threads: int |
     return stats
 
 
-def _partition(segment: Segment, tmp: Path, settings: Settings, bucket_count: int,
-               threads: int, sink: SinkFactory | None) -> list[FetchTask]:
+def _partition(
+    segment: Segment,
+    tmp: Path,
+    settings: Settings,
+    bucket_count: int,
+    threads: int,
+    sink: SinkFactory | None,
+) -> list[FetchTask]:
     buckets = [b for b in range(bucket_count) if segment.part(Segment.GENERATE, b).exists()]
     n = max(1, min(settings["fetcher.partitions"], len(buckets)))
-    return [FetchTask(str(segment.path), tuple(buckets[i::n]), bucket_count, str(tmp),
-                      settings, max(1, threads // n), sink)
-            for i in range(n)]
+    return [
+        FetchTask(
+            str(segment.path),
+            tuple(buckets[i::n]),
+            bucket_count,
+            str(tmp),
+            settings,
+            max(1, threads // n),
+            sink,
+        )
+        for i in range(n)
+    ]
 
 
 def _fetch_items(segment: Segment, buckets: tuple[int, ...]) -> list[FetchItem]:
@@ -172,17 +223,27 @@ def _fetch_items(segment: Segment, buckets: tuple[int, ...]) -> list[FetchItem]:
 def _fetch_row(result: FetchResult) -> dict:
     item = result.item
     return {
-        "url": item.url, "fp": item.fp, "host": item.host, "status": result.status,
-        "http_status": result.http_status, "fetch_time": result.fetch_time,
-        "redirect_url": result.redirect_url, "content_type": result.content_type,
-        "message": result.message, "score": item.score,
-        "etag": result.etag, "last_modified": result.last_modified,
+        "url": item.url,
+        "fp": item.fp,
+        "host": item.host,
+        "status": result.status,
+        "http_status": result.http_status,
+        "fetch_time": result.fetch_time,
+        "redirect_url": result.redirect_url,
+        "content_type": result.content_type,
+        "message": result.message,
+        "score": item.score,
+        "etag": result.etag,
+        "last_modified": result.last_modified,
     }
 
 
 def _content_row(result: FetchResult) -> dict:
     return {
-        "url": result.item.url, "fp": result.item.fp, "content_type": result.content_type,
-        "headers": orjson.dumps(result.headers or {}), "content": result.content,  # UTF-8 JSON
+        "url": result.item.url,
+        "fp": result.item.fp,
+        "content_type": result.content_type,
+        "headers": orjson.dumps(result.headers or {}),
+        "content": result.content,  # UTF-8 JSON
         "truncated": result.truncated,
     }

@@ -29,8 +29,10 @@ class Columns:
     def __init__(self, values: dict[str, list[np.ndarray]]):
         """values[field][segment][doc]; a segment's fields are padded with zeros to the same
         length."""
-        self._sizes = [max(len(arrays[s]) for arrays in values.values())
-                       for s in range(len(values[FAST_FIELDS[0]]))]
+        self._sizes = [
+            max(len(arrays[s]) for arrays in values.values())
+            for s in range(len(values[FAST_FIELDS[0]]))
+        ]
         self._starts = [0, *np.cumsum(self._sizes, dtype=np.int64).tolist()]
         self._starts_array = np.array(self._starts, dtype=np.intp)
         self._flat = {name: _joined(arrays, self._starts) for name, arrays in values.items()}
@@ -41,8 +43,13 @@ class Columns:
 
     @classmethod
     def _column(cls, searcher: tantivy.Searcher, name: str) -> list[np.ndarray]:
-        hits = searcher.search(tantivy.Query.all_query(), limit=max(1, searcher.num_docs),
-                               order_by_field=name).hits if searcher.num_docs else []
+        hits = (
+            searcher.search(
+                tantivy.Query.all_query(), limit=max(1, searcher.num_docs), order_by_field=name
+            ).hits
+            if searcher.num_docs
+            else []
+        )
         segments = max((a.segment_ord for _, a in hits), default=-1) + 1
         docs: list[list[int]] = [[] for _ in range(segments)]
         values: list[list] = [[] for _ in range(segments)]
@@ -57,9 +64,14 @@ class Columns:
         return arrays
 
     def save(self, path: Path) -> None:
-        np.savez(path, **{f"{name}:{i}": flat[start: start + size] for name, flat in
-                          self._flat.items() for i, (start, size) in
-                          enumerate(zip(self._starts, self._sizes))})
+        np.savez(
+            path,
+            **{
+                f"{name}:{i}": flat[start : start + size]
+                for name, flat in self._flat.items()
+                for i, (start, size) in enumerate(zip(self._starts, self._sizes))
+            },
+        )
 
     @classmethod
     def load(cls, path: Path) -> Columns:
@@ -67,14 +79,17 @@ class Columns:
         try:
             with np.load(path) as stored:
                 values: dict[str, list[np.ndarray]] = {name: [] for name in FAST_FIELDS}
-                for key in sorted(stored.files, key=lambda k: (k.split(":")[0], int(k.split(":")[1]))):
+                for key in sorted(
+                    stored.files, key=lambda k: (k.split(":")[0], int(k.split(":")[1]))
+                ):
                     values[key.split(":")[0]].append(stored[key])
             return cls(values)
         except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
             raise damaged_file(path, type(exc).__name__) from exc
 
-    def at(self, addresses: Sequence[tantivy.DocAddress]
-           ) -> tuple[list[int], list[int], list[list]]:
+    def at(
+        self, addresses: Sequence[tantivy.DocAddress]
+    ) -> tuple[list[int], list[int], list[list]]:
         """The segments and docs of `addresses`, and each fast field's values at them (in
         FAST_FIELDS' order)."""
         segments = list(map(_SEGMENT, addresses))
@@ -87,5 +102,5 @@ def _joined(arrays: list[np.ndarray], starts: list[int]) -> np.ndarray:
     """The arrays one after another, array i from starts[i], zeros between."""
     joined = np.zeros(starts[-1], dtype=arrays[0].dtype if arrays else np.float64)
     for array, start in zip(arrays, starts):
-        joined[start: start + len(array)] = array
+        joined[start : start + len(array)] = array
     return joined

@@ -16,8 +16,8 @@ from filbert.errors import DamagedFileError
 from filbert.storage import CrawlDir, damaged_file
 
 TEXT_FIELDS = ("title", "headings", "anchor", "urlwords", "body")  # analyzed hit types
-STORED_TEXT = ("title_text", "body_text")                           # shown, not indexed
-KEYWORD_FIELDS = ("url", "host", "site", "lang", "segment")         # exact values
+STORED_TEXT = ("title_text", "body_text")  # shown, not indexed
+KEYWORD_FIELDS = ("url", "host", "site", "lang", "segment")  # exact values
 # every text field's terms, without counts or positions: matches a page as a word in any
 # text field does, in one posting list (tantivy intersects those by skipping; the searcher
 # finds multi-word matches with it, then scores the hit-type fields on those pages only)
@@ -32,13 +32,14 @@ def index_schema() -> tantivy.Schema:
         builder.add_bytes_field(name, stored=True)
     for name in KEYWORD_FIELDS:
         # site holds the host and its parent domains, for site: queries
-        builder.add_text_field(name, stored=name != "site", tokenizer_name="raw",
-                               index_option="basic")
+        builder.add_text_field(
+            name, stored=name != "site", tokenizer_name="raw", index_option="basic"
+        )
     # per-document signals the searcher reads as columns (fast fields) when it re-ranks
-    builder.add_float_field("score", stored=True, fast=True)       # crawldb score: PageRank
-    builder.add_integer_field("simhash", fast=True)                # near-duplicate collapsing
-    builder.add_integer_field("host_id", fast=True)                # host crowding
-    builder.add_integer_field("uid", indexed=True, fast=True)      # picks candidates by id
+    builder.add_float_field("score", stored=True, fast=True)  # crawldb score: PageRank
+    builder.add_integer_field("simhash", fast=True)  # near-duplicate collapsing
+    builder.add_integer_field("host_id", fast=True)  # host crowding
+    builder.add_integer_field("uid", indexed=True, fast=True)  # picks candidates by id
     builder.add_text_field(ALL_FIELD, tokenizer_name="whitespace", index_option="basic")
     return builder.build()
 
@@ -64,8 +65,9 @@ def open_shard(shard_dir: Path) -> tantivy.Index:
         raise _damaged(shard_dir, exc) from exc
 
 
-def stored_doc(searcher: tantivy.Searcher, address: tantivy.DocAddress, index_dir: Path,
-               shard: int) -> tantivy.Document:
+def stored_doc(
+    searcher: tantivy.Searcher, address: tantivy.DocAddress, index_dir: Path, shard: int
+) -> tantivy.Document:
     """A stored document of shard `shard` of `index_dir`; DamagedFileError when its block of
     the shard's store is unreadable."""
     try:

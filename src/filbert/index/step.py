@@ -32,8 +32,8 @@ from filbert.storage import CrawlDir, Segment, part_name, reading
 from filbert.urls import fingerprint
 
 URL_PUNCTUATION = re.compile(r"[\W_]+")  # URL words, split apart so each is analyzed once
-ROWS_PER_GROUP = 128     # documents per Parquet row group of the gathered documents
-GROUPS_PER_TASK = 1      # row groups analyzed per task
+ROWS_PER_GROUP = 128  # documents per Parquet row group of the gathered documents
+GROUPS_PER_TASK = 1  # row groups analyzed per task
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,12 @@ def _write_docs(task: DocsTask) -> int:
     links = parquet_relation("linkdb", [task.linkdb] if task.linkdb else [], schemas.LINKDB)
     data = parquet_relation("parse_data", task.parse_data, schemas.PARSE_DATA, segment=True)
     text = parquet_relation("parse_text", task.parse_text, schemas.PARSE_TEXT, segment=True)
-    columns = {row[0] for row in connect().sql(f"DESCRIBE SELECT * FROM {data.sql}", params=data.params).fetchall()}
+    columns = {
+        row[0]
+        for row in connect()
+        .sql(f"DESCRIBE SELECT * FROM {data.sql}", params=data.params)
+        .fetchall()
+    }
     headings = "headings" if "headings" in columns else "NULL"  # segments parsed by older versions
     sql = f"""
     WITH pages AS (
@@ -90,7 +95,11 @@ def _write_docs(task: DocsTask) -> int:
     LEFT JOIN anchors a ON a.fp = p.fp
     WHERE NOT l.noindex
     """
-    table = connect().sql(sql, params=params(db, links, data, text, max_text=task.max_text)).to_arrow_table()
+    table = (
+        connect()
+        .sql(sql, params=params(db, links, data, text, max_text=task.max_text))
+        .to_arrow_table()
+    )
     pq.write_table(table, task.out, row_group_size=ROWS_PER_GROUP)
     return table.num_rows
 
@@ -102,24 +111,34 @@ def _analyze(task: AnalyzeTask) -> list[dict]:
     return [analyze_document(row) for row in rows]
 
 
-
-
 def analyze_document(doc: dict) -> dict:
     """One page as index fields: its language, analyzed hit types and what results show."""
     title, body = doc["title"], doc["body"]
     lang = identify(f"{title}\n{body}")
     text = analyzer(lang)
-    fields = {"title": title, "headings": doc["headings"], "anchor": doc["anchor"],
-              "urlwords": URL_PUNCTUATION.sub(" ", doc["url"].partition("://")[2]), "body": body}
+    fields = {
+        "title": title,
+        "headings": doc["headings"],
+        "anchor": doc["anchor"],
+        "urlwords": URL_PUNCTUATION.sub(" ", doc["url"].partition("://")[2]),
+        "body": body,
+    }
     analyzed = {name: text.joined(value) for name, value in fields.items()}
     return {
-        "url": doc["url"], "host": doc["host"], "site": parent_domains(doc["host"]),
-        "lang": lang, "segment": doc["segment"], "score": doc["score"],
+        "url": doc["url"],
+        "host": doc["host"],
+        "site": parent_domains(doc["host"]),
+        "lang": lang,
+        "segment": doc["segment"],
+        "score": doc["score"],
         # 63-bit ids so they fit tantivy's i64 fields
-        "simhash": doc["simhash"], "host_id": xxhash.xxh3_64_intdigest(doc["host"].encode()) >> 1,
+        "simhash": doc["simhash"],
+        "host_id": xxhash.xxh3_64_intdigest(doc["host"].encode()) >> 1,
         "uid": int.from_bytes(fingerprint(doc["url"])[:8], "big") >> 1,
-        "title_text": title.encode(), "body_text": body.encode(),
-        **analyzed, ALL_FIELD: list(analyzed.values()),
+        "title_text": title.encode(),
+        "body_text": body.encode(),
+        **analyzed,
+        ALL_FIELD: list(analyzed.values()),
     }
 
 
@@ -136,8 +155,9 @@ def parent_domains(host: str) -> list[str]:
     return names + [".".join(labels[i:]) for i in range(1, max(1, len(labels) - 1))]
 
 
-def build_index(crawl: CrawlDir, settings: Settings,
-                on_doc: Callable[[int], None] | None = None) -> dict[str, int]:
+def build_index(
+    crawl: CrawlDir, settings: Settings, on_doc: Callable[[int], None] | None = None
+) -> dict[str, int]:
     """Rebuild the index from the crawl; returns document counts."""
     crawl.require()
     buckets = crawl.buckets(settings)
@@ -145,10 +165,13 @@ def build_index(crawl: CrawlDir, settings: Settings,
     tmp = crawl.index.begin()
     tasks = [
         DocsTask(
-            b, _existing(crawl.crawldb.bucket_path(b)), _existing(crawl.linkdb.bucket_path(b)),
+            b,
+            _existing(crawl.crawldb.bucket_path(b)),
+            _existing(crawl.linkdb.bucket_path(b)),
             [str(seg.part(Segment.PARSE_DATA, b)) for seg in segments],
             [str(seg.part(Segment.PARSE_TEXT, b)) for seg in segments],
-            str(tmp / f"docs-{part_name(b)}"), settings["parser.text.max.length"],
+            str(tmp / f"docs-{part_name(b)}"),
+            settings["parser.text.max.length"],
         )
         for b in range(buckets)
     ]
@@ -161,18 +184,26 @@ def build_index(crawl: CrawlDir, settings: Settings,
     return {"documents": docs, "shards": settings["index.shards"]}
 
 
-def index_documents(doc_files: list[Path], out: Path, settings: Settings,
-                    on_doc: Callable[[int], None] | None = None) -> dict:
+def index_documents(
+    doc_files: list[Path],
+    out: Path,
+    settings: Settings,
+    on_doc: Callable[[int], None] | None = None,
+) -> dict:
     """Analyzes gathered documents in parallel and writes them into new shards under `out`.
     Returns the index metadata: documents, shards, and documents per language."""
     shards = settings["index.shards"]
     writers = []
     for shard in range(shards):
         (out / shard_name(shard)).mkdir()
-        writers.append(index_writer(tantivy.Index(index_schema(), str(out / shard_name(shard))),
-                                    settings))
-    tasks = [AnalyzeTask(str(path), groups, settings["analysis.zh.userdict"])
-             for path in doc_files for groups in _row_group_chunks(path)]
+        writers.append(
+            index_writer(tantivy.Index(index_schema(), str(out / shard_name(shard))), settings)
+        )
+    tasks = [
+        AnalyzeTask(str(path), groups, settings["analysis.zh.userdict"])
+        for path in doc_files
+        for groups in _row_group_chunks(path)
+    ]
     languages: Counter[str] = Counter()
     for docs in make_executor(settings).map(_analyze, tasks):
         for row in docs:
@@ -198,7 +229,7 @@ def index_writer(index: tantivy.Index, settings: Settings) -> tantivy.IndexWrite
 
 def _row_group_chunks(path: Path) -> list[list[int]]:
     groups = list(range(pq.ParquetFile(path).num_row_groups))
-    return [groups[i:i + GROUPS_PER_TASK] for i in range(0, len(groups), GROUPS_PER_TASK)]
+    return [groups[i : i + GROUPS_PER_TASK] for i in range(0, len(groups), GROUPS_PER_TASK)]
 
 
 def hash_shard(url: str, shards: int) -> int:

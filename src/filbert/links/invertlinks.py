@@ -18,9 +18,9 @@ HOST = r"regexp_extract({}, '^[a-z]+://([^/]+)', 1)"
 
 @dataclass(frozen=True)
 class InvertTask(BucketTask):
-    crawl_parse: list[str]   # this bucket's crawl_parse files of the new segments
-    ignore_internal: bool    # linkdb.ignore.internal.links
-    max_inlinks: int         # linkdb.max.inlinks
+    crawl_parse: list[str]  # this bucket's crawl_parse files of the new segments
+    ignore_internal: bool  # linkdb.ignore.internal.links
+    max_inlinks: int  # linkdb.max.inlinks
 
 
 def _invert_bucket(task: InvertTask) -> dict[str, int]:
@@ -55,11 +55,23 @@ def invertlinks(crawl: CrawlDir, settings: Settings) -> dict[str, int]:
     if not segments and crawl.linkdb.exists():
         return {"segments": 0, "urls": count_rows(crawl.linkdb.files())}
     buckets = crawl.buckets(settings)
-    parts = {b: [str(p) for seg in segments for p in seg.crawl_parse_parts(b)] for b in range(buckets)}
+    parts = {
+        b: [str(p) for seg in segments for p in seg.crawl_parse_parts(b)] for b in range(buckets)
+    }
     meta = {"segments": sorted(done | {seg.name for seg in segments})}
     touched = {b for b, files in parts.items() if files}
-    ignore_internal, max_inlinks = settings["linkdb.ignore.internal.links"], settings["linkdb.max.inlinks"]
+    ignore_internal, max_inlinks = (
+        settings["linkdb.ignore.internal.links"],
+        settings["linkdb.max.inlinks"],
+    )
     with reading([*crawl.linkdb.files(), *(p for files in parts.values() for p in files)]):
-        rewrite(crawl.linkdb, buckets, settings, _invert_bucket,
-                lambda b, old, out: InvertTask(b, old, out, parts[b], ignore_internal, max_inlinks), meta, touched)
+        rewrite(
+            crawl.linkdb,
+            buckets,
+            settings,
+            _invert_bucket,
+            lambda b, old, out: InvertTask(b, old, out, parts[b], ignore_internal, max_inlinks),
+            meta,
+            touched,
+        )
     return {"segments": len(segments), "urls": count_rows(crawl.linkdb.files())}

@@ -23,9 +23,15 @@ from filbert.config import Settings
 from filbert.errors import UserError
 from filbert.storage import CrawlDir, WebGraph, reading, write_table
 
-WEBGRAPH_SCORES = pa.schema([("url", pa.string()), ("fp", pa.binary()),
-                             ("pagerank", pa.float64()), ("inlinks", pa.int32()),
-                             ("outlinks", pa.int32())])
+WEBGRAPH_SCORES = pa.schema(
+    [
+        ("url", pa.string()),
+        ("fp", pa.binary()),
+        ("pagerank", pa.float64()),
+        ("inlinks", pa.int32()),
+        ("outlinks", pa.int32()),
+    ]
+)
 
 
 class PageRankError(UserError, RuntimeError):
@@ -34,12 +40,18 @@ class PageRankError(UserError, RuntimeError):
 
 @dataclass(frozen=True)
 class PageRank:
-    scores: np.ndarray   # sums to 1
+    scores: np.ndarray  # sums to 1
     iterations: int
 
 
-def pagerank(src: np.ndarray, dst: np.ndarray, n: int, damping: float = 0.85,
-             tol: float = 1e-6, max_iter: int = 200) -> PageRank:
+def pagerank(
+    src: np.ndarray,
+    dst: np.ndarray,
+    n: int,
+    damping: float = 0.85,
+    tol: float = 1e-6,
+    max_iter: int = 200,
+) -> PageRank:
     """PageRank of an n-node graph given as edge arrays (duplicates count once).
 
     Converged when an iteration changes the scores by less than tol in total (L1). networkx
@@ -62,8 +74,10 @@ def pagerank(src: np.ndarray, dst: np.ndarray, n: int, damping: float = 0.85,
         rank = new
         if change < tol:
             return PageRank(rank, iteration)
-    raise PageRankError(f"PageRank did not converge in {max_iter} iterations "
-                        f"(last change {change:.2e}); raise pagerank.max.iterations")
+    raise PageRankError(
+        f"PageRank did not converge in {max_iter} iterations "
+        f"(last change {change:.2e}); raise pagerank.max.iterations"
+    )
 
 
 def compute_pagerank(crawl: CrawlDir, settings: Settings) -> dict[str, int | float]:
@@ -71,8 +85,14 @@ def compute_pagerank(crawl: CrawlDir, settings: Settings) -> dict[str, int | flo
     crawl.require()
     buckets = crawl.buckets(settings)
     nodes, src, dst = _graph(crawl, buckets)
-    result = pagerank(src, dst, len(nodes), settings["pagerank.damping"],
-                      settings["pagerank.tolerance"], settings["pagerank.max.iterations"])
+    result = pagerank(
+        src,
+        dst,
+        len(nodes),
+        settings["pagerank.damping"],
+        settings["pagerank.tolerance"],
+        settings["pagerank.max.iterations"],
+    )
     n = len(nodes)
     table = nodes.append_column("pagerank", pa.array(result.scores, pa.float64()))
     table = table.append_column("inlinks", pa.array(np.bincount(dst, minlength=n), pa.int32()))
@@ -80,41 +100,60 @@ def compute_pagerank(crawl: CrawlDir, settings: Settings) -> dict[str, int | flo
     webgraph = crawl.webgraph
     tmp = webgraph.begin()
     write_table(table.select(WEBGRAPH_SCORES.names).cast(WEBGRAPH_SCORES), tmp / WebGraph.SCORES)
-    write_table(pa.table({"src": pa.array(src, pa.int32()), "dst": pa.array(dst, pa.int32())}),
-                tmp / WebGraph.EDGES)
+    write_table(
+        pa.table({"src": pa.array(src, pa.int32()), "dst": pa.array(dst, pa.int32())}),
+        tmp / WebGraph.EDGES,
+    )
     stats = {"pages": n, "links": len(src), "iterations": result.iterations}
     webgraph.publish(tmp, stats)
     scores_file = str(webgraph.current() / WebGraph.SCORES)
     with reading([*crawl.crawldb.files(), scores_file]):
-        rewrite(crawl.crawldb, buckets, settings, _score_bucket,
-                lambda b, old, out: ScoreTask(b, old, out, scores_file), {"pagerank": stats})
+        rewrite(
+            crawl.crawldb,
+            buckets,
+            settings,
+            _score_bucket,
+            lambda b, old, out: ScoreTask(b, old, out, scores_file),
+            {"pagerank": stats},
+        )
     return stats
 
 
 def _graph(crawl: CrawlDir, buckets: int) -> tuple[pa.Table, np.ndarray, np.ndarray]:
     """The crawldb's URLs (row i is node i) and the link edges between them."""
     db = parquet_relation("crawldb", crawl.crawldb.files(), schemas.CRAWLDB)
-    parts = [str(p) for seg in crawl.segments() if seg.parsed
-             for b in range(buckets) for p in seg.crawl_parse_parts(b)]
+    parts = [
+        str(p)
+        for seg in crawl.segments()
+        if seg.parsed
+        for b in range(buckets)
+        for p in seg.crawl_parse_parts(b)
+    ]
     links = parquet_relation("crawl_parse", parts, schemas.CRAWL_PARSE)
     con = connect()
     with reading([*crawl.crawldb.files(), *parts]):
-        con.execute(f"CREATE TEMP TABLE nodes AS SELECT row_number() OVER (ORDER BY fp) - 1 AS id, "
-                    f"url, fp FROM {db.sql}", db.params)
+        con.execute(
+            f"CREATE TEMP TABLE nodes AS SELECT row_number() OVER (ORDER BY fp) - 1 AS id, "
+            f"url, fp FROM {db.sql}",
+            db.params,
+        )
         nodes = con.sql("SELECT url, fp FROM nodes ORDER BY id").to_arrow_table()
-        edges = con.sql(f"""
+        edges = con.sql(
+            f"""
             SELECT DISTINCT s.id AS src, d.id AS dst
             FROM (SELECT from_url, fp FROM {links.sql} WHERE kind = 'link') l
             JOIN nodes s ON s.url = l.from_url JOIN nodes d ON d.fp = l.fp
             WHERE s.id <> d.id
-        """, params=links.params).fetchnumpy()
+        """,
+            params=links.params,
+        ).fetchnumpy()
     con.execute("DROP TABLE nodes")
     return nodes, edges["src"].astype(np.int64), edges["dst"].astype(np.int64)
 
 
 @dataclass(frozen=True)
 class ScoreTask(BucketTask):
-    scores: str              # the webgraph's scores file
+    scores: str  # the webgraph's scores file
 
 
 def _score_bucket(task: ScoreTask) -> dict[str, int]:
@@ -125,4 +164,8 @@ def _score_bucket(task: ScoreTask) -> dict[str, int]:
     SELECT c.* REPLACE (coalesce(g.score, c.score)::FLOAT AS score)
     FROM {db.sql} c LEFT JOIN graph g USING (fp)
     """
-    return {"scored": write_result(connect(), sql, schemas.CRAWLDB, task.out, params(db, graph=task.scores))}
+    return {
+        "scored": write_result(
+            connect(), sql, schemas.CRAWLDB, task.out, params(db, graph=task.scores)
+        )
+    }

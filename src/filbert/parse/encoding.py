@@ -34,30 +34,96 @@ _BOMS = (
 # as windows-949 and Big5 with HKSCS, supersets that also decode the extra bytes
 # real pages contain.
 _ALIASES = {
-    **dict.fromkeys((
-        "ascii", "us-ascii", "ansi_x3.4-1968", "iso-8859-1", "iso8859-1", "iso_8859-1",
-        "latin1", "latin-1", "l1", "cp819", "ibm819", "iso-ir-100", "csisolatin1", "x-cp1252",
-    ), "cp1252"),
-    **dict.fromkeys((
-        "gb2312", "gbk", "x-gbk", "cp936", "ms936", "windows-936", "chinese", "csgb2312",
-        "gb_2312", "gb_2312-80", "iso-ir-58", "csiso58gb231280",
-    ), "gb18030"),
-    **dict.fromkeys((
-        "shift_jis", "shift-jis", "sjis", "x-sjis", "ms_kanji", "csshiftjis", "windows-31j",
-        "ms932",
-    ), "cp932"),
-    **dict.fromkeys((
-        "euc-kr", "ks_c_5601-1987", "ks_c_5601-1989", "ksc5601", "ksc_5601", "korean",
-        "windows-949", "cseuckr", "csksc56011987", "iso-ir-149",
-    ), "cp949"),
+    **dict.fromkeys(
+        (
+            "ascii",
+            "us-ascii",
+            "ansi_x3.4-1968",
+            "iso-8859-1",
+            "iso8859-1",
+            "iso_8859-1",
+            "latin1",
+            "latin-1",
+            "l1",
+            "cp819",
+            "ibm819",
+            "iso-ir-100",
+            "csisolatin1",
+            "x-cp1252",
+        ),
+        "cp1252",
+    ),
+    **dict.fromkeys(
+        (
+            "gb2312",
+            "gbk",
+            "x-gbk",
+            "cp936",
+            "ms936",
+            "windows-936",
+            "chinese",
+            "csgb2312",
+            "gb_2312",
+            "gb_2312-80",
+            "iso-ir-58",
+            "csiso58gb231280",
+        ),
+        "gb18030",
+    ),
+    **dict.fromkeys(
+        (
+            "shift_jis",
+            "shift-jis",
+            "sjis",
+            "x-sjis",
+            "ms_kanji",
+            "csshiftjis",
+            "windows-31j",
+            "ms932",
+        ),
+        "cp932",
+    ),
+    **dict.fromkeys(
+        (
+            "euc-kr",
+            "ks_c_5601-1987",
+            "ks_c_5601-1989",
+            "ksc5601",
+            "ksc_5601",
+            "korean",
+            "windows-949",
+            "cseuckr",
+            "csksc56011987",
+            "iso-ir-149",
+        ),
+        "cp949",
+    ),
     **dict.fromkeys(("big5", "big5-hkscs", "cn-big5", "csbig5", "x-x-big5"), "big5hkscs"),
-    **dict.fromkeys((
-        "iso-8859-9", "iso8859-9", "iso_8859-9", "latin5", "l5", "iso-ir-148", "csisolatin5",
-    ), "cp1254"),
+    **dict.fromkeys(
+        (
+            "iso-8859-9",
+            "iso8859-9",
+            "iso_8859-9",
+            "latin5",
+            "l5",
+            "iso-ir-148",
+            "csisolatin5",
+        ),
+        "cp1254",
+    ),
     **dict.fromkeys(("tis-620", "iso-8859-11", "iso8859-11", "dos-874", "windows-874"), "cp874"),
-    **dict.fromkeys((
-        "utf-16", "utf16", "unicode", "ucs-2", "csunicode", "iso-10646-ucs-2", "unicodefeff",
-    ), "utf-16-le"),
+    **dict.fromkeys(
+        (
+            "utf-16",
+            "utf16",
+            "unicode",
+            "ucs-2",
+            "csunicode",
+            "iso-10646-ucs-2",
+            "unicodefeff",
+        ),
+        "utf-16-le",
+    ),
     "unicodefffe": "utf-16-be",
     "iso-8859-8-i": "iso8859-8",
     "x-euc-jp": "euc_jp",
@@ -96,29 +162,34 @@ _URL_HOST = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://(?:[^@/?#]*@)?([^/?#:]*)")
 
 
 def _stray_bytes_as_cp1252(err: UnicodeDecodeError) -> tuple[str, int]:
-    return err.object[err.start:err.end].decode("cp1252", "replace"), err.end
+    return err.object[err.start : err.end].decode("cp1252", "replace"), err.end
 
 
 _MIXED_ERRORS = "filbert-stray-cp1252"
 codecs.register_error(_MIXED_ERRORS, _stray_bytes_as_cp1252)
 
 
-def decode_html(content: bytes, content_type: str | None, url: str | None = None) -> tuple[str, str]:
+def decode_html(
+    content: bytes, content_type: str | None, url: str | None = None
+) -> tuple[str, str]:
     """Decode an HTML page; returns (text, Python codec name used). The page's URL, if
     given, lends its top-level domain to the detector as a hint."""
     return _decode(content, content_type, sniff_meta=True, url=url)
 
 
-def decode_text(content: bytes, content_type: str | None, url: str | None = None) -> tuple[str, str]:
+def decode_text(
+    content: bytes, content_type: str | None, url: str | None = None
+) -> tuple[str, str]:
     """Decode a plain-text document: like decode_html without the <meta> prescan."""
     return _decode(content, content_type, sniff_meta=False, url=url)
 
 
-def _decode(content: bytes, content_type: str | None, sniff_meta: bool, url: str | None
-            ) -> tuple[str, str]:
+def _decode(
+    content: bytes, content_type: str | None, sniff_meta: bool, url: str | None
+) -> tuple[str, str]:
     for bom, codec in _BOMS:
         if content.startswith(bom):
-            return content[len(bom):].decode(codec, "replace"), codec
+            return content[len(bom) :].decode(codec, "replace"), codec
     for label in _declared(content, content_type, sniff_meta):
         codec = codec_for(label)
         if codec:
@@ -160,8 +231,10 @@ def _undeclared(content: bytes, url: str | None) -> tuple[str, str]:
     else:
         # ISO-2022-JP is 7-bit, so valid UTF-8; its escapes start with ESC. Its text may
         # contain '<' and '>' bytes: no tag stripping for it.
-        if (content.find(b"\x1b", 0, _SAMPLE_BYTES) >= 0
-                and _detect(content, url, strip_tags=False) == "iso2022_jp"):
+        if (
+            content.find(b"\x1b", 0, _SAMPLE_BYTES) >= 0
+            and _detect(content, url, strip_tags=False) == "iso2022_jp"
+        ):
             return content.decode("iso2022_jp", "replace"), "iso2022_jp"
         return text, "utf-8"
     stray = _stray_bytes(content)
@@ -194,7 +267,7 @@ def _detect(content: bytes, url: str | None, strip_tags: bool = True) -> str | N
     # encoding): a long head of scripts and styles must not use up the sample.
     first = _HIGH_BYTE.search(content)
     start = first.start() if first else 0
-    sample = content[start:start + _SAMPLE_BYTES]
+    sample = content[start : start + _SAMPLE_BYTES]
     if strip_tags:
         sample = _TAG_BYTES.sub(b" ", sample)
     try:

@@ -25,24 +25,29 @@ from filbert.urls import InvalidUrl, resolve_url
 
 @dataclass(frozen=True)
 class ParseResult:
-    status: str                       # PARSE_SUCCESS, PARSE_FAILED or PARSE_UNSUPPORTED
-    message: str                      # "" on success, else why
+    status: str  # PARSE_SUCCESS, PARSE_FAILED or PARSE_UNSUPPORTED
+    message: str  # "" on success, else why
     title: str
-    text: str                         # visible text, whitespace collapsed
-    outlinks: list[tuple[str, str]]   # (absolute normalized URL, anchor text), document order
+    text: str  # visible text, whitespace collapsed
+    outlinks: list[tuple[str, str]]  # (absolute normalized URL, anchor text), document order
     noindex: bool
     nofollow: bool
     # rel=canonical (HTML <link> or HTTP Link header), absolute and normalized; None when
     # absent, invalid or ambiguous (sources naming different URLs). May equal the page URL.
     canonical: str | None = None
-    headings: str = ""                # h1–h3 texts, one per line (the paper's "large font")
+    headings: str = ""  # h1–h3 texts, one per line (the paper's "large font")
 
 
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 # Types that say nothing about the content, so the bytes decide (besides a missing type).
-_VAGUE_TYPES = frozenset({
-    "application/octet-stream", "application/unknown", "unknown/unknown", "*/*",
-})
+_VAGUE_TYPES = frozenset(
+    {
+        "application/octet-stream",
+        "application/unknown",
+        "unknown/unknown",
+        "*/*",
+    }
+)
 # WHATWG MIME sniffing's HTML signatures.
 _HTML_START = re.compile(
     rb"(?:\xef\xbb\xbf)?\s*(?:<!doctype\s+html|<!--|"
@@ -52,9 +57,14 @@ _HTML_START = re.compile(
 
 _DIRECTIVE_SPLIT = re.compile(r"[\s,;]+")
 # X-Robots-Tag rules of the form "name: value" that are not user-agent scopes.
-_VALUED_DIRECTIVES = frozenset({
-    "max-snippet", "max-image-preview", "max-video-preview", "unavailable_after",
-})
+_VALUED_DIRECTIVES = frozenset(
+    {
+        "max-snippet",
+        "max-image-preview",
+        "max-video-preview",
+        "unavailable_after",
+    }
+)
 _AGENT_TOKEN = re.compile(r"^[\w.*-]+$")
 # Link header: <uri-reference> followed by ;-separated parameters (RFC 8288).
 _LINK = re.compile(r'<([^>]*)>((?:\s*;(?:[^;,"]|"[^"]*")*)*)')
@@ -69,19 +79,65 @@ def _tag_ids(names: Iterable[str]) -> frozenset[int]:
 
 # Elements whose boundaries separate words. Inline ones (a, b, span...) must not, or
 # "<b>W</b>ord" would be split and "word</a>," would gain a space before the comma.
-_BLOCKS = _tag_ids((
-    "address", "article", "aside", "blockquote", "br", "caption", "dd", "details", "dialog",
-    "div", "dl", "dt", "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2", "h3",
-    "h4", "h5", "h6", "header", "hgroup", "hr", "li", "main", "nav", "ol", "option", "p",
-    "pre", "section", "summary", "table", "td", "th", "tr", "ul",
-))
+_BLOCKS = _tag_ids(
+    (
+        "address",
+        "article",
+        "aside",
+        "blockquote",
+        "br",
+        "caption",
+        "dd",
+        "details",
+        "dialog",
+        "div",
+        "dl",
+        "dt",
+        "fieldset",
+        "figcaption",
+        "figure",
+        "footer",
+        "form",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "header",
+        "hgroup",
+        "hr",
+        "li",
+        "main",
+        "nav",
+        "ol",
+        "option",
+        "p",
+        "pre",
+        "section",
+        "summary",
+        "table",
+        "td",
+        "th",
+        "tr",
+        "ul",
+    )
+)
 # The elements the parser reads, by kind; the invisible ones and <title> are dropped
 # before the text is taken.
-_KINDS = {tag: kind for kind, names in {
-    "links": ("a", "area"), "hints": ("meta", "link"), "base": ("base",), "title": ("title",),
-    "headings": ("h1", "h2", "h3"), "svg": ("svg",),
-    "invisible": ("script", "style", "noscript", "template", "head", "iframe"),
-}.items() for tag in _tag_ids(names)}
+_KINDS = {
+    tag: kind
+    for kind, names in {
+        "links": ("a", "area"),
+        "hints": ("meta", "link"),
+        "base": ("base",),
+        "title": ("title",),
+        "headings": ("h1", "h2", "h3"),
+        "svg": ("svg",),
+        "invisible": ("script", "style", "noscript", "template", "head", "iframe"),
+    }.items()
+    for tag in _tag_ids(names)
+}
 # What _walk does with an element, by tag id: (put spaces around it, kind to gather).
 _ACTIONS = {tag: (tag in _BLOCKS, _KINDS.get(tag)) for tag in _BLOCKS | _KINDS.keys()}
 
@@ -94,15 +150,50 @@ MAX_HEADINGS = 100
 _DEPTH_CHECK_TAGS = 20_000
 _TAG = re.compile(r"<(/?)([a-zA-Z][\w:-]*)[^>]*?(/?)>")
 # Void elements, and elements a new sibling closes implicitly: they never nest deep.
-_FLAT = frozenset((
-    "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
-    "track", "wbr", "param", "keygen", "p", "li", "dt", "dd", "option", "tr", "td", "th",
-    "thead", "tbody", "tfoot", "colgroup", "caption", "html", "head", "body",
-))
+_FLAT = frozenset(
+    (
+        "area",
+        "base",
+        "br",
+        "col",
+        "embed",
+        "hr",
+        "img",
+        "input",
+        "link",
+        "meta",
+        "source",
+        "track",
+        "wbr",
+        "param",
+        "keygen",
+        "p",
+        "li",
+        "dt",
+        "dd",
+        "option",
+        "tr",
+        "td",
+        "th",
+        "thead",
+        "tbody",
+        "tfoot",
+        "colgroup",
+        "caption",
+        "html",
+        "head",
+        "body",
+    )
+)
 
 
-def parse_content(url: str, content: bytes, content_type: str | None,
-                  headers: Mapping[str, str] | None = None, agent: str = "filbert") -> ParseResult:
+def parse_content(
+    url: str,
+    content: bytes,
+    content_type: str | None,
+    headers: Mapping[str, str] | None = None,
+    agent: str = "filbert",
+) -> ParseResult:
     """Parse one fetched document; never raises.
 
     headers: the HTTP response headers (names in any case; repeated headers merged with
@@ -131,7 +222,7 @@ def _is_vague(mime: str) -> bool:
 class _Found:
     """Robots directives and canonical URLs gathered from the headers and the page."""
 
-    __slots__ = ("directives", "canonicals")
+    __slots__ = ("canonicals", "directives")
 
     def __init__(self) -> None:
         self.directives: set[str] = set()
@@ -151,10 +242,20 @@ class _Found:
         return next(iter(self.canonicals)) if len(self.canonicals) == 1 else None
 
 
-def _success(title: str, text: str, outlinks: list[tuple[str, str]], found: _Found,
-             headings: str = "") -> ParseResult:
-    return ParseResult(PARSE_SUCCESS, "", title, text, outlinks, found.noindex, found.nofollow,
-                       found.canonical, headings)
+def _success(
+    title: str, text: str, outlinks: list[tuple[str, str]], found: _Found, headings: str = ""
+) -> ParseResult:
+    return ParseResult(
+        PARSE_SUCCESS,
+        "",
+        title,
+        text,
+        outlinks,
+        found.noindex,
+        found.nofollow,
+        found.canonical,
+        headings,
+    )
 
 
 def _empty(status: str, message: str, found: _Found | None = None) -> ParseResult:
@@ -163,12 +264,14 @@ def _empty(status: str, message: str, found: _Found | None = None) -> ParseResul
     return ParseResult(status, message, "", "", [], found.noindex, found.nofollow, found.canonical)
 
 
-def _parse_html(url: str, content: bytes, content_type: str | None, agent: str,
-                found: _Found) -> ParseResult:
+def _parse_html(
+    url: str, content: bytes, content_type: str | None, agent: str, found: _Found
+) -> ParseResult:
     # WO_EVENTS: without it lexbor mirrors each <option> into <selectedcontent>,
     # which is quadratic in a <select> of many options.
-    tree = LexborHTMLParser(_parser_input(url, content, content_type),
-                            options=LexborDocumentOptions.WO_EVENTS)
+    tree = LexborHTMLParser(
+        _parser_input(url, content, content_type), options=LexborDocumentOptions.WO_EVENTS
+    )
     elements = _walk(tree)
     if elements["svg"]:  # its <title>s and <a>s are not the page's (rare: walk again)
         _remove(tree, "svg")
@@ -245,7 +348,7 @@ def _cap_nesting(html: str) -> str:
             open_tags[name] = open_tags.get(name, 0) + 1
             depth += 1
             if depth > _MAX_DEPTH:
-                return html[:tag.start()]
+                return html[: tag.start()]
         elif open_tags.get(name):  # the parser ignores an end tag nothing open matches
             open_tags[name] -= 1
             depth -= 1
@@ -261,7 +364,9 @@ def _page_hints(nodes: list[LexborNode], agent: str, base: str, found: _Found) -
         if node.tag == "meta":
             name = (attrs.get("name") or "").strip().lower()
             if name == "robots" or (name == agent and agent):
-                found.directives.update(_DIRECTIVE_SPLIT.split((attrs.get("content") or "").lower()))
+                found.directives.update(
+                    _DIRECTIVE_SPLIT.split((attrs.get("content") or "").lower())
+                )
         elif "canonical" in (attrs.get("rel") or "").lower().split():
             _add_canonical(attrs.get("href") or "", base, found)
 
@@ -323,7 +428,9 @@ def _headings(nodes: list[LexborNode]) -> str:
 
 
 def _base_url(nodes: list[LexborNode], url: str) -> str:
-    href = next((node.attributes["href"] or "" for node in nodes if "href" in node.attributes), None)
+    href = next(
+        (node.attributes["href"] or "" for node in nodes if "href" in node.attributes), None
+    )
     if href is not None:
         try:
             return resolve_url(href, url)
@@ -363,7 +470,7 @@ def _resolve_link(href: str, base: str) -> str | None:
         slash = base.rfind("/", base.find("//") + 2)
         if slash < 0 or not href or href[0] == "?" or href[0] < " ":
             return _resolve_or_none(href, base)
-        key = (base[:slash + 1], href)
+        key = (base[: slash + 1], href)
     if key not in _RESOLVED:
         if len(_RESOLVED) >= _RESOLVED_LIMIT:
             _RESOLVED.clear()

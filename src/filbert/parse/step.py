@@ -29,9 +29,9 @@ from filbert.urls import UrlFilter, UrlNormalizer, bucket_of, fingerprint, host_
 
 @dataclass(frozen=True)
 class ParseTask:
-    segment: str      # segment directory
+    segment: str  # segment directory
     bucket: int
-    out: str          # temporary directory for the outputs
+    out: str  # temporary directory for the outputs
     settings: Settings
     buckets: int
 
@@ -90,7 +90,9 @@ class SegmentParser:
         self.outlinks = _Outlinks(settings)
         self.agent = settings["http.agent.name"]
         self.texts = PartWriter(out / Segment.PARSE_TEXT, schemas.PARSE_TEXT)
-        self.datas = PartWriter(out / Segment.PARSE_DATA, schemas.PARSE_DATA, batch=PartWriter.SMALL_BATCH)
+        self.datas = PartWriter(
+            out / Segment.PARSE_DATA, schemas.PARSE_DATA, batch=PartWriter.SMALL_BATCH
+        )
         self.links = _LinkWriter(out / Segment.PARSE, writer, buckets)
         self.counts: Counter = Counter()
         self.pending: list[FetchedPage] = []
@@ -140,8 +142,17 @@ def _parse_bucket(task: ParseTask) -> Counter:
     fetched = read_parts([segment.part(Segment.FETCH, task.bucket)], schemas.CRAWL_FETCH)
     scores = dict(zip(fetched["fp"].to_pylist(), fetched["score"].to_pylist()))
     for row in _content_rows(segment.part(Segment.CONTENT, task.bucket)):
-        parser.add(FetchedPage(task.bucket, row["url"], row["fp"], row["content"], row["content_type"],
-                               _headers(row["headers"]), scores.get(row["fp"], 0.0)))
+        parser.add(
+            FetchedPage(
+                task.bucket,
+                row["url"],
+                row["fp"],
+                row["content"],
+                row["content_type"],
+                _headers(row["headers"]),
+                scores.get(row["fp"], 0.0),
+            )
+        )
     for row in fetched.filter(pc.is_valid(fetched["redirect_url"])).to_pylist():
         parser.redirect(row["url"], row["redirect_url"], row["score"])
     return parser.close([task.bucket])
@@ -154,16 +165,23 @@ def _content_rows(path: Path) -> Iterator[dict]:
                 yield from batch.to_pylist()
 
 
-def _data_row(page: FetchedPage, result: ParseResult, kept: list[tuple[str, str]],
-              text: bytes) -> dict:
+def _data_row(
+    page: FetchedPage, result: ParseResult, kept: list[tuple[str, str]], text: bytes
+) -> dict:
     parsed = result.status == schemas.PARSE_SUCCESS
     return {
-        "url": page.url, "fp": page.fp, "status": result.status, "message": result.message,
-        "content_type": page.content_type, "title": result.title, "headings": result.headings,
+        "url": page.url,
+        "fp": page.fp,
+        "status": result.status,
+        "message": result.message,
+        "content_type": page.content_type,
+        "title": result.title,
+        "headings": result.headings,
         "outlinks": [{"url": u, "anchor": a} for u, a in kept],
-        "noindex": result.noindex, "nofollow": result.nofollow,
+        "noindex": result.noindex,
+        "nofollow": result.nofollow,
         "signature": content_signature(page.url, result.title, text) if parsed else None,
-        "simhash": None,   # computed by dedup, when needed
+        "simhash": None,  # computed by dedup, when needed
         "canonical": result.canonical,
     }
 
@@ -174,7 +192,9 @@ def content_signature(url: str, title: str, text: bytes) -> bytes:
     each other; the NUL prefix keeps these apart from any page whose text is that title."""
     if text:
         return xxhash.xxh3_128_digest(text)
-    return xxhash.xxh3_128_digest(b"\0" + (f"title {title}" if title else f"url {url}").encode("utf-8"))
+    return xxhash.xxh3_128_digest(
+        b"\0" + (f"title {title}" if title else f"url {url}").encode("utf-8")
+    )
 
 
 def _headers(text: str | None) -> dict[str, str] | None:
@@ -192,8 +212,12 @@ class _LinkWriter:
 
     def __init__(self, directory: Path, writer: int, buckets: int):
         self.buckets = buckets
-        self.rows = PartWriter(directory, schemas.CRAWL_PARSE, lambda target: Segment.crawl_parse_name(target, writer),
-                               PartWriter.SMALL_BATCH)
+        self.rows = PartWriter(
+            directory,
+            schemas.CRAWL_PARSE,
+            lambda target: Segment.crawl_parse_name(target, writer),
+            PartWriter.SMALL_BATCH,
+        )
         self.targets: dict[str, tuple[bytes, str, int]] = {}
         self.count = 0
 
@@ -205,8 +229,18 @@ class _LinkWriter:
             host = host_of(url)
             target = self.targets[url] = (fingerprint(url), host, bucket_of(host, self.buckets))
         fp, host, bucket = target
-        self.rows.add(bucket, {"url": url, "fp": fp, "host": host, "from_url": from_url,
-                               "anchor": anchor, "kind": kind, "score": score})
+        self.rows.add(
+            bucket,
+            {
+                "url": url,
+                "fp": fp,
+                "host": host,
+                "from_url": from_url,
+                "anchor": anchor,
+                "kind": kind,
+                "score": score,
+            },
+        )
         self.count += 1
 
     def close(self) -> int:
@@ -224,8 +258,11 @@ def parse_segment(crawl: CrawlDir, name: str, settings: Settings) -> Counter:
     for sub in Segment.PARSE_OUTPUTS:
         (tmp / sub).mkdir()
     buckets = crawl.buckets(settings)
-    tasks = [ParseTask(str(segment.path), b, str(tmp), settings, buckets)
-             for b in range(buckets) if segment.part(Segment.FETCH, b).exists()]
+    tasks = [
+        ParseTask(str(segment.path), b, str(tmp), settings, buckets)
+        for b in range(buckets)
+        if segment.part(Segment.FETCH, b).exists()
+    ]
     totals: Counter = Counter()
     for counts in make_executor(settings).map(_parse_bucket, tasks):
         totals.update(counts)

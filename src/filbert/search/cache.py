@@ -22,8 +22,13 @@ class CachedPage:
     content: bytes
 
 
-def cached_page(crawl: CrawlDir, generation: Path, shards: list[tantivy.Searcher], schema: tantivy.Schema,
-                url: str) -> CachedPage | None:
+def cached_page(
+    crawl: CrawlDir,
+    generation: Path,
+    shards: list[tantivy.Searcher],
+    schema: tantivy.Schema,
+    url: str,
+) -> CachedPage | None:
     """The stored content of an indexed URL, or None when it is not in the index
     (`shards`: the searchers of the index generation `generation`)."""
     query = tantivy.Query.term_query(schema, "url", url)
@@ -42,8 +47,14 @@ def _content(crawl: CrawlDir, url: str, name: str) -> CachedPage | None:
     parts = segment.parts(Segment.CONTENT)
     content = parquet_relation("content", parts, schemas.CONTENT)
     with reading(parts):
-        row = connect().execute(f"SELECT content_type, content FROM {content.sql} WHERE fp = $fp",
-                                params(content, fp=fingerprint(url))).fetchone()
+        row = (
+            connect()
+            .execute(
+                f"SELECT content_type, content FROM {content.sql} WHERE fp = $fp",
+                params(content, fp=fingerprint(url)),
+            )
+            .fetchone()
+        )
     if row is None:
         return None
     return CachedPage(url, name, row[0] or "application/octet-stream", row[1] or b"")

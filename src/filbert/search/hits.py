@@ -61,8 +61,10 @@ class LinkGraph:
         """The root pages, what they link to, and up to max_inlinks pages linking to each."""
         found = dict.fromkeys(root)
         for node in root:
-            found.update(dict.fromkeys(self.out.indices[self.out.indptr[node]:self.out.indptr[node + 1]]))
-            inlinks = self.into.indices[self.into.indptr[node]:self.into.indptr[node + 1]]
+            found.update(
+                dict.fromkeys(self.out.indices[self.out.indptr[node] : self.out.indptr[node + 1]])
+            )
+            inlinks = self.into.indices[self.into.indptr[node] : self.into.indptr[node + 1]]
             found.update(dict.fromkeys(inlinks[:max_inlinks]))
         return [int(i) for i in found]
 

@@ -34,9 +34,9 @@ class QueryError(UserError, ValueError):
 
 @dataclass
 class ParsedQuery:
-    words: list[str] = field(default_factory=list)      # free text, in order
+    words: list[str] = field(default_factory=list)  # free text, in order
     phrases: list[str] = field(default_factory=list)
-    excluded: list[str] = field(default_factory=list)   # words and phrases
+    excluded: list[str] = field(default_factory=list)  # words and phrases
     sites: list[str] = field(default_factory=list)
     lang: str | None = None
 
@@ -76,13 +76,14 @@ def _language_code(value: str) -> str:
 @dataclass
 class AnalyzedQuery:
     """A parsed query's terms: what tantivy looks up and what snippets highlight."""
+
     parsed: ParsedQuery
-    lang: str | None                          # the query's language, when known
-    clauses: list[set[str]]                   # one per word: alternative terms
-    words_in_order: list[list[str]]           # the free text's terms per language
-    phrases: list[list[list[str]]]            # per phrase: its term sequence per language
+    lang: str | None  # the query's language, when known
+    clauses: list[set[str]]  # one per word: alternative terms
+    words_in_order: list[list[str]]  # the free text's terms per language
+    phrases: list[list[list[str]]]  # per phrase: its term sequence per language
     excluded: list[set[str] | list[list[str]]]
-    probes: list[str]                         # surface text to look for in snippets
+    probes: list[str]  # surface text to look for in snippets
 
     @cached_property  # snippets look it up for every hit
     def terms(self) -> set[str]:
@@ -97,8 +98,9 @@ class AnalyzedQuery:
         return not (self.clauses or self.phrases or self.parsed.sites or self.parsed.lang)
 
 
-def analyze_query(parsed: ParsedQuery, index_langs: Collection[str],
-                  present_langs: Collection[str] = ()) -> AnalyzedQuery:
+def analyze_query(
+    parsed: ParsedQuery, index_langs: Collection[str], present_langs: Collection[str] = ()
+) -> AnalyzedQuery:
     """Each word's terms in the query's language and in every main language of the index
     (index_langs): a page is analyzed in its body's language, title included, so an Italian
     title over English text holds English terms. The query's language, told among all
@@ -106,8 +108,10 @@ def analyze_query(parsed: ParsedQuery, index_langs: Collection[str],
     text = " ".join(parsed.words + parsed.phrases)
     if parsed.lang and parsed.lang not in ANALYZED_LANGS and parsed.lang not in present_langs:
         known = ", ".join(sorted(present_langs)) or "none yet"
-        raise QueryError(f"lang:{parsed.lang} is not a language filbert analyzes or the index "
-                         f"has pages in ({known})")
+        raise QueryError(
+            f"lang:{parsed.lang} is not a language filbert analyzes or the index "
+            f"has pages in ({known})"
+        )
     lang = parsed.lang or query_language(text, index_langs, present_langs)
     langs = list(dict.fromkeys([lang, *index_langs] if lang else index_langs)) or ["en"]
     clauses = _clauses(parsed.text, langs)
@@ -117,8 +121,15 @@ def analyze_query(parsed: ParsedQuery, index_langs: Collection[str],
         for x in parsed.excluded
     ]
     probes = _probes(text)
-    return AnalyzedQuery(parsed, lang, clauses, _sequences(parsed.text, langs),
-                         [p for p in phrases if p], [x for x in excluded if x], probes)
+    return AnalyzedQuery(
+        parsed,
+        lang,
+        clauses,
+        _sequences(parsed.text, langs),
+        [p for p in phrases if p],
+        [x for x in excluded if x],
+        probes,
+    )
 
 
 def _clauses(text: str, langs: list[str]) -> list[set[str]]:
@@ -167,12 +178,19 @@ class QueryBuilder:
         self.lang_boost = settings["search.boost.lang"]
         # proximity bins (the Google paper): words as a phrase, near each other, or far apart;
         # (slop, weight) of those that count, the loosest first
-        bins = [(settings[f"search.proximity.{b}.slop"], settings[f"search.proximity.{b}.weight"])
-                for b in PROXIMITY_BINS]
+        bins = [
+            (settings[f"search.proximity.{b}.slop"], settings[f"search.proximity.{b}.weight"])
+            for b in PROXIMITY_BINS
+        ]
         self.bins = sorted(((slop, weight) for slop, weight in bins if weight), reverse=True)
 
-    def build(self, query: AnalyzedQuery, conjunction: bool = True,
-              others: list[str] | None = None, flat: bool = False) -> Query:
+    def build(
+        self,
+        query: AnalyzedQuery,
+        conjunction: bool = True,
+        others: list[str] | None = None,
+        flat: bool = False,
+    ) -> Query:
         """What pages must match (matching()), then (outside, so tantivy only scores those
         pages for it) the preference for the query's language. Proximity comes later
         (proximity()).
@@ -191,8 +209,7 @@ class QueryBuilder:
             preference = Query.const_score_query(self.in_languages(others), -self.lang_boost)
         return Query.boolean_query([(Occur.Must, matching), (Occur.Should, preference)])
 
-    def matching(self, query: AnalyzedQuery, conjunction: bool = True,
-                 flat: bool = False) -> Query:
+    def matching(self, query: AnalyzedQuery, conjunction: bool = True, flat: bool = False) -> Query:
         """The pages the query finds, scored by text (without the language preference).
 
         All of several words: found in ALL_FIELD, then scored field by field on those pages
@@ -202,8 +219,12 @@ class QueryBuilder:
         0.3–0.4 ms instead of 0.8–0.9 for two or three words)."""
         if conjunction and len(query.clauses) > 1 and self.all_field and not flat:
             found = [(Occur.Must, self._anywhere(alternatives)) for alternatives in query.clauses]
-            return self._scored_fields(query, self._restricted(query, [
-                (Occur.Must, Query.const_score_query(Query.boolean_query(found), 0.0))]))
+            return self._scored_fields(
+                query,
+                self._restricted(
+                    query, [(Occur.Must, Query.const_score_query(Query.boolean_query(found), 0.0))]
+                ),
+            )
         # one word: its anchor text holds every query word where it holds the word, so
         # _anchors' score is the word's in the anchor field, one posting list fewer to go through
         one = len(query.clauses) == 1
@@ -220,8 +241,10 @@ class QueryBuilder:
         """The clauses with the query's phrases, filters and exclusions."""
         clauses = clauses + [(Occur.Must, self._phrase(variants)) for variants in query.phrases]
         clauses += [(Occur.Must, q) for q in self._filters(query.parsed)]
-        clauses += [(Occur.MustNot, self._anywhere(x) if isinstance(x, set) else
-                     self._phrase(x)) for x in query.excluded]
+        clauses += [
+            (Occur.MustNot, self._anywhere(x) if isinstance(x, set) else self._phrase(x))
+            for x in query.excluded
+        ]
         if not any(occur == Occur.Must for occur, _ in clauses):
             clauses.append((Occur.Must, Query.all_query()))
         return Query.boolean_query(clauses)
@@ -230,9 +253,12 @@ class QueryBuilder:
         """`found`, scored by each word's weighted score in each field (and the anchors).
         Fields without the word in any page are left out: each clause is a step for every
         page found (0.1 ms for two words at 1M pages), matching or not."""
-        fields = [Query.boost_query(self._in_field(name, alternatives), boost)
-                  for alternatives in query.clauses for name, boost in self.boosts.items()
-                  if boost and name != "anchor" and self._indexed(name, alternatives)]
+        fields = [
+            Query.boost_query(self._in_field(name, alternatives), boost)
+            for alternatives in query.clauses
+            for name, boost in self.boosts.items()
+            if boost and name != "anchor" and self._indexed(name, alternatives)
+        ]
         anchors = self._anchors(query)
         if anchors is not None and all(self._indexed("anchor", a) for a in query.clauses):
             fields.append(anchors)
@@ -240,21 +266,27 @@ class QueryBuilder:
 
     def _indexed(self, name: str, alternatives: set[str]) -> bool:
         """Whether a page has one of the terms in the field (True when no shard is known)."""
-        return not self.searchers or any(searcher.doc_freq(name, term)
-                                         for searcher in self.searchers for term in alternatives)
+        return not self.searchers or any(
+            searcher.doc_freq(name, term) for searcher in self.searchers for term in alternatives
+        )
 
     def in_languages(self, langs: list[str]) -> Query:
         """Pages in any of `langs` ("": pages whose language was not told)."""
-        return Query.boolean_query([(Occur.Should, Query.term_query(self.schema, "lang", lang))
-                                    for lang in langs])
+        return Query.boolean_query(
+            [(Occur.Should, Query.term_query(self.schema, "lang", lang)) for lang in langs]
+        )
 
     def prefers_language(self, query: AnalyzedQuery) -> bool:
         """Whether pages in the query's language get a boost (it was told, not asked for)."""
         return bool(query.lang and not query.parsed.lang and self.lang_boost)
 
-    def proximity(self, query: AnalyzedQuery, uids: list[int],
-                  fields: dict[tuple[str, ...], tuple[str, ...]],
-                  bins: list[tuple[int, float]] | None = None) -> Query | None:
+    def proximity(
+        self,
+        query: AnalyzedQuery,
+        uids: list[int],
+        fields: dict[tuple[str, ...], tuple[str, ...]],
+        bins: list[tuple[int, float]] | None = None,
+    ) -> Query | None:
         """The proximity `bins` (all by default), scored for the given candidate pages only
         (phrase queries over every page holding the words would cost more than the whole
         first phase): the closer a page's query words, the more bins it scores in. `fields`:
@@ -263,38 +295,55 @@ class QueryBuilder:
         if len(query.clauses) < 2 or not bins or not uids:
             return None
         # a Should of term queries: term_set_query intersects the whole dictionary (~2 ms at 1M)
-        ids = Query.boolean_query([(Occur.Should, Query.term_query(self.schema, "uid", uid))
-                                   for uid in uids])
+        ids = Query.boolean_query(
+            [(Occur.Should, Query.term_query(self.schema, "uid", uid)) for uid in uids]
+        )
         candidates = Query.const_score_query(ids, 0.0)
         # each phrase query intersected with the candidates on its own: tantivy advances a
         # union under an intersection through whole 4,096-document windows, phrase-matching
         # every page there
-        leaves = [Query.boolean_query([(Occur.Must, candidates),
-                                       (Occur.Must, Query.boost_query(option, weight))])
-                  for slop, weight in bins for terms in query.words_in_order
-                  for option in self._phrase_options([terms], slop, fields[tuple(terms)])]
+        leaves = [
+            Query.boolean_query(
+                [(Occur.Must, candidates), (Occur.Must, Query.boost_query(option, weight))]
+            )
+            for slop, weight in bins
+            for terms in query.words_in_order
+            for option in self._phrase_options([terms], slop, fields[tuple(terms)])
+        ]
         return Query.boolean_query([(Occur.Should, leaf) for leaf in leaves]) if leaves else None
 
-    def phrase_fields(self, query: AnalyzedQuery, searcher: tantivy.Searcher
-                      ) -> dict[tuple[str, ...], tuple[str, ...]]:
+    def phrase_fields(
+        self, query: AnalyzedQuery, searcher: tantivy.Searcher
+    ) -> dict[tuple[str, ...], tuple[str, ...]]:
         """The proximity fields each of the query's term sequences may be near in: a phrase
         cannot match in a field that lacks one of its words."""
-        return {tuple(terms): tuple(name for name in PROXIMITY_FIELDS
-                                    if all(searcher.doc_freq(name, t) for t in terms))
-                for terms in query.words_in_order}
+        return {
+            tuple(terms): tuple(
+                name for name in PROXIMITY_FIELDS if all(searcher.doc_freq(name, t) for t in terms)
+            )
+            for terms in query.words_in_order
+        }
 
     def _word(self, alternatives: set[str], anchor_scored: bool = False) -> Query:
         """The word in any field, each field weighted; the best alternative counts. Anchor
         text matches but scores apart (_anchors), unless `anchor_scored`."""
-        per_field = [(Occur.Should, Query.boost_query(
-                         self._in_field(name, alternatives),
-                         0.0 if name == "anchor" and not anchor_scored else boost))
-                     for name, boost in self.boosts.items()]
+        per_field = [
+            (
+                Occur.Should,
+                Query.boost_query(
+                    self._in_field(name, alternatives),
+                    0.0 if name == "anchor" and not anchor_scored else boost,
+                ),
+            )
+            for name, boost in self.boosts.items()
+        ]
         return Query.boolean_query(per_field)
 
     def _anywhere(self, alternatives: set[str]) -> Query:
         """The pages with the word in any text field, unscored."""
-        return self._in_field(ALL_FIELD, alternatives) if self.all_field else self._word(alternatives)
+        return (
+            self._in_field(ALL_FIELD, alternatives) if self.all_field else self._word(alternatives)
+        )
 
     def _anchors(self, query: AnalyzedQuery) -> Query | None:
         """Anchor text names a whole page, so it scores when a page's anchors hold every
@@ -302,8 +351,9 @@ class QueryBuilder:
         linked with that word beat the page the query names."""
         if not query.clauses or not self.boosts.get("anchor"):
             return None
-        whole = Query.boolean_query([(Occur.Must, self._in_field("anchor", alternatives))
-                                     for alternatives in query.clauses])
+        whole = Query.boolean_query(
+            [(Occur.Must, self._in_field("anchor", alternatives)) for alternatives in query.clauses]
+        )
         return Query.boost_query(whole, self.boosts["anchor"])
 
     def _in_field(self, name: str, alternatives: set[str]) -> Query:
@@ -314,8 +364,9 @@ class QueryBuilder:
         options = self._phrase_options(variants, 0, TEXT_FIELDS)
         return Query.boolean_query([(Occur.Should, option) for option in options])
 
-    def _phrase_options(self, variants: list[list[str]], slop: int,
-                        fields: tuple[str, ...]) -> list[Query]:
+    def _phrase_options(
+        self, variants: list[list[str]], slop: int, fields: tuple[str, ...]
+    ) -> list[Query]:
         """Each variant (one per language) in each field, weighted: any of them will do."""
         options = []
         for terms in variants:

@@ -37,7 +37,7 @@ class Candidate:
     simhash: int = 0
     host: int = 0
     uid: int = 0
-    proximity: float = 0.0      # the proximity bins' score (phase two)
+    proximity: float = 0.0  # the proximity bins' score (phase two)
     pagerank_score: float = 0.0  # PageRank's share of the score (phase two)
     score: float = 0.0
     extra: dict[str, float] | None = None  # more signals: HITS hub and authority
@@ -48,12 +48,18 @@ class Candidate:
 
     @property
     def signals(self) -> dict[str, float]:
-        return {"text": self.text_score, "proximity": self.proximity, "pagerank": self.pagerank,
-                "pagerank_score": self.pagerank_score, **(self.extra or {})}
+        return {
+            "text": self.text_score,
+            "proximity": self.proximity,
+            "pagerank": self.pagerank,
+            "pagerank_score": self.pagerank_score,
+            **(self.extra or {}),
+        }
 
 
-def hit_candidates(columns: Columns, shard: int, hits: list[tuple[float, tantivy.DocAddress]]
-                   ) -> list[Candidate]:
+def hit_candidates(
+    columns: Columns, shard: int, hits: list[tuple[float, tantivy.DocAddress]]
+) -> list[Candidate]:
     """tantivy's hits (score, address) of one shard with their fast-field values."""
     if not hits:
         return []
@@ -103,28 +109,43 @@ class Reranker:
             (first if count <= self.per_host else later).append(candidate)
         return first + later
 
-    def explain(self, query: tantivy.Query, proximity: tantivy.Query | None,
-                searcher: tantivy.Searcher, candidate: Candidate) -> dict:
+    def explain(
+        self,
+        query: tantivy.Query,
+        proximity: tantivy.Query | None,
+        searcher: tantivy.Searcher,
+        candidate: Candidate,
+    ) -> dict:
         """The score as a tree, like the Google paper's debug mode: children add up."""
         parts = [_explained(query, searcher, candidate, "text score (tantivy)")]
         if proximity is not None and candidate.proximity:
             parts.append(_explained(proximity, searcher, candidate, "proximity bins"))
         elif proximity is not None:  # tantivy cannot explain a page its query does not match
-            parts.append({"value": 0.0, "description": "proximity bins: none (the query words "
-                          "are not near each other here, or the page was not among the best "
-                          "by text)"})
-        parts.append({
-            "value": round(candidate.pagerank_score, 6),
-            "description": f"PageRank score = {self.weight} × pr / (pr + {self.half}) "
-                           f"with pr = {candidate.pagerank:.6g}",
-        })
-        return {"value": round(candidate.score, 6),
-                "description": "score = text score + proximity + PageRank score",
-                "details": parts}
+            parts.append(
+                {
+                    "value": 0.0,
+                    "description": "proximity bins: none (the query words "
+                    "are not near each other here, or the page was not among the best "
+                    "by text)",
+                }
+            )
+        parts.append(
+            {
+                "value": round(candidate.pagerank_score, 6),
+                "description": f"PageRank score = {self.weight} × pr / (pr + {self.half}) "
+                f"with pr = {candidate.pagerank:.6g}",
+            }
+        )
+        return {
+            "value": round(candidate.score, 6),
+            "description": "score = text score + proximity + PageRank score",
+            "details": parts,
+        }
 
 
-def _explained(query: tantivy.Query, searcher: tantivy.Searcher, candidate: Candidate,
-               what: str) -> dict:
+def _explained(
+    query: tantivy.Query, searcher: tantivy.Searcher, candidate: Candidate, what: str
+) -> dict:
     tree = json.loads(_named_fields(query.explain(searcher, candidate.address).to_json()))
     return {"value": tree["value"], "description": what, "details": [tree]}
 

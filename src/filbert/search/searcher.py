@@ -21,10 +21,21 @@ import tantivy
 from filbert.analysis.analyzers import TOKEN
 from filbert.config import Settings
 from filbert.index.columns import COLUMNS_FILE, Columns
-from filbert.index.schema import ALL_FIELD, has_field, index_schema, open_shards, shard_name, stored_doc
+from filbert.index.schema import (
+    ALL_FIELD,
+    has_field,
+    index_schema,
+    open_shards,
+    shard_name,
+    stored_doc,
+)
 from filbert.search.cache import CachedPage, cached_page
 from filbert.search.query import (
-    AnalyzedQuery, QueryBuilder, QueryError, analyze_query, parse_query,
+    AnalyzedQuery,
+    QueryBuilder,
+    QueryError,
+    analyze_query,
+    parse_query,
 )
 from filbert.search.ranking import Candidate, Reranker, hit_candidates
 from filbert.search.snippets import make_snippet
@@ -36,7 +47,7 @@ MAX_RESULTS = 100
 PENALTY_MARGIN = 0.1
 RANKINGS = ("bm25", "hits")
 
-__all__ = ["Hit", "MAX_RESULTS", "QueryError", "SearchResults", "SearchTimeout", "Searcher"]
+__all__ = ["MAX_RESULTS", "Hit", "QueryError", "SearchResults", "SearchTimeout", "Searcher"]
 
 
 @dataclass
@@ -45,15 +56,21 @@ class Hit:
     title: str
     lang: str
     score: float
-    snippet: str          # plain text
-    snippet_html: str     # HTML-escaped, query terms in <b>
+    snippet: str  # plain text
+    snippet_html: str  # HTML-escaped, query terms in <b>
     signals: dict[str, float] = field(default_factory=dict)  # text, pagerank, hub, authority…
     explanation: dict | None = None  # with explain: the score as a tree of its parts
 
     def to_dict(self) -> dict:
-        data = {"url": self.url, "title": self.title, "lang": self.lang, "score": self.score,
-                "snippet": self.snippet, "snippet_html": self.snippet_html,
-                "signals": self.signals}
+        data = {
+            "url": self.url,
+            "title": self.title,
+            "lang": self.lang,
+            "score": self.score,
+            "snippet": self.snippet,
+            "snippet_html": self.snippet_html,
+            "signals": self.signals,
+        }
         if self.explanation is not None:
             data["explanation"] = self.explanation
         return data
@@ -68,8 +85,13 @@ class SearchResults:
     matched_all: bool = True  # False: no page had every word, these have some
 
     def to_dict(self) -> dict:
-        return {"query": self.query, "total": self.total, "offset": self.offset,
-                "matched_all": self.matched_all, "hits": [hit.to_dict() for hit in self.hits]}
+        return {
+            "query": self.query,
+            "total": self.total,
+            "offset": self.offset,
+            "matched_all": self.matched_all,
+            "hits": [hit.to_dict() for hit in self.hits],
+        }
 
 
 class SearchTimeout(RuntimeError):
@@ -109,7 +131,9 @@ class Searcher:
     def reopen(self) -> None:
         current = self.crawl.index.current()
         if current is None:
-            raise FileNotFoundError(f"{self.crawl.path} has no index yet: run `filbert index` first")
+            raise FileNotFoundError(
+                f"{self.crawl.path} has no index yet: run `filbert index` first"
+            )
         self.generation = current
         indexes = open_shards(current)
         self.shards = [index.searcher() for index in indexes]
@@ -120,8 +144,9 @@ class Searcher:
         meta = self.crawl.index.meta()
         self.language_counts: dict[str, int] = meta.get("languages", {})  # "" left out
         self.documents: int = meta.get("documents", 0)
-        self.languages = main_languages(self.language_counts,
-                                        self.settings["search.languages.min.share"])
+        self.languages = main_languages(
+            self.language_counts, self.settings["search.languages.min.share"]
+        )
         self._graph = None
 
     def link_graph(self):
@@ -146,13 +171,24 @@ class Searcher:
         analyzed = analyze_query(parse_query(text), self.languages, self.language_counts.keys())
         if analyzed.empty and not TOKEN.search(text):
             raise QueryError(f"query {text!r} has no words to search for")
-        words = len(analyzed.clauses) + sum(len(p[0]) for p in analyzed.phrases) + len(analyzed.excluded)
+        words = (
+            len(analyzed.clauses)
+            + sum(len(p[0]) for p in analyzed.phrases)
+            + len(analyzed.excluded)
+        )
         if words > self.max_terms:
             raise QueryError(f"query has {words} words; at most {self.max_terms} are allowed")
         return analyzed
 
-    def search(self, query: str, n: int = 10, offset: int = 0, ranking: str = "bm25",
-               explain: bool = False, deadline: float | None = None) -> SearchResults:
+    def search(
+        self,
+        query: str,
+        n: int = 10,
+        offset: int = 0,
+        ranking: str = "bm25",
+        explain: bool = False,
+        deadline: float | None = None,
+    ) -> SearchResults:
         """`ranking`: "bm25" (text features, then PageRank) or "hits" (the top results
         re-ordered by HITS authority within their base set). `explain` adds each hit's score
         as a tree of the features and weights behind it. `deadline` (time.monotonic()):
@@ -182,7 +218,7 @@ class Searcher:
             ranked = self._by_authority(ranked)
         explained = self.builder.build(analyzed, conjunction, flat=True) if explain else None
         hits = []
-        for candidate in ranked[offset: offset + n]:
+        for candidate in ranked[offset : offset + n]:
             check()
             hits.append(self._hit(analyzed, candidate, explained))
         return SearchResults(text, total, offset, hits, conjunction)
@@ -195,7 +231,7 @@ class Searcher:
             return
         loosest, closer = self.builder.bins[:1], self.builder.bins[1:]
         by_text = sorted(candidates, key=attrgetter("text_score"), reverse=True)
-        best = by_text[:self.proximity_depth]
+        best = by_text[: self.proximity_depth]
         for shard, searcher in enumerate(self.shards):
             mine = [c for c in best if c.shard == shard]
             if not mine:
@@ -205,9 +241,13 @@ class Searcher:
             if closer:
                 self._bin_scores(analyzed, near, fields, closer)
 
-    def _bin_scores(self, analyzed: AnalyzedQuery, candidates: list[Candidate],
-                    fields: dict[tuple[str, ...], tuple[str, ...]],
-                    bins: list[tuple[int, float]]) -> list[Candidate]:
+    def _bin_scores(
+        self,
+        analyzed: AnalyzedQuery,
+        candidates: list[Candidate],
+        fields: dict[tuple[str, ...], tuple[str, ...]],
+        bins: list[tuple[int, float]],
+    ) -> list[Candidate]:
         """Adds the proximity `bins` to the candidates (of one shard); returns those that
         scored."""
         if not candidates:
@@ -216,8 +256,10 @@ class Searcher:
         query = self.builder.proximity(analyzed, [c.uid for c in candidates], fields, bins)
         if query is None:
             return []
-        scores = {(a.segment_ord, a.doc): score
-                  for score, a in searcher.search(query, limit=len(candidates)).hits}
+        scores = {
+            (a.segment_ord, a.doc): score
+            for score, a in searcher.search(query, limit=len(candidates)).hits
+        }
         scored = [c for c in candidates if (c.segment, c.doc) in scores]
         for candidate in scored:
             candidate.proximity += scores[candidate.segment, candidate.doc]
@@ -227,14 +269,17 @@ class Searcher:
         """The index's languages but the query's ("" too if some pages had none) when the
         query's is most of the index (QueryBuilder.build looks the preference up on these
         then); None otherwise."""
-        if (not self.builder.prefers_language(analyzed)
-                or 2 * self.language_counts.get(analyzed.lang or "", 0) <= self.documents):
+        if (
+            not self.builder.prefers_language(analyzed)
+            or 2 * self.language_counts.get(analyzed.lang or "", 0) <= self.documents
+        ):
             return None
         others = [lang for lang in self.language_counts if lang != analyzed.lang]
         return others + [""] if sum(self.language_counts.values()) < self.documents else others
 
-    def _retrieve(self, analyzed: AnalyzedQuery, conjunction: bool,
-                  depth: int) -> tuple[int, list[Candidate]]:
+    def _retrieve(
+        self, analyzed: AnalyzedQuery, conjunction: bool, depth: int
+    ) -> tuple[int, list[Candidate]]:
         """The match count and the top `depth` pages of all shards by text score, the
         preference for the query's language included."""
         others = self.other_languages(analyzed)
@@ -243,8 +288,14 @@ class Searcher:
         elif 1 - self.language_counts[analyzed.lang] / self.documents > PENALTY_MARGIN / 2:
             top = partial(self._top, self.builder.build(analyzed, conjunction, others), depth)
         else:
-            top = partial(self._top_penalized, self.builder.matching(analyzed, conjunction),
-                          analyzed, conjunction, others, depth)
+            top = partial(
+                self._top_penalized,
+                self.builder.matching(analyzed, conjunction),
+                analyzed,
+                conjunction,
+                others,
+                depth,
+            )
         total, candidates = 0, []
         for shard in range(len(self.shards)):
             count, found = top(shard)
@@ -260,9 +311,15 @@ class Searcher:
         result = self.shards[shard].search(query, limit=max(1, depth), count=True)  # tantivy: >= 1
         return result.count, hit_candidates(self.columns(shard), shard, result.hits)
 
-    def _top_penalized(self, matching: tantivy.Query, analyzed: AnalyzedQuery,
-                       conjunction: bool, others: list[str], depth: int,
-                       shard: int) -> tuple[int, list[Candidate]]:
+    def _top_penalized(
+        self,
+        matching: tantivy.Query,
+        analyzed: AnalyzedQuery,
+        conjunction: bool,
+        others: list[str],
+        depth: int,
+        shard: int,
+    ) -> tuple[int, list[Candidate]]:
         """_top with the language penalty on the pages in `others`, when they are few, for
         the query `matching` (QueryBuilder.matching: without the preference). In
         tantivy it costs a seek in the others' postings for every matching page (0.5 ms of
@@ -305,34 +362,41 @@ class Searcher:
             with self._lock:
                 if self._columns[shard] is None:
                     saved = self.generation / shard_name(shard) / COLUMNS_FILE
-                    self._columns[shard] = (Columns.load(saved) if saved.exists()
-                                            else Columns.read(self.shards[shard]))
+                    self._columns[shard] = (
+                        Columns.load(saved) if saved.exists() else Columns.read(self.shards[shard])
+                    )
         return self._columns[shard]
 
     def _by_authority(self, ranked: list[Candidate]) -> list[Candidate]:
         """Re-orders the root set (the top results) by HITS authority over its base set."""
         graph = self.link_graph()
-        root = ranked[:self.hits_root]
+        root = ranked[: self.hits_root]
         urls = [self._doc(c).get_first("url") for c in root]
-        base = graph.base_set([graph.ids[url] for url in urls if url in graph.ids],
-                              self.hits_inlinks)
+        base = graph.base_set(
+            [graph.ids[url] for url in urls if url in graph.ids], self.hits_inlinks
+        )
         result = graph.hits(base)
         position = {node: i for i, node in enumerate(base)}
         for candidate, url in zip(root, urls):
             i = position.get(graph.ids.get(url, -1))
-            candidate.extra = {"hub": float(result.hubs[i]) if i is not None else 0.0,
-                               "authority": float(result.authorities[i]) if i is not None else 0.0}
-        return sorted(root, key=lambda c: (-c.signals["authority"], -c.score)) + ranked[len(root):]
+            candidate.extra = {
+                "hub": float(result.hubs[i]) if i is not None else 0.0,
+                "authority": float(result.authorities[i]) if i is not None else 0.0,
+            }
+        return sorted(root, key=lambda c: (-c.signals["authority"], -c.score)) + ranked[len(root) :]
 
     def cached(self, url: str) -> CachedPage | None:
         """The page as fetched, from the segment its indexed version came from."""
         return cached_page(self.crawl, self.generation, self.shards, self.builder.schema, url)
 
     def _doc(self, candidate: Candidate) -> tantivy.Document:
-        return stored_doc(self.shards[candidate.shard], candidate.address, self.generation, candidate.shard)
+        return stored_doc(
+            self.shards[candidate.shard], candidate.address, self.generation, candidate.shard
+        )
 
-    def _hit(self, analyzed: AnalyzedQuery, candidate: Candidate,
-             explain: tantivy.Query | None) -> Hit:
+    def _hit(
+        self, analyzed: AnalyzedQuery, candidate: Candidate, explain: tantivy.Query | None
+    ) -> Hit:
         """The hit for a candidate; `explain`: the first phase's query, to explain its score."""
         doc = self._doc(candidate)
         url = doc.get_first("url")
@@ -347,5 +411,13 @@ class Searcher:
             proximity = self.builder.proximity(analyzed, [candidate.uid], fields)
             explanation = self.reranker.explain(explain, proximity, searcher, candidate)
         signals = {name: round(value, 6) for name, value in candidate.signals.items()}
-        return Hit(url, title or url, lang, round(candidate.score, 4), snippet.text,
-                   snippet.html, signals, explanation)
+        return Hit(
+            url,
+            title or url,
+            lang,
+            round(candidate.score, 4),
+            snippet.text,
+            snippet.html,
+            signals,
+            explanation,
+        )

@@ -18,8 +18,8 @@ from itertools import compress
 from filbert.analysis import analyzer
 from filbert.analysis.analyzers import HAN, KANA_HANGUL
 
-MAX_MATCHES = 200   # probe matches looked at per page
-MAX_ANALYZED = 3    # passages analyzed per page, those with the most different probes
+MAX_MATCHES = 200  # probe matches looked at per page
+MAX_ANALYZED = 3  # passages analyzed per page, those with the most different probes
 CJK = re.compile(f"[{HAN}{KANA_HANGUL}]")
 WORD = re.compile(r"[^\W_]+")  # analyzers.TOKEN's words, in text without CJK characters
 ASCII_WORD = re.compile(r"[A-Za-z0-9]+")  # WORD in ASCII text, a fifth faster to match
@@ -27,12 +27,11 @@ ASCII_WORD = re.compile(r"[A-Za-z0-9]+")  # WORD in ASCII text, a fifth faster t
 
 @dataclass
 class Snippet:
-    text: str   # plain text
-    html: str   # HTML-escaped, query terms in <b>
+    text: str  # plain text
+    html: str  # HTML-escaped, query terms in <b>
 
 
-def make_snippet(text: str, lang: str, terms: set[str], probes: list[str],
-                 length: int) -> Snippet:
+def make_snippet(text: str, lang: str, terms: set[str], probes: list[str], length: int) -> Snippet:
     best: tuple[tuple[int, int], int, list[tuple[int, int]]] | None = None
     for start in _candidates(text, probes, length):
         end = min(len(text), start + length)
@@ -74,7 +73,7 @@ def _candidates(text: str, probes: list[str], length: int) -> list[int]:
     positions = [position for position, _ in matches]
 
     def variety(start: int) -> int:
-        inside = matches[bisect_left(positions, start):bisect_left(positions, start + length)]
+        inside = matches[bisect_left(positions, start) : bisect_left(positions, start + length)]
         return len({probe for _, probe in inside})
 
     return sorted(starts, key=lambda start: (-variety(start), start))[:MAX_ANALYZED]

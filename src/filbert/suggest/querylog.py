@@ -23,7 +23,7 @@ import secrets
 import threading
 import time
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
@@ -53,16 +53,28 @@ class QueryLog:
         self._lock = threading.Lock()
         self._key = client_key(path.parent)
 
-    def write(self, query: str, results: int | None, seconds: float, status: int,
-              client: str, matched_all: bool | None) -> None:
+    def write(
+        self,
+        query: str,
+        results: int | None,
+        seconds: float,
+        status: int,
+        client: str,
+        matched_all: bool | None,
+    ) -> None:
         """Logs one served query (`client`: the address); never raises."""
         if not self._take_token():
             self.limited += 1
             return
-        entry = {"time": datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
-                 "query": query[:self.max_chars], "results": results,
-                 "matched_all": matched_all, "latency_ms": round(seconds * 1000, 2),
-                 "status": status, "client": self.client_hash(client)}
+        entry = {
+            "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
+            "query": query[: self.max_chars],
+            "results": results,
+            "matched_all": matched_all,
+            "latency_ms": round(seconds * 1000, 2),
+            "status": status,
+            "client": self.client_hash(client),
+        }
         if len(query) > self.max_chars:
             entry["truncated"] = True
         try:
@@ -70,15 +82,19 @@ class QueryLog:
         except (OSError, orjson.JSONEncodeError) as exc:
             self.dropped += 1
             if self.dropped == 1:
-                log.warning("query log %s: a line was dropped (%s); QueryLog.dropped counts "
-                            "them", self.path, exc)
+                log.warning(
+                    "query log %s: a line was dropped (%s); QueryLog.dropped counts them",
+                    self.path,
+                    exc,
+                )
         else:
             self.written += 1
 
     def client_hash(self, client: str) -> str:
         """16 hex digits, the same for one client as long as the crawl's key file stays."""
-        return hashlib.blake2b(client.encode("utf-8", "replace"), key=self._key,
-                               digest_size=8).hexdigest()
+        return hashlib.blake2b(
+            client.encode("utf-8", "replace"), key=self._key, digest_size=8
+        ).hexdigest()
 
     def _take_token(self) -> bool:
         if self.rate < 0:
@@ -127,7 +143,6 @@ class QueryLog:
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
 
-
     def _is_current(self, fd: int) -> bool:
         try:
             return os.path.samestat(os.stat(self.path), os.fstat(fd))
@@ -170,8 +185,11 @@ def rotated(path: Path, number: int) -> Path:
 def rotated_files(path: Path) -> list[tuple[int, Path]]:
     """queries.jsonl.1, .2, ... that exist, newest first."""
     pattern = re.compile(re.escape(path.name) + r"\.([1-9][0-9]*)")
-    found = [(int(m[1]), p) for p in path.parent.glob(path.name + ".*")
-             if (m := pattern.fullmatch(p.name))]
+    found = [
+        (int(m[1]), p)
+        for p in path.parent.glob(path.name + ".*")
+        if (m := pattern.fullmatch(p.name))
+    ]
     return sorted(found)
 
 

@@ -31,8 +31,9 @@ class RangeMin:
 
     def __init__(self, values: np.ndarray):
         self.values = values
-        padded = np.append(values, np.full(-len(values) % BLOCK, np.iinfo(values.dtype).max,
-                                           values.dtype)).reshape(-1, BLOCK)
+        padded = np.append(
+            values, np.full(-len(values) % BLOCK, np.iinfo(values.dtype).max, values.dtype)
+        ).reshape(-1, BLOCK)
         self.to_end = np.minimum.accumulate(padded[:, ::-1], axis=1)[:, ::-1].ravel()
         self.from_start = np.minimum.accumulate(padded, axis=1).ravel()
         level = padded.min(axis=1)
@@ -53,13 +54,17 @@ class RangeMin:
         best = min(self.to_end[lo], self.from_start[hi - 1])
         if last - first > 1:  # whole blocks between
             t = (last - first - 1).bit_length() - 1
-            best = min(best, self.table[t][first + 1], self.table[t][last - 2 ** t])
+            best = min(best, self.table[t][first + 1], self.table[t][last - 2**t])
         return int(best)
 
 
-def best_first(ranges: list[tuple[int, int, int]], by_rank: np.ndarray,
-               range_min: Callable[[int, int], int], n: int,
-               skip: set[int]) -> list[int]:
+def best_first(
+    ranges: list[tuple[int, int, int]],
+    by_rank: np.ndarray,
+    range_min: Callable[[int, int], int],
+    n: int,
+    skip: set[int],
+) -> list[int]:
     """Up to n phrases of the disjoint ranges (least rank id, lo, hi), best first, leaving
     out those in `skip`."""
     heap = list(ranges)

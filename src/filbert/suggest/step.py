@@ -30,20 +30,28 @@ from filbert.suggest.querylog import read_query_log
 from filbert.suggest.suggester import Suggester, SuggestError, normalize
 
 
-def build_suggest(crawl: CrawlDir, settings: Settings,
-                  synonyms: Path | None = None) -> dict[str, int]:
+def build_suggest(
+    crawl: CrawlDir, settings: Settings, synonyms: Path | None = None
+) -> dict[str, int]:
     """Build the dictionary from the crawl, the query log and the synonyms file (by default
     `suggest.synonyms.file`); returns counts."""
     crawl.require()
     pages = crawl_phrases(crawl, settings["suggest.headings.min.pages"])
-    queries = logged_queries(crawl.query_log, settings["suggest.queries.min.count"],
-                             settings["suggest.queries.min.clients"])
+    queries = logged_queries(
+        crawl.query_log,
+        settings["suggest.queries.min.count"],
+        settings["suggest.queries.min.clients"],
+    )
     if synonyms is None and settings["suggest.synonyms.file"]:
         synonyms = Path(settings["suggest.synonyms.file"])
     rings = read_synonyms(synonyms) if synonyms else []
     suggester = Suggester.build((pages + queries).items(), rings, settings["suggest.max.length"])
-    counts = {"phrases": len(suggester), "page phrases": len(pages), "queries": len(queries),
-              "synonym rings": len(rings)}
+    counts = {
+        "phrases": len(suggester),
+        "page phrases": len(pages),
+        "queries": len(queries),
+        "synonym rings": len(rings),
+    }
     table = crawl.suggest
     tmp = table.begin()
     suggester.save(tmp)
@@ -62,7 +70,10 @@ def crawl_phrases(crawl: CrawlDir, heading_pages: int = 2) -> Counter[str]:
     data = parquet_relation("parse_data", data_files, schemas.PARSE_DATA, segment=True)
     con = connect()
     with reading([*db_files, *link_files, *data_files]):
-        columns = {row[0] for row in con.sql(f"DESCRIBE SELECT * FROM {data.sql}", params=data.params).fetchall()}
+        columns = {
+            row[0]
+            for row in con.sql(f"DESCRIBE SELECT * FROM {data.sql}", params=data.params).fetchall()
+        }
         sql = _phrases_sql(db, links, data, columns)
         bound = params(db, links, data, heading_pages=int(heading_pages))
         return Counter(dict(con.sql(sql, params=bound).fetchall()))
@@ -107,15 +118,25 @@ def logged_queries(path: Path, min_count: int, min_clients: int) -> Counter[str]
     clients: dict[str, set[str]] = {}
     for entry in read_query_log(path):
         query, client = entry.get("query"), entry.get("client")
-        if (isinstance(query, str) and isinstance(client, str) and entry.get("status") == 200
-                and entry.get("matched_all") is True and isinstance(entry.get("results"), int)
-                and entry["results"] > 0 and not entry.get("truncated")
-                and (key := normalize(query))):
+        if (
+            isinstance(query, str)
+            and isinstance(client, str)
+            and entry.get("status") == 200
+            and entry.get("matched_all") is True
+            and isinstance(entry.get("results"), int)
+            and entry["results"] > 0
+            and not entry.get("truncated")
+            and (key := normalize(query))
+        ):
             spellings.setdefault(key, Counter())[query] += 1
             clients.setdefault(key, set()).add(client)
-    return Counter({counts.most_common(1)[0][0]: counts.total()
-                    for key, counts in spellings.items()
-                    if counts.total() >= min_count and len(clients[key]) >= min_clients})
+    return Counter(
+        {
+            counts.most_common(1)[0][0]: counts.total()
+            for key, counts in spellings.items()
+            if counts.total() >= min_count and len(clients[key]) >= min_clients
+        }
+    )
 
 
 def read_synonyms(path: Path) -> list[list[str]]:
@@ -142,8 +163,9 @@ def error_lengths(settings: Settings) -> tuple[int, ...]:
         lengths = ()
     increasing = all(n >= 1 for n in lengths) and list(lengths) == sorted(lengths)
     if (text.strip() and not lengths) or not increasing:
-        raise ConfigError("suggest.errors.lengths must be increasing lengths like '4, 8', "
-                          f"got {text!r}")
+        raise ConfigError(
+            f"suggest.errors.lengths must be increasing lengths like '4, 8', got {text!r}"
+        )
     return lengths
 
 
@@ -151,8 +173,9 @@ def load_suggester(crawl: CrawlDir, settings: Settings) -> tuple[Path, Suggester
     """The current dictionary and its generation directory."""
     current = crawl.suggest.current()
     if current is None:
-        raise SuggestError(f"{crawl.path} has no suggestion dictionary yet: "
-                           "run `filbert suggest-build`")
+        raise SuggestError(
+            f"{crawl.path} has no suggestion dictionary yet: run `filbert suggest-build`"
+        )
     return current, Suggester.load(current, error_lengths(settings))
 
 

@@ -25,11 +25,17 @@ from filbert.suggest.trie import ARRAYS, Trie, char_dtype
 
 FORMAT = 1
 FILE = "suggest.npz"
-MAX_LENGTH = 100            # longer phrases are not kept
-ERROR_LENGTHS = (4, 8)      # prefixes this long or longer allow 1, 2 errors
+MAX_LENGTH = 100  # longer phrases are not kept
+ERROR_LENGTHS = (4, 8)  # prefixes this long or longer allow 1, 2 errors
 # the saved arrays besides the trie's (ARRAYS), by name and dtype
-OTHER_ARRAYS = {"alphabet": np.uint32, "text": np.uint8, "text_start": np.int64,
-                "rank": np.float64, "synonym": np.int32, "canonical": np.int32}
+OTHER_ARRAYS = {
+    "alphabet": np.uint32,
+    "text": np.uint8,
+    "text_start": np.int64,
+    "rank": np.float64,
+    "synonym": np.int32,
+    "canonical": np.int32,
+}
 
 
 class SuggestError(UserError, ValueError):
@@ -39,9 +45,9 @@ class SuggestError(UserError, ValueError):
 @dataclass(frozen=True)
 class Suggestion:
     phrase: str
-    distance: int           # edits between the prefix and the start of the phrase
+    distance: int  # edits between the prefix and the start of the phrase
     rank: float
-    canonical: str | None   # for a synonym, its ring's canonical phrase
+    canonical: str | None  # for a synonym, its ring's canonical phrase
 
 
 def normalize(text: str) -> str:
@@ -73,9 +79,17 @@ class Suggester:
     `text[text_start[i]:text_start[i + 1]]`) and rank in the trie's sorted order, and the
     synonyms' canonical phrases. Immutable, so one may serve many threads."""
 
-    def __init__(self, trie: Trie, alphabet: np.ndarray, text: np.ndarray,
-                 text_start: np.ndarray, rank: np.ndarray, synonym: np.ndarray,
-                 canonical: np.ndarray, error_lengths: Sequence[int] = ERROR_LENGTHS):
+    def __init__(
+        self,
+        trie: Trie,
+        alphabet: np.ndarray,
+        text: np.ndarray,
+        text_start: np.ndarray,
+        rank: np.ndarray,
+        synonym: np.ndarray,
+        canonical: np.ndarray,
+        error_lengths: Sequence[int] = ERROR_LENGTHS,
+    ):
         self.trie, self.alphabet, self.rank = trie, alphabet, rank
         self.text, self.text_start = text, text_start
         self.synonym, self.canonical = synonym, canonical  # phrase ids → canonical ids
@@ -93,15 +107,18 @@ class Suggester:
     def nbytes(self) -> int:
         """Bytes of the arrays (not counting the small per-character dict)."""
         derived = [self.rank_id, self.by_rank, self.node_best]
-        return (sum(a.nbytes for a in [*self._saved().values(), *derived])
-                + self.range_min.nbytes)
+        return sum(a.nbytes for a in [*self._saved().values(), *derived]) + self.range_min.nbytes
 
     # --- building -----------------------------------------------------------------------
 
     @classmethod
-    def build(cls, phrases: Iterable[tuple[str, float]],
-              synonyms: Iterable[Sequence[str]] = (), max_length: int = MAX_LENGTH,
-              error_lengths: Sequence[int] = ERROR_LENGTHS) -> Suggester:
+    def build(
+        cls,
+        phrases: Iterable[tuple[str, float]],
+        synonyms: Iterable[Sequence[str]] = (),
+        max_length: int = MAX_LENGTH,
+        error_lengths: Sequence[int] = ERROR_LENGTHS,
+    ) -> Suggester:
         """From (phrase, rank) pairs and synonym rings (canonical phrase first).
 
         Phrases equal once folded are one, with their ranks summed, shown as the variant
@@ -116,11 +133,16 @@ class Suggester:
         alphabet, chars = _char_ids("".join(keys))
         start = _starts([len(key) for key in keys])
         displays = [entries[key].display.encode() for key in keys]
-        return cls(Trie.build(chars, start), alphabet,
-                   np.frombuffer(b"".join(displays), np.uint8), _starts(list(map(len, displays))),
-                   np.array([entries[key].rank for key in keys], np.float64),
-                   np.array([p for p, _ in pairs], np.int32),
-                   np.array([c for _, c in pairs], np.int32), error_lengths)
+        return cls(
+            Trie.build(chars, start),
+            alphabet,
+            np.frombuffer(b"".join(displays), np.uint8),
+            _starts(list(map(len, displays))),
+            np.array([entries[key].rank for key in keys], np.float64),
+            np.array([p for p, _ in pairs], np.int32),
+            np.array([c for _, c in pairs], np.int32),
+            error_lengths,
+        )
 
     # --- suggesting ---------------------------------------------------------------------
 
@@ -152,8 +174,13 @@ class Suggester:
             if len(candidates) > enough:
                 best = np.argpartition(self.node_best[candidates], enough - 1)[:enough]
                 candidates = candidates[best]
-            ranges = list(zip(self.node_best[candidates].tolist(),
-                              self.trie.lo[candidates].tolist(), self.trie.hi[candidates].tolist()))
+            ranges = list(
+                zip(
+                    self.node_best[candidates].tolist(),
+                    self.trie.lo[candidates].tolist(),
+                    self.trie.hi[candidates].tolist(),
+                )
+            )
             for phrase in best_first(ranges, self.by_rank, self.range_min, n - len(found), taken):
                 found.append((phrase, dist))
                 taken.add(phrase)
@@ -163,11 +190,15 @@ class Suggester:
 
     def _suggestion(self, phrase: int, distance: int) -> Suggestion:
         canonical = self.canonical_of.get(phrase)
-        return Suggestion(self.display(phrase), distance, float(self.rank[phrase]),
-                          None if canonical is None else self.display(canonical))
+        return Suggestion(
+            self.display(phrase),
+            distance,
+            float(self.rank[phrase]),
+            None if canonical is None else self.display(canonical),
+        )
 
     def display(self, phrase: int) -> str:
-        return bytes(self.text[self.text_start[phrase]:self.text_start[phrase + 1]]).decode()
+        return bytes(self.text[self.text_start[phrase] : self.text_start[phrase + 1]]).decode()
 
     # --- saving and loading ---------------------------------------------------------------
 
@@ -179,8 +210,10 @@ class Suggester:
         return path
 
     def _saved(self) -> dict[str, np.ndarray]:
-        return {name: getattr(self.trie if name in ARRAYS else self, name)
-                for name in (*ARRAYS, *OTHER_ARRAYS)}
+        return {
+            name: getattr(self.trie if name in ARRAYS else self, name)
+            for name in (*ARRAYS, *OTHER_ARRAYS)
+        }
 
     @classmethod
     def load(cls, directory: Path, error_lengths: Sequence[int] = ERROR_LENGTHS) -> Suggester:
@@ -189,14 +222,16 @@ class Suggester:
             with np.load(path, allow_pickle=False) as data:
                 arrays = {name: data[name] for name in ("format", *ARRAYS, *OTHER_ARRAYS)}
         except FileNotFoundError:
-            raise SuggestError(f"no suggestion dictionary at {path}: "
-                               "run `filbert suggest-build`") from None
+            raise SuggestError(
+                f"no suggestion dictionary at {path}: run `filbert suggest-build`"
+            ) from None
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
             raise SuggestError(f"{path} is not a readable suggestion dictionary ({exc})") from None
         _check(arrays, path)
         trie = Trie(**{name: arrays[name] for name in ARRAYS})
-        return cls(trie, **{name: arrays[name] for name in OTHER_ARRAYS},
-                   error_lengths=error_lengths)
+        return cls(
+            trie, **{name: arrays[name] for name in OTHER_ARRAYS}, error_lengths=error_lengths
+        )
 
 
 def _merge(phrases: Iterable[tuple[str, float]], max_length: int) -> dict[str, _Entry]:
@@ -219,8 +254,9 @@ def _merge(phrases: Iterable[tuple[str, float]], max_length: int) -> dict[str, _
     return entries
 
 
-def _add_synonyms(entries: dict[str, _Entry], rings: Iterable[Sequence[str]],
-                  max_length: int) -> dict[str, str]:
+def _add_synonyms(
+    entries: dict[str, _Entry], rings: Iterable[Sequence[str]], max_length: int
+) -> dict[str, str]:
     """Adds the rings' phrases; returns each member's canonical phrase (a phrase in several
     rings keeps the first)."""
     canonical: dict[str, str] = {}
@@ -268,12 +304,15 @@ def _node_best(trie: Trie, rank_id: np.ndarray) -> np.ndarray:
 
 def _check(arrays: dict[str, np.ndarray], path: Path) -> None:
     """Catch a file of another format or inconsistent arrays before a search trips on them."""
+
     def need(condition: bool, what: str) -> None:
         if not condition:
             raise SuggestError(f"{path} is not a valid suggestion dictionary: {what}")
 
-    need(arrays["format"].shape == () and int(arrays["format"]) == FORMAT,
-         f"format {arrays['format']!r}, expected {FORMAT}")
+    need(
+        arrays["format"].shape == () and int(arrays["format"]) == FORMAT,
+        f"format {arrays['format']!r}, expected {FORMAT}",
+    )
     for name, dtype in (ARRAYS | OTHER_ARRAYS).items():
         a = arrays[name]
         need(a.ndim == 1, f"{name} has shape {a.shape}")
@@ -281,22 +320,41 @@ def _check(arrays: dict[str, np.ndarray], path: Path) -> None:
     chars, label, lo, hi, first_child = (arrays[name] for name in ARRAYS)
     phrases, nodes = len(arrays["rank"]), len(lo)
     need(chars.dtype == char_dtype(len(arrays["alphabet"])), f"chars are {chars.dtype}")
-    need(chars.max(initial=0) < max(len(arrays["alphabet"]), 1),
-         "a character is not in the alphabet")
+    need(
+        chars.max(initial=0) < max(len(arrays["alphabet"]), 1), "a character is not in the alphabet"
+    )
     need(bool(np.all(np.isfinite(arrays["rank"]))), "a rank is not finite")
     text_start = arrays["text_start"]
-    need(len(text_start) == phrases + 1 and text_start[0] == 0
-         and text_start[-1] == len(arrays["text"]) and bool(np.all(np.diff(text_start) >= 0)),
-         "text_start does not fit")
-    need(nodes >= 1 and len(hi) == nodes and len(label) == nodes + 1
-         and len(first_child) == nodes + 1, "node arrays differ in length")
-    need(label[0] == 0 and label[-1] == len(chars) and bool(np.all(np.diff(label[1:]) > 0)),
-         "edge labels do not fit")  # only the root's is empty
-    need(bool(np.all((0 <= lo) & (lo <= hi) & (hi <= phrases))),
-         "a node's phrases are out of range")
-    need(first_child[-1] == nodes and bool(np.all(np.diff(first_child) >= 0))
-         and bool(np.all(first_child[:-1] > np.arange(nodes))), "first_child does not fit")
+    need(
+        len(text_start) == phrases + 1
+        and text_start[0] == 0
+        and text_start[-1] == len(arrays["text"])
+        and bool(np.all(np.diff(text_start) >= 0)),
+        "text_start does not fit",
+    )
+    need(
+        nodes >= 1
+        and len(hi) == nodes
+        and len(label) == nodes + 1
+        and len(first_child) == nodes + 1,
+        "node arrays differ in length",
+    )
+    need(
+        label[0] == 0 and label[-1] == len(chars) and bool(np.all(np.diff(label[1:]) > 0)),
+        "edge labels do not fit",
+    )  # only the root's is empty
+    need(
+        bool(np.all((lo >= 0) & (lo <= hi) & (hi <= phrases))), "a node's phrases are out of range"
+    )
+    need(
+        first_child[-1] == nodes
+        and bool(np.all(np.diff(first_child) >= 0))
+        and bool(np.all(first_child[:-1] > np.arange(nodes))),
+        "first_child does not fit",
+    )
     for name in ("synonym", "canonical"):
-        need(len(arrays[name]) == len(arrays["synonym"])
-             and bool(np.all((0 <= arrays[name]) & (arrays[name] < phrases))),
-             f"{name} out of range")
+        need(
+            len(arrays[name]) == len(arrays["synonym"])
+            and bool(np.all((arrays[name] >= 0) & (arrays[name] < phrases))),
+            f"{name} out of range",
+        )

@@ -21,8 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 # Array names and dtypes as saved; `chars` is uint16 or uint32 (see `char_dtype`).
-ARRAYS = {"chars": None, "label": np.int64, "lo": np.int32, "hi": np.int32,
-          "first_child": np.int32}
+ARRAYS = {"chars": None, "label": np.int64, "lo": np.int32, "hi": np.int32, "first_child": np.int32}
 
 
 def char_dtype(alphabet_size: int) -> type:
@@ -31,9 +30,9 @@ def char_dtype(alphabet_size: int) -> type:
 
 @dataclass(frozen=True)
 class Trie:
-    chars: np.ndarray        # character ids of the edge labels, node after node
-    label: np.ndarray        # per node + 1: node v's edge is chars[label[v]:label[v + 1]]
-    lo: np.ndarray           # per node: its phrases are lo:hi in sorted order
+    chars: np.ndarray  # character ids of the edge labels, node after node
+    label: np.ndarray  # per node + 1: node v's edge is chars[label[v]:label[v + 1]]
+    lo: np.ndarray  # per node: its phrases are lo:hi in sorted order
     hi: np.ndarray
     first_child: np.ndarray  # per node + 1: children of v are first_child[v]:first_child[v + 1]
 
@@ -102,14 +101,15 @@ class Trie:
             if i == len(children) or firsts[i] != query[d]:
                 return -1
             node = int(children[i])
-            edge = self.chars[self.label[node]:self.label[node + 1]][:m - d]
-            if not np.array_equal(edge, query[d:d + len(edge)]):
+            edge = self.chars[self.label[node] : self.label[node + 1]][: m - d]
+            if not np.array_equal(edge, query[d : d + len(edge)]):
                 return -1
             d += len(edge)
         return node
 
-    def _step(self, state: _Frontier, band: _Band,
-              d: int) -> tuple[_Frontier, np.ndarray, np.ndarray]:
+    def _step(
+        self, state: _Frontier, band: _Band, d: int
+    ) -> tuple[_Frontier, np.ndarray, np.ndarray]:
         """Advance every path from depth d to d + 1 (into the children at a node's end).
 
         Rows hold only Ukkonen's band: the cells of query positions j within `errors` of
@@ -119,21 +119,21 @@ class Trie:
         char = self.chars[pos]
         w = band.width
         cells = np.take(state.cells, src, axis=1)  # (faster than fancy indexing)
-        row, before, bound = cells[:w], cells[w:2 * w], cells[2 * w]
-        new = row + (char != band.window(d)[:, None])                 # substitute or match
-        np.minimum(new[:-1], row[1:] + 1, out=new[:-1])                 # delete from the path
-        if d:                                                           # transpose
+        row, before, bound = cells[:w], cells[w : 2 * w], cells[2 * w]
+        new = row + (char != band.window(d)[:, None])  # substitute or match
+        np.minimum(new[:-1], row[1:] + 1, out=new[:-1])  # delete from the path
+        if d:  # transpose
             last = np.take(state.last, src)
             swap = (char == band.window(d - 1)[:, None]) & (last == band.window(d)[:, None])
             if swap.any():
                 np.minimum(new, np.where(swap, before + 1, band.far), out=new)
-        for b in range(1, w):                                           # insert
+        for b in range(1, w):  # insert
             np.minimum(new[b], new[b - 1] + 1, out=new[b])
-        beyond = band.m - d + band.errors                               # past the query's end
+        beyond = band.m - d + band.errors  # past the query's end
         if beyond < w:
-            new[max(beyond, 0):] = band.far
+            new[max(beyond, 0) :] = band.far
         np.minimum(new, band.far, out=new)
-        at_end = band.m - (d + 1) + band.errors                         # j = m in the band
+        at_end = band.m - (d + 1) + band.errors  # j = m in the band
         found_nodes, found_dist = node[:0], new[0, :0]
         if 0 <= at_end < w:
             hit = (new[at_end] <= bound).nonzero()[0]
@@ -142,7 +142,7 @@ class Trie:
         # no later row has a cell below this row's least one (a transposition from the row
         # before costs as much as the substitution into this row)
         keep = (new.min(axis=0) <= bound).nonzero()[0]
-        cells[w:2 * w] = row
+        cells[w : 2 * w] = row
         cells[:w] = new
         state = _Frontier(node[keep], pos[keep] + 1, char[keep], np.take(cells, keep, axis=1))
         return state, found_nodes, found_dist
@@ -159,9 +159,11 @@ class Trie:
         counts = self.first_child[state.node[ending] + 1] - first
         ends = np.cumsum(counts)
         children = np.repeat(first - ends + counts, counts) + np.arange(ends[-1])
-        return (np.concatenate([inside, np.repeat(ending, counts)]),
-                np.concatenate([state.node[inside], children]),
-                np.concatenate([state.pos[inside], self.label[children]]))
+        return (
+            np.concatenate([inside, np.repeat(ending, counts)]),
+            np.concatenate([state.node[inside], children]),
+            np.concatenate([state.pos[inside], self.label[children]]),
+        )
 
 
 class _Band:
@@ -176,26 +178,30 @@ class _Band:
     def window(self, d: int) -> np.ndarray:
         """query[d - errors + b] for each band position b."""
         first = d - self.errors + self.width + 1
-        return self.padded[first:first + self.width]
+        return self.padded[first : first + self.width]
 
 
 @dataclass
 class _Frontier:
     """The paths being followed, one per trie position at the current depth d."""
 
-    node: np.ndarray    # the node whose edge the position is on (or ends)
-    pos: np.ndarray     # where the path's next character is in `chars`
-    last: np.ndarray    # the path's character at depth d - 1
-    cells: np.ndarray   # int8, rows × paths: the band of the DP rows at depths d and d - 1,
-                        # then the distance below which a match further down still counts
+    node: np.ndarray  # the node whose edge the position is on (or ends)
+    pos: np.ndarray  # where the path's next character is in `chars`
+    last: np.ndarray  # the path's character at depth d - 1
+    cells: np.ndarray  # int8, rows × paths: the band of the DP rows at depths d and d - 1,
+    # then the distance below which a match further down still counts
 
     @classmethod
     def root(cls, band: _Band) -> _Frontier:
         j = np.arange(band.width) - band.errors
         row = np.where((j >= 0) & (j <= band.m), np.minimum(j, band.far), band.far)
         cells = np.concatenate([row, np.full(band.width, band.far), [band.errors]])
-        return cls(np.zeros(1, np.int32), np.zeros(1, np.int64), np.zeros(1, np.int32),
-                   cells.astype(np.int8)[:, None])
+        return cls(
+            np.zeros(1, np.int32),
+            np.zeros(1, np.int64),
+            np.zeros(1, np.int32),
+            cells.astype(np.int8)[:, None],
+        )
 
 
 def _common_prefixes(chars: np.ndarray, start: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -206,8 +212,11 @@ def _common_prefixes(chars: np.ndarray, start: np.ndarray, lengths: np.ndarray) 
     offset = 0
     while len(pending):
         a, b = start[pending - 1] + offset, start[pending] + offset
-        same = ((offset < lengths[pending - 1]) & (offset < lengths[pending])
-                & (chars[np.minimum(a, last)] == chars[np.minimum(b, last)]))
+        same = (
+            (offset < lengths[pending - 1])
+            & (offset < lengths[pending])
+            & (chars[np.minimum(a, last)] == chars[np.minimum(b, last)])
+        )
         pending = pending[same]
         lcp[pending] += 1
         offset += 1

@@ -52,8 +52,9 @@ class Run:
 
     def save(self, path: Path) -> None:
         rows = [{**asdict(item), "rank": rank} for item, rank in zip(self.items, self.ranks)]
-        path.write_text(json.dumps({"system": self.system, "queries": rows}, ensure_ascii=False,
-                                   indent=1))
+        path.write_text(
+            json.dumps({"system": self.system, "queries": rows}, ensure_ascii=False, indent=1)
+        )
 
     @classmethod
     def load(cls, path: Path) -> Run:
@@ -77,7 +78,7 @@ class Scores:
 @dataclass(frozen=True)
 class Difference:
     mean: float
-    low: float   # 95 % confidence interval
+    low: float  # 95 % confidence interval
     high: float
 
 
@@ -100,8 +101,12 @@ def load_queries(path: Path, base: str) -> list[KnownItem]:
     return items
 
 
-def evaluate(system: str, items: list[KnownItem], search: Callable[[str], list[str]],
-             on_query: Callable[[], None] | None = None) -> Run:
+def evaluate(
+    system: str,
+    items: list[KnownItem],
+    search: Callable[[str], list[str]],
+    on_query: Callable[[], None] | None = None,
+) -> Run:
     """Runs every query through `search` (query → ranked URLs) and records the wanted URL's rank."""
     ranks = []
     for item in items:
@@ -126,14 +131,14 @@ def scores(run: Run, lang: str = ALL) -> Scores:
     ranks = np.array([r or K + 1 for r in run.ranks])[mask]
     if not len(rr):
         return Scores(0, 0.0, 0.0, 0.0)
-    return Scores(len(rr), float(rr.mean()), float((ranks == 1).mean()),
-                  float((ranks <= K).mean()))
+    return Scores(len(rr), float(rr.mean()), float((ranks == 1).mean()), float((ranks <= K).mean()))
 
 
 def compare(run: Run, baseline: Run, lang: str = ALL, seed: int = 0) -> Difference:
     """Paired bootstrap of MRR@10 (run − baseline) over the queries both answered."""
-    if [(i.lang, i.query, i.url) for i in run.items] != \
-            [(i.lang, i.query, i.url) for i in baseline.items]:
+    if [(i.lang, i.query, i.url) for i in run.items] != [
+        (i.lang, i.query, i.url) for i in baseline.items
+    ]:
         raise EvalError("the two runs did not answer the same queries")
     mask = _mask(run, lang)
     diff = (run.reciprocal_ranks() - baseline.reciprocal_ranks())[mask]
@@ -155,12 +160,20 @@ def report(run: Run, other: Run | None = None) -> Table:
         table.add_column(column, justify="right", no_wrap=True)
     for lang in languages(run.items):
         got = scores(run, lang)
-        row = [lang, str(got.queries), f"{got.mrr:.3f}", f"{got.success_at_1:.3f}",
-               f"{got.success_at_10:.3f}"]
+        row = [
+            lang,
+            str(got.queries),
+            f"{got.mrr:.3f}",
+            f"{got.success_at_1:.3f}",
+            f"{got.success_at_10:.3f}",
+        ]
         if other:
             diff = compare(run, other, lang)
-            row += [f"{scores(other, lang).mrr:.3f}", f"{diff.mean:+.3f}",
-                    f"[{diff.low:+.3f}, {diff.high:+.3f}]"]
+            row += [
+                f"{scores(other, lang).mrr:.3f}",
+                f"{diff.mean:+.3f}",
+                f"[{diff.low:+.3f}, {diff.high:+.3f}]",
+            ]
         table.add_row(*row)
     return table
 

@@ -12,8 +12,8 @@ from typing import Any
 from filbert import schemas
 from filbert.config import Settings
 from filbert.fetch.fetcher import FetchItem, FetchResult, origin_of, run_fetcher
-from filbert.parse import decode_html, decode_text, parse_content
 from filbert.fetch.robots import RobotRules, RobotsCache
+from filbert.parse import decode_html, decode_text, parse_content
 from filbert.urls import UrlFilter, fingerprint, host_of, normalize_url
 
 _TEXT_TYPES = frozenset({"text/plain"})
@@ -43,8 +43,12 @@ def _fetch(url: str, settings: Settings) -> tuple[list[FetchResult], dict[str, R
 def _robots_report(rules: RobotRules | None, url: str, agent: str) -> dict[str, Any]:
     if rules is None:
         return {"checked": False, "allowed": None, "reason": "", "crawl_delay": None}
-    return {"checked": True, "allowed": rules.allowed(url, agent), "reason": rules.reason,
-            "crawl_delay": rules.crawl_delay(agent)}
+    return {
+        "checked": True,
+        "allowed": rules.allowed(url, agent),
+        "reason": rules.reason,
+        "crawl_delay": rules.crawl_delay(agent),
+    }
 
 
 def _fetch_report(result: FetchResult) -> dict[str, Any]:
@@ -76,7 +80,9 @@ def check_url(url: str, settings: Settings, text_chars: int = 500) -> dict[str, 
     results, robots = _fetch(url, settings)
     hops = [_fetch_report(r) for r in results]
     for hop, result in zip(hops, results):
-        hop["robots"] = _robots_report(robots.get(origin_of(result.item.url)), result.item.url, agent)
+        hop["robots"] = _robots_report(
+            robots.get(origin_of(result.item.url)), result.item.url, agent
+        )
     final = results[-1] if results else None
     report: dict[str, Any] = {
         "url": url,
@@ -94,12 +100,15 @@ def check_url(url: str, settings: Settings, text_chars: int = 500) -> dict[str, 
         "status": parsed.status,
         "message": parsed.message,
         "encoding": _encoding(final.item.url, final.content, final.content_type)
-        if parsed.status == schemas.PARSE_SUCCESS else None,
+        if parsed.status == schemas.PARSE_SUCCESS
+        else None,
         "title": parsed.title,
         "noindex": parsed.noindex,
         "nofollow": parsed.nofollow,
-        "outlinks": [{"url": link, "anchor": anchor, "filtered": not url_filter.accepts(link)}
-                     for link, anchor in parsed.outlinks],
+        "outlinks": [
+            {"url": link, "anchor": anchor, "filtered": not url_filter.accepts(link)}
+            for link, anchor in parsed.outlinks
+        ],
         "text_length": len(parsed.text),
         "text": text,
     }
@@ -128,7 +137,9 @@ def _robots_line(robots: dict[str, Any]) -> str:
 
 
 def _fetch_lines(fetch: dict[str, Any]) -> list[str]:
-    lines = [f"fetch status:  {fetch['status']}" + (f" ({fetch['message']})" if fetch["message"] else "")]
+    lines = [
+        f"fetch status:  {fetch['status']}" + (f" ({fetch['message']})" if fetch["message"] else "")
+    ]
     if fetch["http_status"]:
         lines.append(f"HTTP status:   {fetch['http_status']}")
     if fetch["redirect_url"]:
@@ -136,16 +147,20 @@ def _fetch_lines(fetch: dict[str, Any]) -> list[str]:
     if fetch["content_type"]:
         lines.append(f"content type:  {fetch['content_type']}")
     if fetch["content_length"] is not None:
-        lines.append(f"content:       {fetch['content_length']} bytes"
-                     + (" (truncated at http.content.limit)" if fetch["truncated"] else ""))
+        lines.append(
+            f"content:       {fetch['content_length']} bytes"
+            + (" (truncated at http.content.limit)" if fetch["truncated"] else "")
+        )
     return lines
 
 
 def format_report(report: dict[str, Any]) -> str:
     """The report as text for a terminal."""
-    lines = [f"url:           {report['url']}",
-             f"url filter:    {'accepted' if report['url_filter'] else 'REJECTED (a crawl would not fetch it)'}",
-             f"robots.txt:    {_robots_line(report['robots'])}"]
+    lines = [
+        f"url:           {report['url']}",
+        f"url filter:    {'accepted' if report['url_filter'] else 'REJECTED (a crawl would not fetch it)'}",
+        f"robots.txt:    {_robots_line(report['robots'])}",
+    ]
     for hop in report["redirects"]:
         lines.append(f"redirect:      {hop['http_status']} {hop['url']} -> {hop['redirect_url']}")
     fetch = report["fetch"]
@@ -160,22 +175,31 @@ def format_report(report: dict[str, Any]) -> str:
     parse = report["parse"]
     if parse is None:
         return "\n".join(lines)
-    lines.append(f"parse status:  {parse['status']}" + (f" ({parse['message']})" if parse["message"] else ""))
+    lines.append(
+        f"parse status:  {parse['status']}" + (f" ({parse['message']})" if parse["message"] else "")
+    )
     if parse["status"] != schemas.PARSE_SUCCESS:
         return "\n".join(lines)
-    lines += [f"encoding:      {parse['encoding']}",
-              f"title:         {parse['title']}",
-              f"noindex:       {_yes(parse['noindex'])}",
-              f"nofollow:      {_yes(parse['nofollow'])}",
-              f"outlinks:      {len(parse['outlinks'])}"
-              + (f" ({sum(o['filtered'] for o in parse['outlinks'])} rejected by the URL filter)"
-                 if any(o["filtered"] for o in parse["outlinks"]) else "")]
+    lines += [
+        f"encoding:      {parse['encoding']}",
+        f"title:         {parse['title']}",
+        f"noindex:       {_yes(parse['noindex'])}",
+        f"nofollow:      {_yes(parse['nofollow'])}",
+        f"outlinks:      {len(parse['outlinks'])}"
+        + (
+            f" ({sum(o['filtered'] for o in parse['outlinks'])} rejected by the URL filter)"
+            if any(o["filtered"] for o in parse["outlinks"])
+            else ""
+        ),
+    ]
     for link in parse["outlinks"]:
         mark = "  [filtered]" if link["filtered"] else ""
-        lines.append(f"  {link['url']}{mark}" + (f"  \"{link['anchor']}\"" if link["anchor"] else ""))
+        lines.append(f"  {link['url']}{mark}" + (f'  "{link["anchor"]}"' if link["anchor"] else ""))
     shown = len(parse["text"])
-    lines.append(f"text:          {parse['text_length']} characters"
-                 + (f", first {shown} shown" if shown < parse["text_length"] else ""))
+    lines.append(
+        f"text:          {parse['text_length']} characters"
+        + (f", first {shown} shown" if shown < parse["text_length"] else "")
+    )
     if parse["text"]:
         lines.append(parse["text"])
     return "\n".join(lines)

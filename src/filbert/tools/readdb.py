@@ -26,15 +26,29 @@ def _stats(crawl: CrawlDir, top_hosts: int) -> dict:
     con = connect()
     db = _relation(crawl)
     total, min_score, avg_score, max_score = con.execute(
-        f"SELECT count(*), min(score), avg(score), max(score) FROM {db.sql}", db.params).fetchone()
-    status = dict(con.execute(f"SELECT status, count(*) FROM {db.sql} GROUP BY 1 ORDER BY 2 DESC", db.params).fetchall())
-    http = {str(code): n for code, n in con.execute(
-        f"SELECT http_status, count(*) FROM {db.sql} WHERE http_status > 0 GROUP BY 1 ORDER BY 1", db.params).fetchall()}
-    hosts = con.execute(f"""
+        f"SELECT count(*), min(score), avg(score), max(score) FROM {db.sql}", db.params
+    ).fetchone()
+    status = dict(
+        con.execute(
+            f"SELECT status, count(*) FROM {db.sql} GROUP BY 1 ORDER BY 2 DESC", db.params
+        ).fetchall()
+    )
+    http = {
+        str(code): n
+        for code, n in con.execute(
+            f"SELECT http_status, count(*) FROM {db.sql} WHERE http_status > 0 GROUP BY 1 ORDER BY 1",
+            db.params,
+        ).fetchall()
+    }
+    hosts = con.execute(
+        f"""
         SELECT host, count(*) AS urls, count(*) FILTER (WHERE status = '{schemas.DB_FETCHED}') AS fetched
         FROM {db.sql} GROUP BY host ORDER BY urls DESC, host LIMIT $top""",
-        params(db, top=int(top_hosts))).fetchall()
-    retrying = con.execute(f"SELECT count(*) FROM {db.sql} WHERE retries > 0", db.params).fetchone()[0]
+        params(db, top=int(top_hosts)),
+    ).fetchall()
+    retrying = con.execute(
+        f"SELECT count(*) FROM {db.sql} WHERE retries > 0", db.params
+    ).fetchone()[0]
     return {
         "total": total,
         "status": status,
@@ -50,27 +64,44 @@ def _stats(crawl: CrawlDir, top_hosts: int) -> dict:
 def _top_domains(con, db: Relation, top: int) -> list[dict]:
     """URLs, fetched URLs and hosts per registered domain, most URLs first."""
     domains: dict[str, dict] = {}
-    rows = con.execute(f"""
+    rows = con.execute(
+        f"""
         SELECT host, count(*), count(*) FILTER (WHERE status = '{schemas.DB_FETCHED}')
-        FROM {db.sql} GROUP BY host""", db.params).fetchall()
+        FROM {db.sql} GROUP BY host""",
+        db.params,
+    ).fetchall()
     for host, urls, fetched in rows:
         name = domain_of(host)
         entry = domains.setdefault(name, {"domain": name, "hosts": 0, "urls": 0, "fetched": 0})
         entry["hosts"] += 1
         entry["urls"] += urls
         entry["fetched"] += fetched
-    return sorted(domains.values(), key=lambda d: (-d["urls"], d["domain"]))[:max(0, int(top))]
+    return sorted(domains.values(), key=lambda d: (-d["urls"], d["domain"]))[: max(0, int(top))]
 
 
 def _errors(con, db: Relation) -> dict:
     """Fetch errors: URLs whose last answer was HTTP >= 400 (by code), and URLs being retried
     (by number of retries so far, and by status)."""
-    http = {str(code): n for code, n in con.execute(
-        f"SELECT http_status, count(*) FROM {db.sql} WHERE http_status >= 400 GROUP BY 1 ORDER BY 1", db.params).fetchall()}
-    retries = {str(r): n for r, n in con.execute(
-        f"SELECT retries, count(*) FROM {db.sql} WHERE retries > 0 GROUP BY 1 ORDER BY 1", db.params).fetchall()}
-    retry_status = dict(con.execute(
-        f"SELECT status, count(*) FROM {db.sql} WHERE retries > 0 GROUP BY 1 ORDER BY 2 DESC, 1", db.params).fetchall())
+    http = {
+        str(code): n
+        for code, n in con.execute(
+            f"SELECT http_status, count(*) FROM {db.sql} WHERE http_status >= 400 GROUP BY 1 ORDER BY 1",
+            db.params,
+        ).fetchall()
+    }
+    retries = {
+        str(r): n
+        for r, n in con.execute(
+            f"SELECT retries, count(*) FROM {db.sql} WHERE retries > 0 GROUP BY 1 ORDER BY 1",
+            db.params,
+        ).fetchall()
+    }
+    retry_status = dict(
+        con.execute(
+            f"SELECT status, count(*) FROM {db.sql} WHERE retries > 0 GROUP BY 1 ORDER BY 2 DESC, 1",
+            db.params,
+        ).fetchall()
+    )
     return {
         "http": http,
         "http_total": sum(http.values()),
@@ -95,7 +126,11 @@ def crawldb_url(crawl: CrawlDir, url: str) -> dict | None:
     fp = fingerprint(normalize_url(url))
     db = _relation(crawl)
     with reading(crawl.crawldb.files()):
-        table = connect().sql(f"SELECT * FROM {db.sql} WHERE fp = $fp", params=params(db, fp=fp)).to_arrow_table()
+        table = (
+            connect()
+            .sql(f"SELECT * FROM {db.sql} WHERE fp = $fp", params=params(db, fp=fp))
+            .to_arrow_table()
+        )
     rows = table.to_pylist()
     return jsonable(rows[0]) if rows else None
 
@@ -105,8 +140,11 @@ def crawldb_dump(crawl: CrawlDir, status: str | None = None) -> Iterator[str]:
     where, values = ("WHERE status = $status", {"status": status}) if status else ("", {})
     db = _relation(crawl)
     with reading(crawl.crawldb.files()):
-        reader = connect().sql(f"SELECT * FROM {db.sql} {where} ORDER BY url",
-                               params=params(db, **values)).to_arrow_reader()
+        reader = (
+            connect()
+            .sql(f"SELECT * FROM {db.sql} {where} ORDER BY url", params=params(db, **values))
+            .to_arrow_reader()
+        )
         for batch in reader:
             for row in batch.to_pylist():
                 yield json.dumps(jsonable(row), ensure_ascii=False)

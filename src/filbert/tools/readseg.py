@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 from filbert import schemas
 from filbert.buckets import connect, params, parquet_relation
-from filbert.tools.readdb import jsonable
 from filbert.storage import CrawlDir, Segment, reading
+from filbert.tools.readdb import jsonable
 from filbert.urls import fingerprint, normalize_url
 
 PARTS = {
@@ -31,8 +31,12 @@ def _count(segment: Segment, sub: str) -> int | None:
 
 def list_segments(crawl: CrawlDir) -> list[dict]:
     return [
-        {"segment": seg.name, "generated": _count(seg, Segment.GENERATE),
-         "fetched": _count(seg, Segment.FETCH), "parsed": _count(seg, Segment.PARSE_DATA)}
+        {
+            "segment": seg.name,
+            "generated": _count(seg, Segment.GENERATE),
+            "fetched": _count(seg, Segment.FETCH),
+            "parsed": _count(seg, Segment.PARSE_DATA),
+        }
         for seg in crawl.segments()
     ]
 
@@ -46,8 +50,9 @@ def _records(segment: Segment, fp: bytes | None) -> Iterator[tuple[str, dict]]:
         parts = segment.parts(sub)
         part = parquet_relation("part", parts, schema)
         with reading(parts):
-            reader = con.sql(f"SELECT * FROM {part.sql} {where} ORDER BY url",
-                             params=params(part, **values)).to_arrow_reader()
+            reader = con.sql(
+                f"SELECT * FROM {part.sql} {where} ORDER BY url", params=params(part, **values)
+            ).to_arrow_reader()
             for batch in reader:
                 for row in batch.to_pylist():
                     yield sub, row

@@ -22,7 +22,7 @@ import socket
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from http import HTTPStatus
 from io import BytesIO
 from pathlib import Path
@@ -49,14 +49,16 @@ class WarcStats:
     path: Path
     responses: int = 0
     truncated: int = 0
-    bytes: int = 0          # payload bytes written (before gzip)
+    bytes: int = 0  # payload bytes written (before gzip)
 
 
 def default_path(crawl: CrawlDir, segment: str) -> Path:
     return crawl.path / WARC_DIR / f"{segment}.warc.gz"
 
 
-def export_warc(crawl: CrawlDir, name: str, settings: Settings, out: Path | None = None) -> WarcStats:
+def export_warc(
+    crawl: CrawlDir, name: str, settings: Settings, out: Path | None = None
+) -> WarcStats:
     """Write segment `name`'s content as a gzipped WARC 1.1 file; returns what was written."""
     segment = crawl.segment(name)
     if not segment.has(Segment.CONTENT):
@@ -114,12 +116,14 @@ def _rows(segment: Segment) -> Iterator[dict]:
             LEFT JOIN {fetched.sql} f ON c.fp = f.fp
             ORDER BY f.fetch_time, c.url"""
         with reading([part, fetch]):
-            for batch in con.sql(sql, params=params(content, fetched)).to_arrow_reader(batch_size=32):
+            for batch in con.sql(sql, params=params(content, fetched)).to_arrow_reader(
+                batch_size=32
+            ):
                 yield from batch.to_pylist()
 
 
 def _warc_date(when: datetime | None) -> str:
-    when = (when or datetime.now(timezone.utc)).astimezone(timezone.utc).replace(tzinfo=None)
+    when = (when or datetime.now(UTC)).astimezone(UTC).replace(tzinfo=None)
     return datetime_to_iso_date(when, use_micros=True)
 
 
@@ -133,7 +137,9 @@ def _response_headers(row: dict) -> StatusAndHeaders:
     headers: list[tuple[str, str]] = []
     for key, value in json.loads(row["headers"] or "{}").items():
         value, lower = str(value), key.lower()
-        if lower in _TRANSFER_HEADERS and not (lower == "content-length" and value.strip() == length):
+        if lower in _TRANSFER_HEADERS and not (
+            lower == "content-length" and value.strip() == length
+        ):
             headers.append((f"X-Crawler-{key}", value))  # describes bytes we no longer have
         elif lower != "content-length":
             headers.append((key, value))
@@ -149,8 +155,13 @@ def _response_record(writer: WARCWriter, row: dict):
     if row["truncated"]:
         warc_headers["WARC-Truncated"] = "length"
     return writer.create_warc_record(
-        row["url"], "response", payload=BytesIO(content), length=len(content),
-        http_headers=_response_headers(row), warc_headers_dict=warc_headers)
+        row["url"],
+        "response",
+        payload=BytesIO(content),
+        length=len(content),
+        http_headers=_response_headers(row),
+        warc_headers_dict=warc_headers,
+    )
 
 
 def _request_record(writer: WARCWriter, row: dict, request_headers: dict[str, str], response):
@@ -159,10 +170,17 @@ def _request_record(writer: WARCWriter, row: dict, request_headers: dict[str, st
     headers = StatusAndHeaders(
         f"GET {target} HTTP/1.1",
         [("Host", parts.netloc), *request_headers.items()],
-        protocol="", is_http_request=True)
+        protocol="",
+        is_http_request=True,
+    )
     return writer.create_warc_record(
-        row["url"], "request", payload=BytesIO(b""), length=0, http_headers=headers,
+        row["url"],
+        "request",
+        payload=BytesIO(b""),
+        length=0,
+        http_headers=headers,
         warc_headers_dict={
             "WARC-Date": response.rec_headers.get_header("WARC-Date"),
             "WARC-Concurrent-To": response.rec_headers.get_header("WARC-Record-ID"),
-        })
+        },
+    )

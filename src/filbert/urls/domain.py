@@ -53,4 +53,4 @@ def display_host(host: str) -> str:
     if "xn--" not in host:
         return host
     name = strip_port(host)
-    return ada_url.idna_to_unicode(name) + host[len(name):]
+    return ada_url.idna_to_unicode(name) + host[len(name) :]

@@ -30,11 +30,11 @@ class UrlFilterError(UserError, ValueError):
 class Rule(NamedTuple):
     accept: bool
     pattern: re.Pattern[str]
-    where: str          # file:line, to explain a rejection
+    where: str  # file:line, to explain a rejection
 
 
 class _Parts(NamedTuple):
-    host: str           # with a non-default port
+    host: str  # with a non-default port
     path: str
     query: str
 
@@ -51,7 +51,7 @@ def _split(url: str) -> _Parts | None:
     path_end = end if query_at < 0 else query_at
     path_at = url.find("/", start, path_end)
     path_at = path_end if path_at < 0 else path_at
-    query = url[query_at + 1:end] if query_at >= 0 else ""
+    query = url[query_at + 1 : end] if query_at >= 0 else ""
     return _Parts(url[start:path_at].rpartition("@")[2], url[path_at:path_end], query)
 
 
@@ -83,7 +83,7 @@ def _match_host(host: str, entries: frozenset[str]) -> str | None:
         dot = name.find(".")
         if dot < 0:
             return None
-        name = name[dot + 1:]
+        name = name[dot + 1 :]
     return name
 
 
@@ -97,13 +97,13 @@ class FilterLimits:
     from_settings gives the crawl's."""
 
     max_length: int = 2048
-    allow_hosts: frozenset[str] = frozenset()      # empty: every host
+    allow_hosts: frozenset[str] = frozenset()  # empty: every host
     deny_hosts: frozenset[str] = frozenset()
-    deny_suffixes: tuple[str, ...] = ()            # lower case, matched on the path
-    max_path_depth: int = -1                       # slashes in the path; -1: no limit
-    max_query_params: int = -1                     # -1: no limit
-    max_repeats: int = 0                           # occurrences of one path segment; 0: off
-    first_year: int = 0                            # calendar years allowed in URLs
+    deny_suffixes: tuple[str, ...] = ()  # lower case, matched on the path
+    max_path_depth: int = -1  # slashes in the path; -1: no limit
+    max_query_params: int = -1  # -1: no limit
+    max_repeats: int = 0  # occurrences of one path segment; 0: off
+    first_year: int = 0  # calendar years allowed in URLs
     last_year: int = _NO_LAST_YEAR
 
     @classmethod
@@ -131,8 +131,9 @@ class UrlFilter:
         self._checks = self._enabled_checks()
 
     @classmethod
-    def parse(cls, text: str, source: str = "<rules>",
-              limits: FilterLimits = FilterLimits()) -> UrlFilter:
+    def parse(
+        cls, text: str, source: str = "<rules>", limits: FilterLimits = FilterLimits()
+    ) -> UrlFilter:
         rules = []
         for lineno, raw in enumerate(text.splitlines(), 1):
             line = raw.strip()

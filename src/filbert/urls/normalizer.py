@@ -34,8 +34,8 @@ def _path_start(url: str) -> int:
 def _strip_www(url: str) -> str:
     start = url.find("//") + 2
     end = url.find("/", start)
-    if url.startswith("www.", start) and "." in url[start + 4:end]:
-        return url[:start] + url[start + 4:]
+    if url.startswith("www.", start) and "." in url[start + 4 : end]:
+        return url[:start] + url[start + 4 :]
     return url
 
 
@@ -49,8 +49,11 @@ class UrlNormalizer:
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any]) -> UrlNormalizer:
-        return cls(settings["urlnormalizer.strip.params"], settings["urlnormalizer.sort.query"],
-                   settings["urlnormalizer.strip.www"])
+        return cls(
+            settings["urlnormalizer.strip.params"],
+            settings["urlnormalizer.sort.query"],
+            settings["urlnormalizer.strip.www"],
+        )
 
     def normalize(self, url: str) -> str:
         if self.strip_www:
@@ -63,7 +66,7 @@ class UrlNormalizer:
         head = url[:path_end]
         if semicolon >= 0:
             head = head[:semicolon] + _PATH_PARAM.sub(self._path_param, head[semicolon:])
-        query = self._query(url[query_at + 1:]) if query_at >= 0 else ""
+        query = self._query(url[query_at + 1 :]) if query_at >= 0 else ""
         return f"{head}?{query}" if query else head
 
     def _path_param(self, match: re.Match[str]) -> str:

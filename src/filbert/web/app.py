@@ -24,10 +24,10 @@ import jinja2
 import orjson
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from starlette.datastructures import QueryParams
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -38,25 +38,26 @@ from filbert.index.schema import check_index
 from filbert.search.searcher import MAX_RESULTS, SearchResults
 from filbert.storage import CrawlDir, GenerationHolder
 from filbert.suggest import SuggestError
-from filbert.suggest.step import SuggesterHolder
 from filbert.suggest.querylog import QueryLog
+from filbert.suggest.step import SuggesterHolder
 from filbert.web.workers import INTERNAL_ERROR, Overloaded, Reply, WorkerFailed, WorkerPool
 
 HERE = Path(__file__).parent
 PAGE_SIZE = 10
 MAX_OFFSET = 10_000  # deeper pages cost memory in the collector and nobody reads them
-SEND_GRACE = 0.5     # seconds past the deadline a started response may take to be sent
-HEALTH_TTL = 5.0     # seconds an index health check is trusted
-RETRY_AFTER = "1"    # seconds a client told 503 should wait before it asks again
+SEND_GRACE = 0.5  # seconds past the deadline a started response may take to be sent
+HEALTH_TTL = 5.0  # seconds an index health check is trusted
+RETRY_AFTER = "1"  # seconds a client told 503 should wait before it asks again
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; style-src 'self'; img-src 'self'; "
-                               "script-src 'self'; connect-src 'self'; "
-                               "form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+    "script-src 'self'; connect-src 'self'; "
+    "form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
 }
-RAW_SECURITY_HEADERS = [(name.lower().encode(), value.encode())
-                        for name, value in SECURITY_HEADERS.items()]
+RAW_SECURITY_HEADERS = [
+    (name.lower().encode(), value.encode()) for name, value in SECURITY_HEADERS.items()
+]
 # A media type and its parameters as RFC 9110 allows them: anything else from a crawled
 # server (control characters, stray quotes) is not sent on.
 TOKEN = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
@@ -66,12 +67,26 @@ MEDIA_TYPE = re.compile(rf"({TOKEN}/{TOKEN})((?:{PARAMETER})*)")
 
 log = logging.getLogger(__name__)
 ERROR_RESPONSES: dict[int | str, dict] = {
-    status: {"description": description, "content": {"application/json": {"schema": {
-        "type": "object", "properties": {"error": {"type": "string"}}, "required": ["error"]}}}}
-    for status, description in (("4XX", "400: a parameter or the query is not understood; "
-                                         "405: another method than GET or HEAD"),
-                                (503, "no index yet, a damaged file, or too busy: see "
-                                      "Retry-After"))}
+    status: {
+        "description": description,
+        "content": {
+            "application/json": {
+                "schema": {
+                    "type": "object",
+                    "properties": {"error": {"type": "string"}},
+                    "required": ["error"],
+                }
+            }
+        },
+    }
+    for status, description in (
+        (
+            "4XX",
+            "400: a parameter or the query is not understood; 405: another method than GET or HEAD",
+        ),
+        (503, "no index yet, a damaged file, or too busy: see Retry-After"),
+    )
+}
 
 
 class SecurityHeaders:
@@ -90,8 +105,9 @@ class SecurityHeaders:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", []))
                 present = {name.lower() for name, _ in headers}
-                message["headers"] = headers + [header for header in RAW_SECURITY_HEADERS
-                                                if header[0] not in present]
+                message["headers"] = headers + [
+                    header for header in RAW_SECURITY_HEADERS if header[0] not in present
+                ]
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
@@ -110,8 +126,9 @@ class HeadAsGet:
             return
 
         async def send_without_body(message: Message) -> None:
-            await send({**message, "body": b""} if message["type"] == "http.response.body"
-                       else message)
+            await send(
+                {**message, "body": b""} if message["type"] == "http.response.body" else message
+            )
 
         await self.app({**scope, "method": "GET"}, receive, send_without_body)
 
@@ -144,19 +161,28 @@ class Deadline:
         except TimeoutError:
             if not started:
                 await send_json(send, 503, {"error": "the request took longer than its deadline"})
-        except Exception:  # noqa: BLE001 - a bug: the client gets the API's error shape
+        except Exception:
             log.exception("error answering %s", scope["path"])
             if not started:
                 await send_json(send, 500, {"error": INTERNAL_ERROR})
 
 
-async def send_json(send: Send, status: int, content: dict | bytes, head: bool = False,
-                    extra: Sequence[tuple[bytes, bytes]] = ()) -> None:
+async def send_json(
+    send: Send,
+    status: int,
+    content: dict | bytes,
+    head: bool = False,
+    extra: Sequence[tuple[bytes, bytes]] = (),
+) -> None:
     """A JSON response as plain ASGI (FastAPI's response classes cost ~0.1 ms a request);
     a 503 says when to come back."""
     body = content if isinstance(content, bytes) else orjson.dumps(content)
-    headers = [(b"content-type", b"application/json"), *RAW_SECURITY_HEADERS, *extra,
-               (b"content-length", str(len(body)).encode())]
+    headers = [
+        (b"content-type", b"application/json"),
+        *RAW_SECURITY_HEADERS,
+        *extra,
+        (b"content-length", str(len(body)).encode()),
+    ]
     if status == 503:
         headers.append((b"retry-after", RETRY_AFTER.encode()))
     await send({"type": "http.response.start", "status": status, "headers": headers})
@@ -169,19 +195,28 @@ class SearchParams(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="ignore")
     q: str = Field("", description='words, "phrases", -word, -"phrase", site:host, lang:xx')
-    n: int = Field(PAGE_SIZE, ge=0, le=MAX_RESULTS,
-                   description="hits to return (0: only the total); with explain at most "
-                               "search.explain.max.results")
+    n: int = Field(
+        PAGE_SIZE,
+        ge=0,
+        le=MAX_RESULTS,
+        description="hits to return (0: only the total); with explain at most "
+        "search.explain.max.results",
+    )
     offset: int = Field(0, ge=0, le=MAX_OFFSET, description="hits to skip")
     ranking: Literal["bm25", "hits"] = Field(
-        "bm25", description="hits: the top results re-ordered by HITS authority")
+        "bm25", description="hits: the top results re-ordered by HITS authority"
+    )
     explain: bool = Field(False, description="each hit's score as a tree of its parts")
 
     @property
     def heavy(self) -> bool:
         """Whether the search goes to the heavy lane: more work than a page of results."""
-        return (self.explain or self.ranking != "bm25" or self.n > 2 * PAGE_SIZE
-                or self.offset + self.n > MAX_RESULTS)
+        return (
+            self.explain
+            or self.ranking != "bm25"
+            or self.n > 2 * PAGE_SIZE
+            or self.offset + self.n > MAX_RESULTS
+        )
 
 
 def parameter_error(error: dict) -> str:
@@ -215,11 +250,23 @@ class SearchService:
 
     async def search(self, params: SearchParams, client: str, deadline: float) -> Reply:
         start = time.perf_counter()
-        request = {"kind": "search", "q": params.q, "n": params.n, "offset": params.offset,
-                   "ranking": params.ranking, "explain": params.explain}
+        request = {
+            "kind": "search",
+            "q": params.q,
+            "n": params.n,
+            "offset": params.offset,
+            "ranking": params.ranking,
+            "explain": params.explain,
+        }
         reply = await call_pool(self.pool, request, params.heavy, deadline)
-        self.log.write(params.q, reply.head.get("total"), time.perf_counter() - start,
-                       reply.status, client, reply.head.get("matched_all"))
+        self.log.write(
+            params.q,
+            reply.head.get("total"),
+            time.perf_counter() - start,
+            reply.status,
+            client,
+            reply.head.get("matched_all"),
+        )
         return reply
 
 
@@ -254,8 +301,12 @@ class SearchAPI:
         head = scope["method"] == "HEAD"
         if scope["method"] not in self.METHODS:
             allow = ", ".join(sorted(self.METHODS)).encode()
-            await send_json(send, 405, {"error": f"method {scope['method']} not allowed"},
-                            extra=[(b"allow", allow)])
+            await send_json(
+                send,
+                405,
+                {"error": f"method {scope['method']} not allowed"},
+                extra=[(b"allow", allow)],
+            )
             return
         try:
             params = SearchParams.model_validate(dict(QueryParams(scope["query_string"])))
@@ -263,8 +314,12 @@ class SearchAPI:
             await send_json(send, 400, {"error": parameter_error(exc.errors()[0])}, head)
             return
         if params.explain and params.n > self.explain_max:
-            await send_json(send, 400, {"error": f"with explain, n must be at most "
-                                                 f"{self.explain_max}, not {params.n}"}, head)
+            await send_json(
+                send,
+                400,
+                {"error": f"with explain, n must be at most {self.explain_max}, not {params.n}"},
+                head,
+            )
             return
         client = (scope.get("client") or ("",))[0]
         reply = await self.service.search(params, client, scope["deadline"])
@@ -283,7 +338,8 @@ class SearchAPI:
             if app.openapi_schema is None:
                 spec = generate()
                 results = TypeAdapter(SearchResults).json_schema(
-                    ref_template="#/components/schemas/{model}")
+                    ref_template="#/components/schemas/{model}"
+                )
                 schemas = spec.setdefault("components", {}).setdefault("schemas", {})
                 schemas.update(results.pop("$defs"), SearchResults=results)
                 spec["paths"][cls.PATH] = {"get": search_operation()}
@@ -293,13 +349,26 @@ class SearchAPI:
 
 
 def search_operation() -> dict[str, Any]:
-    parameters = [{"name": name, "in": "query", "required": False, "schema": schema,
-                   "description": schema.get("description", "")}
-                  for name, schema in SearchParams.model_json_schema()["properties"].items()]
+    parameters = [
+        {
+            "name": name,
+            "in": "query",
+            "required": False,
+            "schema": schema,
+            "description": schema.get("description", ""),
+        }
+        for name, schema in SearchParams.model_json_schema()["properties"].items()
+    ]
     reply = {"application/json": {"schema": {"$ref": "#/components/schemas/SearchResults"}}}
-    return {"summary": "Search the index", "operationId": "search", "parameters": parameters,
-            "responses": {"200": {"description": "ranked hits", "content": reply},
-                          **{str(k): v for k, v in ERROR_RESPONSES.items()}}}
+    return {
+        "summary": "Search the index",
+        "operationId": "search",
+        "parameters": parameters,
+        "responses": {
+            "200": {"description": "ranked hits", "content": reply},
+            **{str(k): v for k, v in ERROR_RESPONSES.items()},
+        },
+    }
 
 
 def is_web_url(url: str) -> bool:
@@ -308,9 +377,13 @@ def is_web_url(url: str) -> bool:
 
 
 def make_templates() -> Jinja2Templates:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"),
-                             autoescape=True, undefined=jinja2.StrictUndefined,
-                             trim_blocks=True, lstrip_blocks=True)
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(HERE / "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     env.tests["web_url"] = is_web_url
     return Jinja2Templates(env=env)
 
@@ -329,8 +402,11 @@ def pager(results: dict) -> dict[str, str | None]:
 
 def error_json(status: int, message: str) -> JSONResponse:
     """The API's error; a 503 says when to come back."""
-    return JSONResponse({"error": message}, status_code=status,
-                        headers={"Retry-After": RETRY_AFTER} if status == 503 else None)
+    return JSONResponse(
+        {"error": message},
+        status_code=status,
+        headers={"Retry-After": RETRY_AFTER} if status == 503 else None,
+    )
 
 
 def create_app(crawl: CrawlDir, settings: Settings) -> ASGIApp:
@@ -362,8 +438,7 @@ def create_app(crawl: CrawlDir, settings: Settings) -> ASGIApp:
         headers = dict(exc.headers or {})
         if "GET" in headers.get("Allow", ""):  # HeadAsGet answers HEAD too
             headers["Allow"] = ", ".join(sorted({*headers["Allow"].split(", "), "HEAD"}))
-        return JSONResponse({"error": exc.detail}, status_code=exc.status_code,
-                            headers=headers)
+        return JSONResponse({"error": exc.detail}, status_code=exc.status_code, headers=headers)
 
     @app.exception_handler(RequestValidationError)
     async def bad_parameter(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -371,13 +446,16 @@ def create_app(crawl: CrawlDir, settings: Settings) -> ASGIApp:
 
     @app.get("/api/suggest", summary="Complete a prefix", responses=ERROR_RESPONSES)
     async def api_suggest(
-            q: Annotated[str, Query(description="the prefix typed so far")] = "",
-            n: Annotated[int, Query(ge=1, le=settings["suggest.max.count"])] =
-            settings["suggest.count"]) -> JSONResponse:
+        q: Annotated[str, Query(description="the prefix typed so far")] = "",
+        n: Annotated[int, Query(ge=1, le=settings["suggest.max.count"])] = settings[
+            "suggest.count"
+        ],
+    ) -> JSONResponse:
         """Fuzzy completions of a prefix."""
         if len(q) > settings["search.max.query.length"]:
-            return error_json(400, f"the prefix is longer than "
-                                   f"{settings['search.max.query.length']} characters")
+            return error_json(
+                400, f"the prefix is longer than {settings['search.max.query.length']} characters"
+            )
         try:
             found = suggestions.get().suggest(q, n)
         except SuggestError as exc:
@@ -387,16 +465,21 @@ def create_app(crawl: CrawlDir, settings: Settings) -> ASGIApp:
     @app.get("/cache")
     async def cache(request: Request) -> Response:
         url = request.query_params.get("url", "")
-        reply = await call_pool(pool, {"kind": "cache", "url": url}, False,
-                                request.scope["deadline"])
+        reply = await call_pool(
+            pool, {"kind": "cache", "url": url}, False, request.scope["deadline"]
+        )
         if reply.status != 200:
             return error_json(reply.status, reply.error or "")
         # the copy runs in a sandbox: no scripts, no requests to the page's site, its own origin
-        return Response(reply.body, media_type=safe_media_type(reply.head["content_type"]),
-                        headers={"Content-Security-Policy": "sandbox; default-src 'none'; "
-                                                            "style-src 'unsafe-inline'",
-                                 "X-Robots-Tag": "noindex",
-                                 "X-Filbert-Segment": reply.head["segment"]})
+        return Response(
+            reply.body,
+            media_type=safe_media_type(reply.head["content_type"]),
+            headers={
+                "Content-Security-Policy": "sandbox; default-src 'none'; style-src 'unsafe-inline'",
+                "X-Robots-Tag": "noindex",
+                "X-Filbert-Segment": reply.head["segment"],
+            },
+        )
 
     @app.get("/", response_class=HTMLResponse)
     async def search_page(request: Request) -> HTMLResponse:
@@ -405,7 +488,8 @@ def create_app(crawl: CrawlDir, settings: Settings) -> ASGIApp:
         status = 200
         try:  # the page takes q and offset, checked as the API checks them
             params = SearchParams.model_validate(
-                {"q": q, "offset": request.query_params.get("offset", 0)})
+                {"q": q, "offset": request.query_params.get("offset", 0)}
+            )
         except ValidationError as exc:
             context["error"], status = parameter_error(exc.errors()[0]), 400
         if status == 200 and q.strip():
@@ -419,8 +503,9 @@ def create_app(crawl: CrawlDir, settings: Settings) -> ASGIApp:
                 context["error"], status = reply.error, reply.status
             context["seconds"] = time.perf_counter() - start
         retry = {"Retry-After": RETRY_AFTER} if status == 503 else None
-        return templates.TemplateResponse(request, "search.html", context, status_code=status,
-                                          headers=retry)
+        return templates.TemplateResponse(
+            request, "search.html", context, status_code=status, headers=retry
+        )
 
     @app.get("/healthz")
     async def healthz() -> JSONResponse:
@@ -428,19 +513,24 @@ def create_app(crawl: CrawlDir, settings: Settings) -> ASGIApp:
         workers = pool.stats()
         if problem is None and not workers["light"]["alive"]:
             problem = "no search worker is running"
-        content = {"status": problem or "ok", "workers": workers,
-                   "query_log_dropped": service.log.dropped}
+        content = {
+            "status": problem or "ok",
+            "workers": workers,
+            "query_log_dropped": service.log.dropped,
+        }
         if problem is None:
             content["documents"] = crawl.index.meta().get("documents", 0)
         return JSONResponse(content, status_code=503 if problem else 200)
 
     SearchAPI.document(app)
-    return Deadline(SearchAPI(HeadAsGet(app), service, explain_max),
-                    settings["search.deadline.seconds"])
+    return Deadline(
+        SearchAPI(HeadAsGet(app), service, explain_max), settings["search.deadline.seconds"]
+    )
 
 
-def run_server(crawl: CrawlDir, settings: Settings, host: str = "127.0.0.1",
-               port: int = 8000) -> None:
+def run_server(
+    crawl: CrawlDir, settings: Settings, host: str = "127.0.0.1", port: int = 8000
+) -> None:
     """Serve until interrupted (web/server.py: uvicorn with connection guards)."""
     from filbert.web.server import serve
 

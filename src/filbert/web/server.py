@@ -11,8 +11,8 @@ import resource
 from typing import Any
 
 import uvicorn
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from starlette.types import ASGIApp
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from filbert.config import Settings
 
@@ -69,10 +69,11 @@ class GuardedProtocol(HttpToolsProtocol):
 
     def send_431_response(self) -> None:
         message = b"request headers too large"
-        self.transport.write(b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
-                             b"content-type: text/plain; charset=utf-8\r\n"
-                             b"content-length: %d\r\nconnection: close\r\n\r\n%s"
-                             % (len(message), message))
+        self.transport.write(
+            b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
+            b"content-type: text/plain; charset=utf-8\r\n"
+            b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(message), message)
+        )
         self.transport.close()
 
 
@@ -82,7 +83,8 @@ def guarded_protocol(settings: Settings, max_connections: int) -> type[GuardedPr
     attributes: dict[str, Any] = {
         "header_timeout": settings["server.header.timeout"],
         "max_header_bytes": settings["server.max.header.bytes"],
-        "max_connections": max_connections, "waiting": {},
+        "max_connections": max_connections,
+        "waiting": {},
     }
     return type("FilbertProtocol", (GuardedProtocol,), attributes)
 
@@ -102,6 +104,12 @@ def serve(app: ASGIApp, settings: Settings, host: str, port: int) -> None:
     """Serve until interrupted; logs only warnings (no access log: its arguments would be
     formatted for every request all the same)."""
     limit = connection_limit(settings["server.max.connections"])
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False,
-                http=guarded_protocol(settings, limit),
-                timeout_keep_alive=settings["server.keepalive.timeout"])
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        http=guarded_protocol(settings, limit),
+        timeout_keep_alive=settings["server.keepalive.timeout"],
+    )

@@ -48,11 +48,11 @@ if TYPE_CHECKING:  # imported where a worker opens the index
     from filbert.search.searcher import Searcher
 
 INTERNAL_ERROR = "internal error (see the server's log)"
-HEAVY_NICE = 10    # the heavy lane's CPU priority, below the light lane's (0)
-KILL_AFTER = 5.0   # a worker still busy this many deadlines after its request's is replaced
+HEAVY_NICE = 10  # the heavy lane's CPU priority, below the light lane's (0)
+KILL_AFTER = 5.0  # a worker still busy this many deadlines after its request's is replaced
 SERVICE_WEIGHT = 0.05  # weight of the newest request in a lane's moving average of service time
-HEADER = 8         # bytes of a message's length on a worker's socket
-CHUNK = 1 << 18    # bytes read from a worker's socket at a time
+HEADER = 8  # bytes of a message's length on a worker's socket
+CHUNK = 1 << 18  # bytes read from a worker's socket at a time
 RESPAWN_DELAY = 1.0  # seconds between attempts to start a worker that fails to start
 
 
@@ -67,7 +67,7 @@ class WorkerFailed(RuntimeError):
 @dataclass
 class Reply:
     status: int
-    head: dict[str, Any]   # total, matched_all, error, content_type, segment
+    head: dict[str, Any]  # total, matched_all, error, content_type, segment
     body: bytes
 
     @property
@@ -76,6 +76,7 @@ class Reply:
 
 
 # --- the worker process --------------------------------------------------------------
+
 
 class SearcherHolder(GenerationHolder["Searcher"]):
     """A worker's Searcher, kept on the index generation that is current; get() raises
@@ -107,7 +108,7 @@ def _worker_main(sock: socket.socket, crawl_path: str, values: dict[str, Any], n
     holder = SearcherHolder(CrawlDir(Path(crawl_path)), settings)
     try:
         holder.get()  # open the index now, not on the first query
-    except Exception:  # noqa: BLE001 - no index yet, or a damaged one: each request tells
+    except Exception:
         pass
     try:
         sock.sendall(frame(b"ready"))
@@ -146,9 +147,14 @@ def _answer(holder: SearcherHolder, request: dict[str, Any]) -> bytes:
     body = b""
     try:
         if request["kind"] == "search":
-            results = holder.get().search(request["q"], request["n"], request["offset"],
-                                          request["ranking"], request["explain"],
-                                          request["deadline"])
+            results = holder.get().search(
+                request["q"],
+                request["n"],
+                request["offset"],
+                request["ranking"],
+                request["explain"],
+                request["deadline"],
+            )
             head.update(total=results.total, matched_all=results.matched_all)
             body = orjson.dumps(results.to_dict())
         else:
@@ -166,13 +172,14 @@ def _answer(holder: SearcherHolder, request: dict[str, Any]) -> bytes:
         head.update(status=503, error="there is no index yet: run `filbert index`")
     except UserError as exc:  # e.g. a damaged file: its message names it, crawl-relative
         head.update(status=503, error=public_message(exc, holder.crawl.path))
-    except Exception:  # noqa: BLE001 - one request's bug must not stop the worker
+    except Exception:
         traceback.print_exc(file=sys.stderr)
         head.update(status=500, error=INTERNAL_ERROR)
     return orjson.dumps(head) + b"\n" + body
 
 
 # --- the server's side ---------------------------------------------------------------
+
 
 class Worker:
     """One worker process and the server's end of its socket (never blocking the loop)."""
@@ -215,8 +222,13 @@ class Worker:
 class Lane:
     """Workers of one kind and the requests waiting for them, oldest first."""
 
-    def __init__(self, name: str, size: int, queue_max: int,
-                 spawn: Callable[[socket.socket], multiprocessing.Process]):
+    def __init__(
+        self,
+        name: str,
+        size: int,
+        queue_max: int,
+        spawn: Callable[[socket.socket], multiprocessing.Process],
+    ):
         self.name = name
         self.size = size
         self.queue_max = queue_max
@@ -293,8 +305,12 @@ class Lane:
 
     def stats(self) -> dict[str, int]:
         alive = sum(worker.process.is_alive() for worker in self.workers)
-        return {"workers": self.size, "alive": alive, "idle": len(self.idle),
-                "waiting": len(self.waiting)}
+        return {
+            "workers": self.size,
+            "alive": alive,
+            "idle": len(self.idle),
+            "waiting": len(self.waiting),
+        }
 
 
 class WorkerPool:
@@ -306,16 +322,24 @@ class WorkerPool:
 
         def spawner(nice: int) -> Callable[[socket.socket], multiprocessing.Process]:
             def spawn(sock: socket.socket) -> multiprocessing.Process:
-                process = context.Process(target=_worker_main, daemon=True,
-                                          args=(sock, str(crawl.path), dict(settings), nice),
-                                          name="filbert-search")
+                process = context.Process(
+                    target=_worker_main,
+                    daemon=True,
+                    args=(sock, str(crawl.path), dict(settings), nice),
+                    name="filbert-search",
+                )
                 process.start()
                 return process
+
             return spawn
 
         self.light = Lane("light", light, settings["server.queue.max"], spawner(0))
-        self.heavy = Lane("heavy", settings["server.heavy.workers"],
-                          settings["server.heavy.queue.max"], spawner(HEAVY_NICE))
+        self.heavy = Lane(
+            "heavy",
+            settings["server.heavy.workers"],
+            settings["server.heavy.queue.max"],
+            spawner(HEAVY_NICE),
+        )
         self.deadline = settings["search.deadline.seconds"]
         self._started: asyncio.Future[None] | None = None
 
@@ -356,8 +380,9 @@ class WorkerPool:
         parsed = orjson.loads(head)
         return Reply(parsed.pop("status"), parsed, body)
 
-    async def _recover(self, lane: Lane, worker: Worker, receiving: asyncio.Future[bytes],
-                       sent: float) -> None:
+    async def _recover(
+        self, lane: Lane, worker: Worker, receiving: asyncio.Future[bytes], sent: float
+    ) -> None:
         """Waits for a late reply (discarded) and releases the worker; replaces it when it
         is still busy KILL_AFTER deadlines later."""
         try:
