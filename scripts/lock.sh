@@ -11,12 +11,12 @@ trap 'rm -rf "$TOOLS"' EXIT
 "$TOOLS/bin/pip" install -q pip==26.3 pip-tools==7.6.2
 # --all-build-deps --allow-unsafe: also pin the setuptools that builds filbert's C extension.
 "$TOOLS/bin/pip-compile" --quiet --no-header --no-emit-index-url --no-emit-find-links \
-  --extra test --extra bench --strip-extras --all-build-deps --allow-unsafe \
+  --extra test --extra bench --extra lint --strip-extras --all-build-deps --allow-unsafe \
   --output-file constraints.txt "$@" pyproject.toml
 {
   cat <<'EOF'
 # The exact version of every package scripts/setup.sh installs: filbert's dependencies, its
-# test and bench extras, everything they pull in, and the setuptools that builds filbert.
+# test, bench and lint extras, everything they pull in, and the setuptools that builds filbert.
 # pip takes it as constraints (-c, and --build-constraint for the build), so it installs only
 # what pyproject.toml asks for, at these versions.
 # Made by pip-compile (pip-tools): it resolves with pip itself under this machine's pip
