@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import duckdb
 import pyarrow as pa
@@ -55,6 +55,13 @@ def connect() -> duckdb.DuckDBPyConnection:
     con = _DATABASES[pid].cursor()
     con.execute("SET TimeZone = 'UTC'")
     return con
+
+
+def one_row(result: duckdb.DuckDBPyConnection) -> tuple[Any, ...]:
+    """The row of an executed query that returns exactly one (an aggregate, no GROUP BY)."""
+    row = result.fetchone()
+    assert row is not None, "the query returned no row"
+    return row
 
 
 @dataclass(frozen=True)

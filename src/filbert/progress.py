@@ -11,6 +11,7 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
 )
@@ -29,7 +30,7 @@ class RichReporter:
 
     def __init__(self) -> None:
         self.progress: Progress | None = None
-        self.task = None
+        self.task: TaskID | None = None
         self.ok = 0
         self.failed = 0
         self.shown = 0.0
@@ -61,6 +62,7 @@ class RichReporter:
         now = time.monotonic()
         if self.progress is not None and now - self.shown > REFRESH_SECONDS:  # redraws cost CPU
             self.shown = now
+            assert self.task is not None  # added with the progress bar
             task = self.progress.tasks[0]
             done = self.ok + self.failed
             rate = done / task.elapsed if task.elapsed else 0.0

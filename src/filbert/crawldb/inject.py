@@ -9,7 +9,15 @@ from pathlib import Path
 import pyarrow as pa
 
 from filbert import schemas
-from filbert.buckets import BucketTask, connect, params, parquet_relation, rewrite, write_result
+from filbert.buckets import (
+    BucketTask,
+    connect,
+    one_row,
+    params,
+    parquet_relation,
+    rewrite,
+    write_result,
+)
 from filbert.config import Settings
 from filbert.storage import CrawlDir
 from filbert.urls import (
@@ -80,7 +88,7 @@ def _merge_bucket(task: MergeTask) -> dict[str, int]:
         FROM {old.sql} o LEFT JOIN (SELECT fp AS nfp, lastmod FROM new) n ON n.nfp = o.fp
         UNION ALL BY NAME SELECT * FROM unseen"""
     write_result(con, sql, schemas.CRAWLDB, task.out, params(old, now=task.now))
-    return {"injected": con.execute("SELECT count(*) FROM unseen").fetchone()[0]}
+    return {"injected": one_row(con.execute("SELECT count(*) FROM unseen"))[0]}
 
 
 def merge_urls(crawl: CrawlDir, settings: Settings, urls: list[NewUrl]) -> int:

@@ -14,15 +14,11 @@ import asyncio
 import socket
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-
-try:
-    import uvloop
-except ImportError:  # pragma: no cover - uvloop is optional (not on Windows)
-    uvloop = None
+from typing import Any
 
 from filbert import __version__, schemas
 from filbert.config import Settings
@@ -48,6 +44,13 @@ from filbert.urls import (
     resolve_url,
     strip_port,
 )
+
+# uvloop's event loop when it is installed (it is optional: not on Windows)
+_run_loop: Callable[[Coroutine[Any, Any, None]], None]
+try:
+    from uvloop import run as _run_loop
+except ImportError:  # pragma: no cover
+    _run_loop = asyncio.run
 
 PERMANENT_REDIRECTS = {301, 308}
 TEMPORARY_REDIRECTS = {302, 303, 307}
@@ -215,7 +218,9 @@ class Fetcher:
         async def resolve(name: str) -> None:
             try:
                 info = await loop.getaddrinfo(name, None, type=socket.SOCK_STREAM)
-                self.addresses[name] = info[0][4][0]
+                address = info[0][4][0]
+                if isinstance(address, str):  # always, for AF_INET and AF_INET6 answers
+                    self.addresses[name] = address
             except OSError:
                 pass  # the fetch itself will report the DNS failure
 
@@ -421,8 +426,5 @@ def run_fetcher(
             await fetcher.fetch_all(items)
 
     start = time.monotonic()
-    if uvloop is not None:
-        uvloop.run(run())
-    else:
-        asyncio.run(run())
+    _run_loop(run())
     return time.monotonic() - start

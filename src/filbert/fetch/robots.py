@@ -177,12 +177,16 @@ def _path_params_query(url: str) -> str:
 
 def extract_user_agent(value: str) -> str:
     """The leading [a-zA-Z_-] characters of a user-agent value ("Foo Bar/1.0" -> "Foo")."""
-    return _PRODUCT.match(value).group()
+    product = _PRODUCT.match(value)
+    assert product is not None  # the pattern matches the empty string, so always matches
+    return product.group()
 
 
 def is_valid_user_agent_to_obey(agent: str | None) -> bool:
     """A product token we can obey: non-empty and only [a-zA-Z_-]."""
-    return bool(agent) and extract_user_agent(agent) == agent
+    if not agent:
+        return False
+    return extract_user_agent(agent) == agent
 
 
 # -- matching ----------------------------------------------------------------------
@@ -268,7 +272,8 @@ class _Matcher:
                     rules.add(_compile(pattern[: slash + 1] + "$", True))
         ordered = sorted(rules, key=lambda r: (-r[0], not r[1], r))
         self.empty = not ordered
-        short, buckets = ordered, {}
+        short = ordered
+        buckets: dict[str, list[_Rule]] = {}
         if len(ordered) > _BUCKET_MIN:
             short = []
             for rule in ordered:  # stays sorted within each list

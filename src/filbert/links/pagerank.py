@@ -80,7 +80,7 @@ def pagerank(
     )
 
 
-def compute_pagerank(crawl: CrawlDir, settings: Settings) -> dict[str, int | float]:
+def compute_pagerank(crawl: CrawlDir, settings: Settings) -> dict[str, int]:
     """Compute PageRank for the whole crawl, store it in webgraph/ and in crawldb scores."""
     crawl.require()
     buckets = crawl.buckets(settings)
@@ -105,8 +105,7 @@ def compute_pagerank(crawl: CrawlDir, settings: Settings) -> dict[str, int | flo
         tmp / WebGraph.EDGES,
     )
     stats = {"pages": n, "links": len(src), "iterations": result.iterations}
-    webgraph.publish(tmp, stats)
-    scores_file = str(webgraph.current() / WebGraph.SCORES)
+    scores_file = str(webgraph.publish(tmp, stats) / WebGraph.SCORES)
     with reading([*crawl.crawldb.files(), scores_file]):
         rewrite(
             crawl.crawldb,

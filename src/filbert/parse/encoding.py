@@ -161,7 +161,9 @@ _TLD = re.compile(r"^[a-z][a-z0-9-]*$")
 _URL_HOST = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://(?:[^@/?#]*@)?([^/?#:]*)")
 
 
-def _stray_bytes_as_cp1252(err: UnicodeDecodeError) -> tuple[str, int]:
+def _stray_bytes_as_cp1252(err: UnicodeError) -> tuple[str, int]:
+    if not isinstance(err, UnicodeDecodeError):  # only ever named when decoding
+        raise err
     return err.object[err.start : err.end].decode("cp1252", "replace"), err.end
 
 
@@ -187,9 +189,9 @@ def decode_text(
 def _decode(
     content: bytes, content_type: str | None, sniff_meta: bool, url: str | None
 ) -> tuple[str, str]:
-    for bom, codec in _BOMS:
+    for bom, bom_codec in _BOMS:
         if content.startswith(bom):
-            return content[len(bom) :].decode(codec, "replace"), codec
+            return content[len(bom) :].decode(bom_codec, "replace"), bom_codec
     for label in _declared(content, content_type, sniff_meta):
         codec = codec_for(label)
         if codec:

@@ -57,10 +57,10 @@ class _Outlinks:
         for url, anchor in links:
             if self.max_links >= 0 and len(kept) >= self.max_links:
                 break
-            url = self._clean(url)
-            if url is None or url in kept or (self.ignore_external and host_of(url) != host):
+            clean = self._clean(url)
+            if clean is None or clean in kept or (self.ignore_external and host_of(clean) != host):
                 continue
-            kept[url] = anchor[: self.max_anchor]
+            kept[clean] = anchor[: self.max_anchor]
         return list(kept.items())
 
     def _clean(self, url: str) -> str | None:

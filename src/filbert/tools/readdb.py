@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterator
 
 from filbert import schemas
-from filbert.buckets import Relation, connect, params, parquet_relation
+from filbert.buckets import Relation, connect, one_row, params, parquet_relation
 from filbert.storage import CrawlDir, reading
 from filbert.urls import domain_of, fingerprint, normalize_url
 
@@ -25,9 +25,9 @@ def crawldb_stats(crawl: CrawlDir, top_hosts: int = 10) -> dict:
 def _stats(crawl: CrawlDir, top_hosts: int) -> dict:
     con = connect()
     db = _relation(crawl)
-    total, min_score, avg_score, max_score = con.execute(
-        f"SELECT count(*), min(score), avg(score), max(score) FROM {db.sql}", db.params
-    ).fetchone()
+    total, min_score, avg_score, max_score = one_row(
+        con.execute(f"SELECT count(*), min(score), avg(score), max(score) FROM {db.sql}", db.params)
+    )
     status = dict(
         con.execute(
             f"SELECT status, count(*) FROM {db.sql} GROUP BY 1 ORDER BY 2 DESC", db.params
@@ -46,9 +46,9 @@ def _stats(crawl: CrawlDir, top_hosts: int) -> dict:
         FROM {db.sql} GROUP BY host ORDER BY urls DESC, host LIMIT $top""",
         params(db, top=int(top_hosts)),
     ).fetchall()
-    retrying = con.execute(
-        f"SELECT count(*) FROM {db.sql} WHERE retries > 0", db.params
-    ).fetchone()[0]
+    (retrying,) = one_row(
+        con.execute(f"SELECT count(*) FROM {db.sql} WHERE retries > 0", db.params)
+    )
     return {
         "total": total,
         "status": status,

@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterator
 
 from filbert import schemas
-from filbert.buckets import connect, params, parquet_relation
+from filbert.buckets import connect, one_row, params, parquet_relation
 from filbert.storage import CrawlDir, Segment, reading
 from filbert.tools.readdb import jsonable
 from filbert.urls import fingerprint, normalize_url
@@ -26,7 +26,7 @@ def _count(segment: Segment, sub: str) -> int | None:
     files = segment.parts(sub)
     part = parquet_relation("part", files, PARTS[sub])
     with reading(files):
-        return connect().execute(f"SELECT count(*) FROM {part.sql}", part.params).fetchone()[0]
+        return one_row(connect().execute(f"SELECT count(*) FROM {part.sql}", part.params))[0]
 
 
 def list_segments(crawl: CrawlDir) -> list[dict]:
