@@ -7,6 +7,7 @@ import zipfile
 from collections.abc import Sequence
 from operator import attrgetter
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import tantivy
@@ -24,7 +25,12 @@ class Columns:
     had no column access, so they are read by sorting all documents on each field; the index
     step does that once and saves them beside the shard (COLUMNS_FILE)."""
 
-    DTYPES = {"score": np.float64, "simhash": np.int64, "host_id": np.int64, "uid": np.int64}
+    DTYPES: ClassVar[dict[str, type[np.generic]]] = {
+        "score": np.float64,
+        "simhash": np.int64,
+        "host_id": np.int64,
+        "uid": np.int64,
+    }
 
     def __init__(self, values: dict[str, list[np.ndarray]]):
         """values[field][segment][doc]; a segment's fields are padded with zeros to the same
@@ -66,6 +72,7 @@ class Columns:
     def save(self, path: Path) -> None:
         np.savez(
             path,
+            allow_pickle=False,  # as np.load reads it; naming it keeps ** off that parameter
             **{
                 f"{name}:{i}": flat[start : start + size]
                 for name, flat in self._flat.items()

@@ -76,6 +76,21 @@ def stored_doc(
         raise _damaged(index_dir / shard_name(shard), exc) from exc
 
 
+def stored_str(doc: tantivy.Document, name: str) -> str:
+    """A keyword field's value in a document that stores it (the index step writes the url,
+    host, lang and segment of every page)."""
+    value = doc.get_first(name)
+    assert isinstance(value, str), f"the document stores no {name}"
+    return value
+
+
+def stored_text(doc: tantivy.Document, name: str) -> str:
+    """A STORED_TEXT field's value (kept as UTF-8 bytes; the index step writes both)."""
+    value = doc.get_first(name)
+    assert isinstance(value, bytes), f"the document stores no {name}"
+    return value.decode()
+
+
 _TANTIVY_FILE = re.compile(r'filepath: "([^"]+)"')
 # the cause inside tantivy's error: `error: "..."`, `error: Error("...", ...)` or `occurred: '...'`
 _TANTIVY_CAUSE = re.compile(r"""error: (?:Error\()?"([^"]+)"|occurred: '([^']+)'""")

@@ -9,7 +9,7 @@ import tantivy
 
 from filbert import schemas
 from filbert.buckets import connect, params, parquet_relation
-from filbert.index.schema import stored_doc
+from filbert.index.schema import stored_doc, stored_str
 from filbert.storage import CrawlDir, CrawlDirError, Segment, reading
 from filbert.urls import fingerprint
 
@@ -34,7 +34,7 @@ def cached_page(
     query = tantivy.Query.term_query(schema, "url", url)
     for shard, searcher in enumerate(shards):
         for _, address in searcher.search(query, limit=1).hits:
-            segment = stored_doc(searcher, address, generation, shard).get_first("segment")
+            segment = stored_str(stored_doc(searcher, address, generation, shard), "segment")
             return _content(crawl, url, segment)
     return None
 

@@ -374,8 +374,9 @@ class QueryBuilder:
                 options.append(self._word(set(terms)))
                 continue
             extra = CJK_PHRASE_SLOP if HAN_RUN.search("".join(terms)) else 0
+            words: list[str | tuple[int, str]] = list(terms)  # phrase_query's (invariant) type
             for name in fields:
-                phrase = Query.phrase_query(self.schema, name, terms, slop + extra)
+                phrase = Query.phrase_query(self.schema, name, words, slop + extra)
                 options.append(Query.boost_query(phrase, self.boosts[name]))
         return options
 

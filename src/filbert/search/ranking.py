@@ -103,7 +103,8 @@ class Reranker:
         if self.per_host <= 0:
             return ordered
         seen: dict[int, int] = {}
-        first, later = [], []
+        first: list[Candidate] = []
+        later: list[Candidate] = []
         for candidate in ordered:
             count = seen[candidate.host] = seen.get(candidate.host, 0) + 1
             (first if count <= self.per_host else later).append(candidate)

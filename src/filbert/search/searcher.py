@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 from functools import partial
 from operator import attrgetter
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -28,6 +29,8 @@ from filbert.index.schema import (
     open_shards,
     shard_name,
     stored_doc,
+    stored_str,
+    stored_text,
 )
 from filbert.search.cache import CachedPage, cached_page
 from filbert.search.query import (
@@ -40,6 +43,9 @@ from filbert.search.query import (
 from filbert.search.ranking import Candidate, Reranker, hit_candidates
 from filbert.search.snippets import make_snippet
 from filbert.storage import CrawlDir, WebGraph, reading
+
+if TYPE_CHECKING:
+    from filbert.search.hits import LinkGraph
 
 MAX_RESULTS = 100
 # the language penalty is applied after tantivy, to this share more candidates than needed,
@@ -103,6 +109,14 @@ def _check(deadline: float | None) -> None:
         raise SearchTimeout
 
 
+def match_count(result: tantivy.SearchResult) -> int:
+    """The match count of a search run with count=True: tantivy-py's SearchResult has it then
+    (None otherwise), though its type stubs leave the attribute out."""
+    count = result.count  # type: ignore[attr-defined]  # present at runtime, missing from the stub
+    assert isinstance(count, int), "searched without count=True"
+    return count
+
+
 def main_languages(counts: dict[str, int], min_share: float) -> list[str]:
     """The index's languages with at least min_share of its documents (a query whose language
     cannot be told is analyzed in each; stray misidentified pages should not multiply that)."""
@@ -147,9 +161,9 @@ class Searcher:
         self.languages = main_languages(
             self.language_counts, self.settings["search.languages.min.share"]
         )
-        self._graph = None
+        self._graph: LinkGraph | None = None
 
-    def link_graph(self):
+    def link_graph(self) -> LinkGraph:
         """The webgraph `filbert pagerank` stored, loaded on first use (for HITS)."""
         from filbert.search.hits import LinkGraph  # scipy: only when asked for
 
@@ -275,7 +289,7 @@ class Searcher:
         ):
             return None
         others = [lang for lang in self.language_counts if lang != analyzed.lang]
-        return others + [""] if sum(self.language_counts.values()) < self.documents else others
+        return [*others, ""] if sum(self.language_counts.values()) < self.documents else others
 
     def _retrieve(
         self, analyzed: AnalyzedQuery, conjunction: bool, depth: int
@@ -285,7 +299,7 @@ class Searcher:
         others = self.other_languages(analyzed)
         if others is None:
             top = partial(self._top, self.builder.build(analyzed, conjunction), depth)
-        elif 1 - self.language_counts[analyzed.lang] / self.documents > PENALTY_MARGIN / 2:
+        elif 1 - self.language_counts[analyzed.lang or ""] / self.documents > PENALTY_MARGIN / 2:
             top = partial(self._top, self.builder.build(analyzed, conjunction, others), depth)
         else:
             top = partial(
@@ -309,7 +323,7 @@ class Searcher:
     def _top(self, query: tantivy.Query, depth: int, shard: int) -> tuple[int, list[Candidate]]:
         """The shard's match count and top `depth` pages."""
         result = self.shards[shard].search(query, limit=max(1, depth), count=True)  # tantivy: >= 1
-        return result.count, hit_candidates(self.columns(shard), shard, result.hits)
+        return match_count(result), hit_candidates(self.columns(shard), shard, result.hits)
 
     def _top_penalized(
         self,
@@ -338,7 +352,7 @@ class Searcher:
             candidate.text_score = float(np.float32(candidate.text_score) - penalty)
         if flagged:
             candidates.sort(key=lambda c: (-c.text_score, c.segment, c.doc))
-        return result.count, candidates[:depth]
+        return match_count(result), candidates[:depth]
 
     def _other_pages(self, shard: int, others: list[str]) -> frozenset[int]:
         """The uids of the shard's pages in `others` (read once: the others are the same
@@ -350,7 +364,7 @@ class Searcher:
                 if key not in self._other_uids:
                     searcher = self.shards[shard]
                     query = self.builder.in_languages(others)
-                    count = searcher.search(query, limit=1, count=True).count
+                    count = match_count(searcher.search(query, limit=1, count=True))
                     hits = searcher.search(query, limit=max(1, count)).hits
                     pages = hit_candidates(columns, shard, hits)
                     self._other_uids[key] = frozenset(page.uid for page in pages)
@@ -358,20 +372,23 @@ class Searcher:
 
     def columns(self, shard: int) -> Columns:
         """The shard's fast-field columns: saved by the index step, read once otherwise."""
-        if self._columns[shard] is None:
+        columns = self._columns[shard]
+        if columns is None:
             with self._lock:
-                if self._columns[shard] is None:
+                columns = self._columns[shard]
+                if columns is None:
                     saved = self.generation / shard_name(shard) / COLUMNS_FILE
-                    self._columns[shard] = (
+                    columns = (
                         Columns.load(saved) if saved.exists() else Columns.read(self.shards[shard])
                     )
-        return self._columns[shard]
+                    self._columns[shard] = columns
+        return columns
 
     def _by_authority(self, ranked: list[Candidate]) -> list[Candidate]:
         """Re-orders the root set (the top results) by HITS authority over its base set."""
         graph = self.link_graph()
         root = ranked[: self.hits_root]
-        urls = [self._doc(c).get_first("url") for c in root]
+        urls = [stored_str(self._doc(c), "url") for c in root]
         base = graph.base_set(
             [graph.ids[url] for url in urls if url in graph.ids], self.hits_inlinks
         )
@@ -399,10 +416,10 @@ class Searcher:
     ) -> Hit:
         """The hit for a candidate; `explain`: the first phase's query, to explain its score."""
         doc = self._doc(candidate)
-        url = doc.get_first("url")
+        url = stored_str(doc, "url")
         lang = doc.get_first("lang") or ""
-        title = doc.get_first("title_text").decode()
-        body = doc.get_first("body_text").decode()
+        title = stored_text(doc, "title_text")
+        body = stored_text(doc, "body_text")
         snippet = make_snippet(body, lang, analyzed.terms, analyzed.probes, self.snippet_chars)
         explanation = None
         if explain is not None:

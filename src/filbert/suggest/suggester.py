@@ -206,7 +206,9 @@ class Suggester:
         """Write the dictionary as one file in `directory` (which must exist)."""
         path = directory / FILE
         with open(path, "wb") as out:
-            np.savez(out, format=np.int64(FORMAT), **self._saved())
+            # allow_pickle=False as load() reads: naming it also keeps mypy from binding
+            # the ** arrays to that parameter
+            np.savez(out, allow_pickle=False, format=np.int64(FORMAT), **self._saved())
         return path
 
     def _saved(self) -> dict[str, np.ndarray]:

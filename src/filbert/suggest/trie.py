@@ -263,12 +263,13 @@ def _breadth_first(lo: np.ndarray, parent: np.ndarray) -> tuple[np.ndarray, np.n
     by_parent = others[np.lexsort((lo[others], parent[others]))]
     counts = np.bincount(parent[others], minlength=len(lo))
     first = np.concatenate([[0], np.cumsum(counts)])  # children of old v: by_parent[first[v]:...]
-    order, level = [], np.zeros(1, np.int64)
+    levels: list[np.ndarray] = []
+    level = np.zeros(1, np.int64)
     while len(level):
-        order.append(level)
+        levels.append(level)
         begin, n = first[level], counts[level]
         offsets = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
         level = by_parent[np.repeat(begin, n) + offsets]
-    order = np.concatenate(order)
+    order = np.concatenate(levels)
     first_child = np.concatenate([[1], 1 + np.cumsum(counts[order])]).astype(np.int32)
     return order, first_child

@@ -22,7 +22,7 @@ from rich import box
 from rich.table import Table
 
 from filbert.errors import UserError
-from filbert.index.schema import open_shards
+from filbert.index.schema import open_shards, stored_str, stored_text
 from filbert.storage import CrawlDir
 
 K = 10
@@ -118,7 +118,7 @@ def evaluate(
 
 
 def languages(items: Iterable[KnownItem]) -> list[str]:
-    return sorted({item.lang for item in items}) + [ALL]
+    return [*sorted({item.lang for item in items}), ALL]
 
 
 def _mask(run: Run, lang: str) -> np.ndarray:
@@ -205,7 +205,7 @@ class PlainIndex:
     def search(self, text: str) -> list[str]:
         query, _errors = self.index.parse_query_lenient(text, ["body"])
         hits = self.searcher.search(query, limit=K).hits
-        return [self.searcher.doc(addr).get_first("url") for _, addr in hits]
+        return [stored_str(self.searcher.doc(addr), "url") for _, addr in hits]
 
     def close(self) -> None:
         self._dir.cleanup()
@@ -219,4 +219,4 @@ def stored_documents(index_dir: Path) -> Iterable[tuple[str, str]]:
             continue
         for _, addr in searcher.search(tantivy.Query.all_query(), limit=searcher.num_docs).hits:
             doc = searcher.doc(addr)
-            yield doc.get_first("url"), doc.get_first("body_text").decode()
+            yield stored_str(doc, "url"), stored_text(doc, "body_text")
