@@ -28,6 +28,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic_core import ErrorDetails
 from starlette.datastructures import QueryParams
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -219,7 +220,7 @@ class SearchParams(BaseModel):
         )
 
 
-def parameter_error(error: dict) -> str:
+def parameter_error(error: ErrorDetails) -> str:
     """One line for the first parameter FastAPI found wrong, in the API's words."""
     name, kind, value = error["loc"][-1], error["type"], str(error.get("input", ""))[:20]
     bounds = {"greater_than_equal": "at least {ge}", "less_than_equal": "at most {le}"}
@@ -335,17 +336,18 @@ class SearchAPI:
         generate = app.openapi
 
         def openapi() -> dict[str, Any]:
-            if app.openapi_schema is None:
-                spec = generate()
+            spec = app.openapi_schema
+            if spec is None:
+                spec = generate()  # kept as app.openapi_schema, so the additions stay
                 results = TypeAdapter(SearchResults).json_schema(
                     ref_template="#/components/schemas/{model}"
                 )
                 schemas = spec.setdefault("components", {}).setdefault("schemas", {})
                 schemas.update(results.pop("$defs"), SearchResults=results)
                 spec["paths"][cls.PATH] = {"get": search_operation()}
-            return app.openapi_schema
+            return spec
 
-        app.openapi = openapi
+        app.openapi = openapi  # type: ignore[method-assign]  # FastAPI's way to extend the document
 
 
 def search_operation() -> dict[str, Any]:

@@ -34,7 +34,9 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -106,10 +108,8 @@ def _worker_main(sock: socket.socket, crawl_path: str, values: dict[str, Any], n
     settings = Settings(values)
     set_cache_limit(settings["server.cache.words"])
     holder = SearcherHolder(CrawlDir(Path(crawl_path)), settings)
-    try:
+    with suppress(Exception):  # a failure is answered to each request instead
         holder.get()  # open the index now, not on the first query
-    except Exception:
-        pass
     try:
         sock.sendall(frame(b"ready"))
         while request := _read_message(sock):
@@ -184,7 +184,7 @@ def _answer(holder: SearcherHolder, request: dict[str, Any]) -> bytes:
 class Worker:
     """One worker process and the server's end of its socket (never blocking the loop)."""
 
-    def __init__(self, spawn: Callable[[socket.socket], multiprocessing.Process]):
+    def __init__(self, spawn: Callable[[socket.socket], BaseProcess]):
         ours, theirs = socket.socketpair()
         self.process = spawn(theirs)
         theirs.close()
@@ -227,7 +227,7 @@ class Lane:
         name: str,
         size: int,
         queue_max: int,
-        spawn: Callable[[socket.socket], multiprocessing.Process],
+        spawn: Callable[[socket.socket], BaseProcess],
     ):
         self.name = name
         self.size = size
@@ -320,8 +320,8 @@ class WorkerPool:
         context = multiprocessing.get_context("spawn")  # never fork a running event loop
         light = settings["server.search.workers"] or os.cpu_count() or 1
 
-        def spawner(nice: int) -> Callable[[socket.socket], multiprocessing.Process]:
-            def spawn(sock: socket.socket) -> multiprocessing.Process:
+        def spawner(nice: int) -> Callable[[socket.socket], BaseProcess]:
+            def spawn(sock: socket.socket) -> BaseProcess:
                 process = context.Process(
                     target=_worker_main,
                     daemon=True,
