@@ -92,7 +92,7 @@ def section(
         "",
         "| ranking | " + " | ".join(langs) + " |",
         "|---|" + "---:|" * len(langs),
-        "| full | " + " | ".join(f"{ev.scores(full, l).mrr:.3f}" for l in langs) + " |",
+        "| full | " + " | ".join(f"{ev.scores(full, lang).mrr:.3f}" for lang in langs) + " |",
     ]
     others = [
         (f"without {signal}", run(crawl, items, overrides, signal))
@@ -108,7 +108,7 @@ def section(
                 f"[{diff.low:+.3f}, {diff.high:+.3f}])"
             )
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    return lines + [""]
+    return [*lines, ""]
 
 
 def main() -> None:
@@ -123,8 +123,10 @@ def main() -> None:
     if args.tune_pagerank:
         return tune(args)
     lines = [
-        "MRR@10 per language; in brackets the change against the full ranking with its "
-        "95 % paired-bootstrap CI.",
+        (
+            "MRR@10 per language; in brackets the change against the full ranking with its "
+            "95 % paired-bootstrap CI."
+        ),
         "",
     ]
     for directory, sets in crawls(args):
@@ -164,8 +166,10 @@ def per_query(crawl: CrawlDir, items: list[ev.KnownItem]) -> list[str]:
     full = Searcher(crawl, load_settings(crawl.path))
     bare = Searcher(crawl, load_settings(crawl.path, ["search.pagerank.weight=0"]))
     lines = [
-        "| site | lang | query | rank | rank without PR | home: text+prox, pr | "
-        "first without PR: text+prox, pr |",
+        (
+            "| site | lang | query | rank | rank without PR | home: text+prox, pr | "
+            "first without PR: text+prox, pr |"
+        ),
         "|---|---|---|---:|---:|---|---|",
     ]
     for item, site in zip(items, by_site(items)):
@@ -207,8 +211,10 @@ def tune(args: argparse.Namespace) -> None:
         "",
         *per_query(crawl, items),
         "",
-        f"Grid on the tuning half ({len(tuning)} queries, crc32 of the line even), "
-        f"MRR@10 (default: weight 1, half 1):",
+        (
+            f"Grid on the tuning half ({len(tuning)} queries, crc32 of the line even), "
+            f"MRR@10 (default: weight 1, half 1):"
+        ),
         "",
         "| weight \\ half | " + " | ".join(map(str, GRID_HALVES)) + " |",
         "|---|" + "---:|" * len(GRID_HALVES),
@@ -226,8 +232,10 @@ def tune(args: argparse.Namespace) -> None:
         lines.append(f"| {weight} | " + " | ".join(cells) + " |")
     lines += [
         "",
-        f"Without PageRank on the tuning half: {base_mrr:.3f}; best: "
-        f"{' '.join(best)} ({best_mrr:.3f}).",
+        (
+            f"Without PageRank on the tuning half: {base_mrr:.3f}; best: "
+            f"{' '.join(best)} ({best_mrr:.3f})."
+        ),
         "",
     ]
     default_run = run(crawl, held_out, [], "default")

@@ -114,8 +114,10 @@ def main() -> None:
     docs = load_documents()
     raw = tantivy_tokenizer()
     lines = [
-        "| language | docs | chars | filbert cold (M chars/s) | filbert warm | "
-        "tantivy default (M chars/s) | warm ratio |",
+        (
+            "| language | docs | chars | filbert cold (M chars/s) | filbert warm | "
+            "tantivy default (M chars/s) | warm ratio |"
+        ),
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for lang, items in docs.items():
@@ -141,9 +143,11 @@ def main() -> None:
     ours_dps, raw_dps = statistics.median(ours_runs), statistics.median(raw_runs)
     lines += [
         "",
-        f"Indexing {len(everything)} documents (median of {args.repeat}): filbert "
-        f"{ours_dps:,.0f} docs/s, raw tantivy {raw_dps:,.0f} docs/s, "
-        f"**ratio {ours_dps / raw_dps:.2f}** (target >= 0.50)",
+        (
+            f"Indexing {len(everything)} documents (median of {args.repeat}): filbert "
+            f"{ours_dps:,.0f} docs/s, raw tantivy {raw_dps:,.0f} docs/s, "
+            f"**ratio {ours_dps / raw_dps:.2f}** (target >= 0.50)"
+        ),
     ]
     report = "\n".join(lines)
     print(report)

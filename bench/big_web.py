@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import random
@@ -132,7 +133,7 @@ def serve(args: argparse.Namespace) -> None:
     """Server process: listen on every host address, log request times per host."""
     from aiohttp import web
 
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     site = Web(args.hosts, args.pages_per_host, args.port, args.seed)
     by_address = {host_address(h): h for h in range(1, args.hosts + 1)}
@@ -382,7 +383,7 @@ def politeness(server_log: dict, delay: float, round_starts: list[float]) -> dic
     for host, times in server_log["pages"].items():
         times = sorted(times)
         host_min = float("inf")
-        for a, b in zip(times, times[1:]):
+        for a, b in itertools.pairwise(times):
             gaps += 1
             host_min = min(host_min, b - a)
             if b - a < min_gap:
@@ -513,16 +514,16 @@ def run(args: argparse.Namespace) -> None:
         f"fetcher.server.delay={args.delay}",
         "-D",
         "db.ignore.external.links=false",
-        *sum((["-D", d] for d in args.define), []),
+        *(part for d in args.define for part in ("-D", d)),
         "--no-index",
     ]
     env = {**os.environ, "COLUMNS": "240", "NO_COLOR": "1"}
     load_before, revision = os.getloadavg()[0], code_state()
     started = time.monotonic()
     server_cpu0 = proc_stat(server.pid)[1]
-    crawl = subprocess.Popen(
-        cmd, stdout=open(workdir / "crawl.out", "w"), stderr=subprocess.PIPE, env=env
-    )
+    # the child keeps its own copy of the descriptor; ours can close once it has started
+    with open(workdir / "crawl.out", "w") as out:
+        crawl = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE, env=env)
     monitor = Monitor(crawl.pid, server.pid, workdir / "crawl.err", args.interval)
     follower = threading.Thread(target=monitor.follow, args=(crawl.stderr,), daemon=True)
     sampler = threading.Thread(target=monitor.sample, daemon=True)
@@ -578,9 +579,11 @@ def run(args: argparse.Namespace) -> None:
         ("fetched per host min / max", f"{db['min_per_host']} / {db['max_per_host']}"),
         (
             "server: page / robots.txt requests",
-            f"{server_log['counts']['pages']} / {server_log['counts']['robots']}"
-            f" (repeats {server_log['counts']['repeats']},"
-            f" 404 {server_log['counts']['not_found']})",
+            (
+                f"{server_log['counts']['pages']} / {server_log['counts']['robots']}"
+                f" (repeats {server_log['counts']['repeats']},"
+                f" 404 {server_log['counts']['not_found']})"
+            ),
         ),
         ("rounds", len(monitor.rounds)),
         ("wall s", f"{wall:.1f}"),
@@ -589,8 +592,10 @@ def run(args: argparse.Namespace) -> None:
         ("pages per CPU-s", f"{pages / crawl_cpu:.1f}"),
         (
             "server CPU s during the crawl",
-            f"{server_cpu_crawl:.1f} ({server_cpu_crawl / wall:.0%} of one core, "
-            f"{1000 * server_cpu_crawl / max(1, requests):.2f} ms per request)",
+            (
+                f"{server_cpu_crawl:.1f} ({server_cpu_crawl / wall:.0%} of one core, "
+                f"{1000 * server_cpu_crawl / max(1, requests):.2f} ms per request)"
+            ),
         ),
         (
             "load average before / after (other work on the machine)",
@@ -604,8 +609,10 @@ def run(args: argparse.Namespace) -> None:
         ("peak PSS, process tree (MB)", peak_pss // 1024),
         (
             f"politeness: min gap between page requests to one host (delay {args.delay} s)",
-            f"{polite['min_gap']:.4f} s over {polite['gaps']} gaps; median per-host min "
-            f"{polite['median_host_min_gap']:.4f} s",
+            (
+                f"{polite['min_gap']:.4f} s over {polite['gaps']} gaps; median per-host min "
+                f"{polite['median_host_min_gap']:.4f} s"
+            ),
         ),
         (
             "politeness check",
@@ -673,13 +680,17 @@ def run(args: argparse.Namespace) -> None:
         )
         curve = rss_curve(monitor.samples)
         section = [
-            f"\n## Big web: {args.hosts} hosts x {args.pages_per_host + 1} pages, politeness "
-            f"{args.delay} s ({datetime.now(UTC):%Y-%m-%d %H:%M} UTC)\n",
+            (
+                f"\n## Big web: {args.hosts} hosts x {args.pages_per_host + 1} pages, politeness "
+                f"{args.delay} s ({datetime.now(UTC):%Y-%m-%d %H:%M} UTC)\n"
+            ),
             f"Command: `{command}`  ",
             f"Crawl: `{crawl_cmd}`  ",
             f"filbert code: {revision}  ",
-            f"Machine: {os.cpu_count()} CPUs; server: one aiohttp process, {args.hosts} listening sockets "
-            f"on 127.1.x.y:{args.port}  ",
+            (
+                f"Machine: {os.cpu_count()} CPUs; server: one aiohttp process, {args.hosts} listening sockets "
+                f"on 127.1.x.y:{args.port}  "
+            ),
             "",
             *md_table(["figure", "value"], [[k, v] for k, v in figures]),
             "",
@@ -693,8 +704,10 @@ def run(args: argparse.Namespace) -> None:
             "",
             f"Memory over time, the peak of every {curve[0]} s: crawl process RSS MB: {curve[1]}  ",
             f"process tree PSS MB: {curve[2]}  ",
-            "(politeness bound: (the most URLs one host has in the round's fetch list - 1) x the delay; "
-            "tree = the crawl process and its process-pool workers)",
+            (
+                "(politeness bound: (the most URLs one host has in the round's fetch list - 1) x the delay; "
+                "tree = the crawl process and its process-pool workers)"
+            ),
         ]
         new_file = not RESULTS.exists() or RESULTS.stat().st_size == 0
         with open(RESULTS, "a", encoding="utf-8") as handle:
@@ -713,7 +726,7 @@ def code_state() -> str:
 
     def git(*a: str) -> str:
         return subprocess.run(
-            ["git", "-C", str(ROOT), *a], capture_output=True, text=True
+            ["git", "-C", str(ROOT), *a], capture_output=True, text=True, check=False
         ).stdout.strip()
 
     dirty = git("status", "--porcelain", "--", "src").splitlines()

@@ -49,6 +49,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import ClassVar
 from urllib.parse import urldefrag, urljoin
 
 HERE = Path(__file__).resolve().parent
@@ -93,8 +94,8 @@ def scrapy_child(seed: str, feed: str, stats_out: str, overrides: list[str]) -> 
 
     class HandbookSpider(CrawlSpider):
         name = "handbook"
-        allowed_domains = ["127.0.0.1"]
-        start_urls = [seed]
+        allowed_domains: ClassVar[list[str]] = ["127.0.0.1"]
+        start_urls: ClassVar[list[str]] = [seed]
         rules = (Rule(LinkExtractor(allow=allow), callback="parse_page", follow=True),)
 
         def parse_start_url(self, response):
@@ -144,7 +145,9 @@ def ensure_bench_venv(with_py_spy: bool = False) -> None:
     need = []
     if (
         not SCRAPY_PYTHON.exists()
-        or subprocess.run([SCRAPY_PYTHON, "-c", "import scrapy"], capture_output=True).returncode
+        or subprocess.run(
+            [SCRAPY_PYTHON, "-c", "import scrapy"], capture_output=True, check=False
+        ).returncode
     ):
         need.append(SCRAPY_REQUIREMENT)
     if with_py_spy and not PY_SPY.exists():
@@ -351,7 +354,7 @@ def filbert_cmd(seed: str, crawl_dir: Path, defines: list[str]) -> list:
     ]
     for d in FILBERT_DEFINES + defines:
         cmd += ["-D", d]
-    return cmd + ["--no-index"]
+    return [*cmd, "--no-index"]
 
 
 FILBERT_ENV: dict | None = None  # set by --filbert-src
@@ -628,8 +631,10 @@ def stage_run(nginx: Nginx, workdir: Path, defines: list[str]) -> tuple[str, flo
     if PARSING in data["steps"]:
         rows.append((PARSING, *data["steps"][PARSING]))
     lines = [
-        f"CPU by crawl step (getrusage of the filbert process and its process pools; "
-        f"wall {wall:.1f} s, CPU {cpu:.2f} s):",
+        (
+            f"CPU by crawl step (getrusage of the filbert process and its process pools; "
+            f"wall {wall:.1f} s, CPU {cpu:.2f} s):"
+        ),
         "",
         "| step | calls | CPU s | share | wall s |",
         "|---|---:|---:|---:|---:|",
@@ -661,7 +666,7 @@ def profile_filbert(nginx: Nginx, workdir: Path, defines: list[str], rate: int) 
         "--",
         *filbert_cmd(nginx.seed, workdir / "filbert-profile", defines),
     ]
-    wall, cpu, code = timed(cmd, log, FILBERT_ENV)
+    wall, _cpu, code = timed(cmd, log, FILBERT_ENV)
     if code or not raw.exists():
         sys.exit(f"py-spy run failed ({code}); see {log}:\n{log.read_text()[-3000:]}")
     print(
@@ -743,7 +748,9 @@ def summarize_profile(raw: Path, rate: int, cpu_total: float | None = None) -> s
 
 def versions(filbert_src: str | None) -> dict[str, str]:
     def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout
+        return subprocess.run(
+            ["git", *args], cwd=ROOT, capture_output=True, text=True, check=False
+        ).stdout
 
     if filbert_src:
         out = {
@@ -751,7 +758,7 @@ def versions(filbert_src: str | None) -> dict[str, str]:
             f"{git('rev-parse', '--short', 'HEAD').strip()}"
         }
     else:
-        dirty = [l[3:] for l in git("status", "--porcelain", "--", "src").splitlines()]
+        dirty = [line[3:] for line in git("status", "--porcelain", "--", "src").splitlines()]
         out = {
             "filbert code": f"working tree at {git('rev-parse', '--short', 'HEAD').strip()}"
             + (f" + uncommitted changes in {', '.join(dirty)}" if dirty else "")
@@ -771,15 +778,17 @@ def versions(filbert_src: str | None) -> dict[str, str]:
             "print(platform.python_version(), "
             f"*[f'{{n}} {{m.version(n)}}' for n in {mods.replace('_', '-').split()!r}], sep=', ')"
         )
-        res = subprocess.run([python, "-c", code], capture_output=True, text=True)
+        res = subprocess.run([python, "-c", code], capture_output=True, text=True, check=False)
         out[name] = "Python " + res.stdout.strip() if res.returncode == 0 else "?"
-    nginx = subprocess.run(["nginx", "-v"], capture_output=True, text=True).stderr.strip()
+    nginx = subprocess.run(
+        ["nginx", "-v"], capture_output=True, text=True, check=False
+    ).stderr.strip()
     out["nginx"] = nginx.split("/")[-1]
     cpu = next(
         (
-            l.split(":", 1)[1].strip()
-            for l in Path("/proc/cpuinfo").read_text().splitlines()
-            if l.startswith("model name")
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
         ),
         platform.machine(),
     )
@@ -812,9 +821,11 @@ def median_of(runs: list[Run], crawler: str) -> Run | None:
 
 def page_check(truth: set[str], runs: list[Run], origin: str) -> list[str]:
     lines = [
-        f"Pages reachable from the seed (offline walk of <a>/<area> links over the files): "
-        f"{len(truth)} = 1 generated index + {len(truth) - 1} handbook pages "
-        f"(of {sum(1 for _ in HANDBOOK.rglob('*.html'))} .html files on disk)."
+        (
+            f"Pages reachable from the seed (offline walk of <a>/<area> links over the files): "
+            f"{len(truth)} = 1 generated index + {len(truth) - 1} handbook pages "
+            f"(of {sum(1 for _ in HANDBOOK.rglob('*.html'))} .html files on disk)."
+        )
     ]
     seen = set()
     for r in runs:

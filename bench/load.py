@@ -305,7 +305,9 @@ def ensure_crawl(crawl: Path, cache: Path, env: dict) -> None:
     with running(static, env, None, f"{base}/python/index.html"):
         start = time.perf_counter()
         with log.open("w") as out:
-            done = subprocess.run(command, env=env, stdout=out, stderr=subprocess.STDOUT)
+            done = subprocess.run(
+                command, env=env, stdout=out, stderr=subprocess.STDOUT, check=False
+            )
     if done.returncode or CrawlDir(crawl).index.current() is None:
         tail = "\n".join(log.read_text().splitlines()[-20:])
         sys.exit(f"the crawl failed ({done.returncode}):\n{tail}")
@@ -686,9 +688,11 @@ class Context:
 
 
 MIXED_HEADER = [
-    "| clients | requests | queries/s | p50 ms | p99 ms | max ms | light p50 ms | "
-    "heavy p50 ms | 200 | 503 | other statuses | connection errors | "
-    "server RSS peak MB | server CPU | client CPU |",
+    (
+        "| clients | requests | queries/s | p50 ms | p99 ms | max ms | light p50 ms | "
+        "heavy p50 ms | 200 | 503 | other statuses | connection errors | "
+        "server RSS peak MB | server CPU | client CPU |"
+    ),
     "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---:|",
 ]
 
@@ -757,9 +761,11 @@ def heavy_row(heavy: int, run: Run, unloaded: np.ndarray) -> str:
 
 def part_heavy(ctx: Context) -> Report:
     lines = [
-        "| heavy clients | light queries | light p50 ms | light p99 ms | p50 / unloaded | "
-        "p99 / unloaded | heavy answered | heavy p50 ms | /healthz p50 ms | "
-        "/healthz p99 ms | errors |",
+        (
+            "| heavy clients | light queries | light p50 ms | light p99 ms | p50 / unloaded | "
+            "p99 / unloaded | heavy answered | heavy p50 ms | /healthz p50 ms | "
+            "/healthz p99 ms | errors |"
+        ),
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     runs: dict[int, Run] = {}
@@ -806,18 +812,24 @@ def part_concurrency(ctx: Context) -> Report:
     shed, longest = tally.times(outcome=503), float(all_times.max())
     failed = sum(v for k, v in counts.items() if is_failure(k))
     lines = [
-        f"{CROWD} clients looping the mixed queries for {ctx.plan.crowd_seconds:g} s; "
-        f"the server's search.deadline.seconds = {ctx.deadline:g}.",
+        (
+            f"{CROWD} clients looping the mixed queries for {ctx.plan.crowd_seconds:g} s; "
+            f"the server's search.deadline.seconds = {ctx.deadline:g}."
+        ),
         "",
-        "| requests | queries/s | p50 ms | p99 ms | longest wait ms | 200 | 503 (share) | "
-        "503 p50 ms | 503 max ms | heavy p50 ms | other statuses | connection errors | "
-        "server RSS peak MB |",
+        (
+            "| requests | queries/s | p50 ms | p99 ms | longest wait ms | 200 | 503 (share) | "
+            "503 p50 ms | 503 max ms | heavy p50 ms | other statuses | connection errors | "
+            "server RSS peak MB |"
+        ),
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|",
-        f"| {len(all_times):,} | {len(all_times) / run.wall:,.1f} | {ms(all_times, 50)} | "
-        f"{ms(all_times, 99)} | {longest * 1000:,.0f} | {counts[200]:,} | {counts[503]:,} "
-        f"({counts[503] / len(all_times):.1%}) | {ms(shed, 50)} | {ms(shed, 'max')} | "
-        f"{ms(tally.times('heavy'), 50)} | {other_statuses(counts)} | "
-        f"{client_errors(counts)} | {mb(run.rss_peak)} |",
+        (
+            f"| {len(all_times):,} | {len(all_times) / run.wall:,.1f} | {ms(all_times, 50)} | "
+            f"{ms(all_times, 99)} | {longest * 1000:,.0f} | {counts[200]:,} | {counts[503]:,} "
+            f"({counts[503] / len(all_times):.1%}) | {ms(shed, 50)} | {ms(shed, 'max')} | "
+            f"{ms(tally.times('heavy'), 50)} | {other_statuses(counts)} | "
+            f"{client_errors(counts)} | {mb(run.rss_peak)} |"
+        ),
     ]
     print(lines[-1], flush=True)
     verdicts = [
@@ -856,19 +868,25 @@ def part_memory(ctx: Context) -> Report:
     times = run.groups["hostile"].times()
     growth = run.rss_end / run.rss_start - 1
     lines = [
-        f"{plan.memory_queries:,} queries `lang:<2–400 random letters, some behind ../> "
-        f"<1–8 words, random or the index's>` (half of them with a real language code "
-        f"or none instead) from {MEMORY_CLIENTS} clients, after "
-        f"{plan.memory_warmup:,} of the same as warm-up.",
+        (
+            f"{plan.memory_queries:,} queries `lang:<2–400 random letters, some behind ../> "
+            f"<1–8 words, random or the index's>` (half of them with a real language code "
+            f"or none instead) from {MEMORY_CLIENTS} clients, after "
+            f"{plan.memory_warmup:,} of the same as warm-up."
+        ),
         "",
-        "| queries | seconds | queries/s | p50 ms | p99 ms | answers | RSS start MB | "
-        "RSS peak MB | RSS end MB | growth | query log growth MB | client CPU |",
+        (
+            "| queries | seconds | queries/s | p50 ms | p99 ms | answers | RSS start MB | "
+            "RSS peak MB | RSS end MB | growth | query log growth MB | client CPU |"
+        ),
         "|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|",
-        f"| {len(times):,} | {run.wall:,.1f} | {len(times) / run.wall:,.0f} | "
-        f"{ms(times, 50)} | {ms(times, 99)} | "
-        f"{listed(counts, lambda k: True)} | "
-        f"{mb(run.rss_start)} | {mb(run.rss_peak)} | {mb(run.rss_end)} | {growth:+.1%} | "
-        f"{(log_end - log_start) / 2**20:,.1f} | {cpu_share(run.client_cpu, run.wall)} |",
+        (
+            f"| {len(times):,} | {run.wall:,.1f} | {len(times) / run.wall:,.0f} | "
+            f"{ms(times, 50)} | {ms(times, 99)} | "
+            f"{listed(counts, lambda k: True)} | "
+            f"{mb(run.rss_start)} | {mb(run.rss_peak)} | {mb(run.rss_end)} | {growth:+.1%} | "
+            f"{(log_end - log_start) / 2**20:,.1f} | {cpu_share(run.client_cpu, run.wall)} |"
+        ),
     ]
     print(lines[-1], flush=True)
     verdicts = [
@@ -913,7 +931,7 @@ def server_deadline(crawl: Path, defines: list[str]) -> float:
 def code_version(src: Path | None) -> str:
     def git(*args: str) -> str:
         return subprocess.run(
-            ["git", "-C", str(ROOT), *args], capture_output=True, text=True
+            ["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=False
         ).stdout.strip()
 
     if src is not None:
@@ -932,14 +950,20 @@ def summary(
 ) -> str:
     verdicts = [v for r in reports for v in r.verdicts]
     lines = [
-        f"Code: {code_version(args.filbert_src)}; server settings: "
-        f"search.deadline.seconds = {deadline:g}"
-        f"{''.join(f', -D {d}' for d in args.define)}.  ",
-        f"Index: {corpus.documents:,} pages (Debian handbook {'/'.join(HANDBOOK_LANGS)}, "
-        f"Python docs), languages {corpus.languages}.  ",
-        f"Machine: {os.cpu_count()} CPUs, Python {platform.python_version()}; client: "
-        f"aiohttp on uvloop, one process; load average at start/end "
-        f"{load[0]:.2f}/{load[1]:.2f}.",
+        (
+            f"Code: {code_version(args.filbert_src)}; server settings: "
+            f"search.deadline.seconds = {deadline:g}"
+            f"{''.join(f', -D {d}' for d in args.define)}.  "
+        ),
+        (
+            f"Index: {corpus.documents:,} pages (Debian handbook {'/'.join(HANDBOOK_LANGS)}, "
+            f"Python docs), languages {corpus.languages}.  "
+        ),
+        (
+            f"Machine: {os.cpu_count()} CPUs, Python {platform.python_version()}; client: "
+            f"aiohttp on uvloop, one process; load average at start/end "
+            f"{load[0]:.2f}/{load[1]:.2f}."
+        ),
     ]
     for report in reports:
         lines += ["", f"**{report.title}**", "", *report.lines]

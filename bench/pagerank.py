@@ -68,11 +68,15 @@ def main() -> None:
     lines = [
         "| graph | filbert | networkx (build + pagerank) | ratio |",
         "|---|---:|---:|---:|",
-        f"| {args.small_pages:,} pages, {args.small_links:,} links | {ours_small:.2f} s "
-        f"({iterations_small} iterations) | {theirs_small:.2f} s ({building:.2f} s building) | "
-        f"{theirs_small / ours_small:.0f}× faster |",
-        f"| {args.pages:,} pages, {args.links:,} links | {ours_big:.2f} s "
-        f"({iterations_big} iterations) | not run | |",
+        (
+            f"| {args.small_pages:,} pages, {args.small_links:,} links | {ours_small:.2f} s "
+            f"({iterations_small} iterations) | {theirs_small:.2f} s ({building:.2f} s building) | "
+            f"{theirs_small / ours_small:.0f}× faster |"
+        ),
+        (
+            f"| {args.pages:,} pages, {args.links:,} links | {ours_big:.2f} s "
+            f"({iterations_big} iterations) | not run | |"
+        ),
         "",
         f"Peak memory of the process: {peak_mb:,.0f} MB.",
     ]

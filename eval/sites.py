@@ -145,22 +145,24 @@ SITES = (
         " ".join(["maint-guide"] + [f"maint-guide-{c}" for c in MAINT_GUIDE]),
         Path("/usr/share/doc"),
         "http://127.0.0.5:8085/",
-        (("en", "maint-guide/html/index.en.html"),)
-        + tuple((_lang(c), f"maint-guide-{c}/html/index.{c}.html") for c in MAINT_GUIDE),
+        (
+            ("en", "maint-guide/html/index.en.html"),
+            *((_lang(c), f"maint-guide-{c}/html/index.{c}.html") for c in MAINT_GUIDE),
+        ),
     ),
     Site(
         "devref",
         " ".join(["developers-reference"] + [f"developers-reference-{c}" for c in DEVREF]),
         Path("/usr/share/developers-reference"),
         "http://127.0.0.6:8086/",
-        (("en", "index.html"),) + tuple((_lang(c), f"{c}/index.html") for c in DEVREF),
+        (("en", "index.html"), *((_lang(c), f"{c}/index.html") for c in DEVREF)),
     ),
     Site(
         "faq",
         " ".join(["debian-faq"] + [f"debian-faq-{c}" for c in FAQ]),
         Path("/usr/share/doc/debian/FAQ"),
         "http://127.0.0.7:8087/",
-        (("en", "index.en.html"),) + tuple((_lang(c), f"{c}/index.{c}.html") for c in FAQ),
+        (("en", "index.en.html"), *((_lang(c), f"{c}/index.{c}.html") for c in FAQ)),
     ),
 )
 

@@ -96,8 +96,10 @@ def test_fold():
         ("本章介绍如何在 Debian 系统上安装和升级软件包。", "zh"),
         # Traditional Chinese that the model takes for Japanese (ja 0.50, zh 0.49): no kana
         (
-            "段：迷你 Debian 系統 3.1.4. 第四階段：常規 Debian 系統 3.2. Systemd 初始化 3.2.1. 主機名 "
-            "3.2.2. 檔案系統 3.2.3. 網路介面初始化 3.3. 核心訊息 3.4. 系統訊息 3.5. 系統管理",
+            (
+                "段：迷你 Debian 系統 3.1.4. 第四階段：常規 Debian 系統 3.2. Systemd 初始化 3.2.1. 主機名 "
+                "3.2.2. 檔案系統 3.2.3. 網路介面初始化 3.3. 核心訊息 3.4. 系統訊息 3.5. 系統管理"
+            ),
             "zh",
         ),
         (

@@ -66,6 +66,7 @@ def run_cli(*args: object, cwd: Path | None = None) -> subprocess.CompletedProce
         cwd=cwd,
         env=env,
         timeout=120,
+        check=False,
     )
 
 
@@ -94,7 +95,7 @@ def crawldb_rows(directory: Path) -> dict[str, str]:
 
 
 def tmp_entries(directory: Path) -> list[Path]:
-    return [p for p in directory.rglob(".tmp-*")]
+    return list(directory.rglob(".tmp-*"))
 
 
 @dataclass

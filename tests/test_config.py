@@ -1,3 +1,5 @@
+import re
+
 import pytest
 
 from filbert.config import (
@@ -50,10 +52,10 @@ def test_bad_overrides(override, message):
 
 def test_bad_settings_file(tmp_path):
     (tmp_path / "filbert.toml").write_text('"fetcher.server.delay" = "slow"\n')
-    with pytest.raises(ConfigError, match="filbert.toml"):
+    with pytest.raises(ConfigError, match=re.escape("filbert.toml")):
         load_settings(tmp_path)
     (tmp_path / "filbert.toml").write_text("not toml [")
-    with pytest.raises(ConfigError, match="filbert.toml"):
+    with pytest.raises(ConfigError, match=re.escape("filbert.toml")):
         load_settings(tmp_path)
 
 
@@ -156,7 +158,7 @@ def test_bad_values_fail_when_settings_load(override, tmp_path, monkeypatch):
 def test_a_filter_file_with_a_bad_rule_fails_when_settings_load(tmp_path):
     rules = tmp_path / "rules.txt"
     rules.write_text("+^https://\nno sign\n")
-    with pytest.raises(ConfigError, match="rules.txt:2: rule must start with"):
+    with pytest.raises(ConfigError, match=re.escape("rules.txt:2: rule must start with")):
         load_settings(None, [f"urlfilter.regex.file={str(rules)!r}"])
 
 
@@ -171,9 +173,11 @@ def test_error_names_the_settings_file(tmp_path):
 
 
 def test_every_way_of_making_settings_checks_them():
-    with pytest.raises(ConfigError, match="'db.buckets' \\(from overrides\\) must be in 1 .. 4096"):
+    with pytest.raises(
+        ConfigError, match=re.escape("'db.buckets' (from overrides) must be in 1 .. 4096")
+    ):
         Settings({"db.buckets": 5000})
-    with pytest.raises(ConfigError, match="'search.pagerank.half' \\(from overrides\\)"):
+    with pytest.raises(ConfigError, match=re.escape("'search.pagerank.half' (from overrides)")):
         Settings().with_overrides({"search.pagerank.half": 0.0})
     assert (
         Settings({"db.buckets": 4096}).with_overrides({"search.boost.title": 3})[

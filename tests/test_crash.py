@@ -301,6 +301,7 @@ def run_step(args: list[str], directory: Path) -> subprocess.CompletedProcess[st
         capture_output=True,
         text=True,
         timeout=120,
+        check=False,
     )
 
 
@@ -313,8 +314,8 @@ def assert_no_mix(killed: dict, before: dict, after: dict) -> None:
 
 def assert_same(got: dict, want: dict) -> None:
     assert sorted(map(str, got)) == sorted(map(str, want))
-    for key in want:
-        assert got[key] == want[key], f"{key} differs from the uninterrupted run"
+    for key, value in want.items():
+        assert got[key] == value, f"{key} differs from the uninterrupted run"
 
 
 POINTS = ["start", "working", "published"]

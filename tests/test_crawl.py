@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 from datetime import UTC, datetime, timedelta
 
@@ -103,7 +104,7 @@ def test_retries_and_loops_are_bounded(trap):
 
 
 def test_stats_account_for_every_url(trap):
-    server, crawl, *_ = trap
+    _server, crawl, *_ = trap
     stats = crawldb_stats(crawl)
     assert stats["total"] == sum(stats["status"].values())
     expected = set(TRAP_PATHS) - {"robots", "nofollow_target"}
@@ -187,7 +188,7 @@ def test_anchor_text_scores_only_when_it_holds_every_query_word(site_server, tmp
             "/network.html": html("Setup", "<p>zqnetworkx and zqprocessx, briefly</p>"),
         }
     )
-    crawl, settings, _ = crawl_site(tmp_crawl, [server.url("/")])
+    crawl, _settings, _ = crawl_site(tmp_crawl, [server.url("/")])
 
     def score(query: str, anchor_boost: float) -> float:
         searcher = Searcher(crawl, load_settings(None, [f"search.boost.anchor={anchor_boost}"]))
@@ -203,7 +204,7 @@ def test_a_link_seen_again_keeps_its_latest_anchor(site_server, tmp_crawl):
     server = site_server(
         {"/": html("Home", link("/t.html", "zz old words")), "/t.html": html("T", "x")}
     )
-    crawl, settings, _ = crawl_site(tmp_crawl, [server.url("/")], "db.fetch.interval.default=1")
+    crawl, _settings, _ = crawl_site(tmp_crawl, [server.url("/")], "db.fetch.interval.default=1")
     time.sleep(1.1)
     server.add("/", html("Home", link("/t.html", "aa new words")))  # sorts before the old one
     crawl_site(tmp_crawl, [], "db.fetch.interval.default=1", depth=1)
@@ -250,7 +251,7 @@ def test_politeness_delay_between_requests_to_one_host(site_server, tmp_crawl):
     for server in (one, two):
         times = [r.time for r in server.requests]  # robots.txt counts as a request too
         assert len(times) == 6
-        gaps = [b - a for a, b in zip(times, times[1:])]
+        gaps = [b - a for a, b in itertools.pairwise(times)]
         assert min(gaps) >= 0.29
     # the two hosts were fetched side by side, not one after the other
     first = [min(r.time for r in s.requests if r.path != "/robots.txt") for s in (one, two)]
@@ -262,7 +263,7 @@ def test_crawl_delay_from_robots_txt(site_server, tmp_crawl):
     server = site_server({**pages, "/robots.txt": robots("User-agent: *\nCrawl-delay: 0.4\n")})
     crawl_site(tmp_crawl, [server.url(p) for p in pages], depth=1)
     times = [r.time for r in server.requests if r.path != "/robots.txt"]
-    assert min(b - a for a, b in zip(times, times[1:])) >= 0.39
+    assert min(b - a for a, b in itertools.pairwise(times)) >= 0.39
 
 
 def test_robots_server_error_means_retry_later(site_server, tmp_crawl):
@@ -344,17 +345,15 @@ def test_politeness_holds_across_rounds(site_server, tmp_crawl):
     crawl_site(tmp_crawl, [server.url("/")], "fetcher.server.delay=0.5", depth=2)
     assert server.paths() == ["/robots.txt", "/", "/a.html"]
     times = [r.time for r in server.requests]
-    assert min(b - a for a, b in zip(times, times[1:])) >= 0.49
+    assert min(b - a for a, b in itertools.pairwise(times)) >= 0.49
 
 
 def test_crawl_delay_is_capped(site_server, tmp_crawl):
     pages = {f"/{i}.html": html(f"P{i}", f"text {i}") for i in range(3)}
     server = site_server({**pages, "/robots.txt": robots("User-agent: *\nCrawl-delay: 100\n")})
-    crawl, *_ = crawl_site(
-        tmp_crawl, [server.url(p) for p in pages], "fetcher.max.crawl.delay=0.2", depth=1
-    )
+    crawl_site(tmp_crawl, [server.url(p) for p in pages], "fetcher.max.crawl.delay=0.2", depth=1)
     times = [r.time for r in server.requests]
-    assert len(times) == 4 and 0.19 <= min(b - a for a, b in zip(times, times[1:])) < 5
+    assert len(times) == 4 and 0.19 <= min(b - a for a, b in itertools.pairwise(times)) < 5
 
 
 # --- parsing in the fetcher (fetcher.parse) ------------------------------------

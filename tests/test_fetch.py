@@ -4,6 +4,7 @@ compression, TLS, IP filter and queue modes."""
 from __future__ import annotations
 
 import gzip
+import itertools
 import ssl
 from datetime import UTC, datetime, timedelta
 
@@ -180,4 +181,4 @@ def test_queue_by_ip_shares_politeness_across_hosts(site_server, tmp_crawl):
     seeds = [s.url(p) for s in (one, two) for p in pages]
     crawl_site(tmp_crawl, seeds, "fetcher.server.delay=0.3", "fetcher.queue.mode=byIP", depth=1)
     times = sorted(page_times(one) + page_times(two))
-    assert len(times) == 4 and min(b - a for a, b in zip(times, times[1:])) >= 0.29
+    assert len(times) == 4 and min(b - a for a, b in itertools.pairwise(times)) >= 0.29

@@ -26,15 +26,15 @@ from filbert.fetch.ipfilter import IpFilter
 
 
 def options(**changes) -> ClientOptions:
-    values = dict(
-        headers={"User-Agent": "filbert-test/1.0", "Accept": "text/html"},
-        timeout=5.0,
-        connect_timeout=2.0,
-        verify=True,
-        dns_ttl=60,
-        max_connections=8,
-        ip_filter=IpFilter(),
-    )
+    values = {
+        "headers": {"User-Agent": "filbert-test/1.0", "Accept": "text/html"},
+        "timeout": 5.0,
+        "connect_timeout": 2.0,
+        "verify": True,
+        "dns_ttl": 60,
+        "max_connections": 8,
+        "ip_filter": IpFilter(),
+    }
     return ClientOptions(**(values | changes))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import tantivy
@@ -258,7 +259,7 @@ def test_scores_and_paired_bootstrap():
 def test_query_file_errors(tmp_path):
     bad = tmp_path / "q.tsv"
     bad.write_text("en\tonly two fields\n")
-    with pytest.raises(ev.EvalError, match="q.tsv:1: expected"):
+    with pytest.raises(ev.EvalError, match=re.escape("q.tsv:1: expected")):
         ev.load_queries(bad, "http://x/")
     bad.write_text("# nothing\n")
     with pytest.raises(ev.EvalError, match="no queries"):

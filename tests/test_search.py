@@ -60,7 +60,7 @@ def test_bad_queries(searcher, query, message):
 
 
 def test_paging_and_snippets(searcher):
-    server, s = searcher
+    _server, s = searcher
     anchors = s.search("page", n=10)  # every page has "page" in its anchor text
     assert anchors.total == 5
     second = s.search("walrus", n=1, offset=1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import re
 import threading
@@ -173,10 +174,8 @@ def test_stop_does_not_wait_for_slow_responses() -> None:
 
 
 def _ignore_errors(func: Callable[..., object], *args: object) -> None:
-    try:
+    with contextlib.suppress(OSError):
         func(*args)
-    except OSError:
-        pass
 
 
 def test_robots_helper() -> None:

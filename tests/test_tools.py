@@ -160,7 +160,7 @@ def test_warc_marks_truncated_content_and_decoded_bodies(warc_crawl):
     truncated, zipped = {}, None
     for segment in crawl.segments():
         stats = export_warc(crawl, segment.name, settings)
-        for kind, h, http, body in read_warc(stats.path):
+        for kind, h, http, _body in read_warc(stats.path):
             if kind == "response":
                 truncated[h.get_header("WARC-Target-URI")] = h.get_header("WARC-Truncated")
                 if h.get_header("WARC-Target-URI") == base + ZIPPED:

@@ -289,7 +289,7 @@ def test_domain_deny_wins_over_allow():
 
 @pytest.mark.parametrize("entry", ["http://a.com/", "a.com/x", "user@a.com", "a b.com"])
 def test_domain_setting_errors(entry):
-    with pytest.raises(ConfigError, match="urlfilter.domain.allow: .* is not a domain or host"):
+    with pytest.raises(ConfigError, match=r"urlfilter\.domain\.allow: .* is not a domain or host"):
         _filter(urlfilter_domain_allow=entry)
 
 
