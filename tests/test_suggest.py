@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from pipeline import crawl_site
 from sites import SiteServer, html, link
 
+from filbert.analysis.analyzers import word_starts
 from filbert.config import ConfigError, load_settings
 from filbert.storage import CrawlDir, CrawlDirError
 from filbert.suggest import (
@@ -63,12 +64,19 @@ def prefix_distance(phrase: str, prefix: str) -> int:
 def brute_force(
     ranks: dict[str, float], prefix: str, n: int, errors: int
 ) -> list[tuple[str, int, float]]:
-    """(phrase, distance, rank) of the top n: by distance, then rank, then folded phrase."""
+    """(phrase, distance, rank) of the top n, each phrase matched from its start or any word
+    start: by distance; at one distance the phrase equal to the prefix, then those matched
+    from their start, then from a later word, each by rank, then folded phrase."""
     query = normalize_prefix(prefix)
     if not query:
         return []
-    scored = [(prefix_distance(normalize(p), query), -r, normalize(p), p) for p, r in ranks.items()]
-    return [(p, d, -r) for d, r, _, p in sorted(scored) if d <= errors][:n]
+    scored = []
+    for phrase, rank in ranks.items():
+        key = normalize(phrase)
+        at = {s: prefix_distance(key[s:], query) for s in {0, *word_starts(key)}}
+        best = min(at.values())
+        scored.append((best, key != query, at[0] > best, -rank, key, phrase))
+    return [(p, d, -r) for d, _, _, r, _, p in sorted(scored) if d <= errors][:n]
 
 
 def got(suggester: Suggester, prefix: str, n: int = 10, errors: int | None = None) -> list[tuple]:
@@ -405,7 +413,8 @@ def test_build_from_a_crawl(tmp_path):
     assert suggester.suggest("hidd", 10) == []  # noindex
     assert suggester.suggest("only", 10) == []  # a heading of one page
     assert [(s.phrase, s.canonical) for s in suggester.suggest("handb", 10)] == [
-        ("handbook", "Debian Handbook")
+        ("handbook", "Debian Handbook"),
+        ("Debian Handbook", None),  # from its second word, after phrases starting so
     ]
 
 

@@ -333,6 +333,25 @@ class Analyzer:
         return spans
 
 
+# A letter or digit that follows neither a word character nor an apostrophe ("don't" is one
+# word, "apt-get" and "os.path" two).
+WORD_START = re.compile(r"(?<![\w'’])[^\W_]")
+
+
+def jieba_words(run: str) -> list[tuple[str, int, int]]:
+    """jieba's words of a Han run (accurate mode), with their offsets in it."""
+    return _jieba().tokenize(run, "default", False)
+
+
+def word_starts(text: str) -> list[int]:
+    """Where the words of a folded text begin: see WORD_START, and inside Han runs where
+    jieba's words begin."""
+    starts = {m.start() for m in WORD_START.finditer(text)}
+    for run in HAN_RUN.finditer(text):
+        starts.update(run.start() + first for _, first, _ in jieba_words(run.group()))
+    return sorted(starts)
+
+
 @cache
 def analyzer(lang: str, query: bool = False) -> Analyzer:
     return Analyzer(lang, query)

@@ -1,24 +1,23 @@
-"""The best-ranked phrases of a set of phrase ranges, without walking the ranges.
+"""The best-ranked items of a set of item ranges, without walking the ranges.
 
-Phrases get a rank id, their position in rank order (0 is the best), so "best" is "least".
-The least rank id of any range is found in constant time (RangeMin); the top n of a range
-are found best-first, splitting the range around each phrase taken.
+Items (the dictionary's entries) get a rank id, their position in rank order (0 is the
+best), so "best" is "least". The least rank id of any range is found in constant time
+(RangeMin); a range's items come best first, splitting the range around each item taken.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
 BLOCK = 32
 
 
-def rank_ids(rank: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(rank id of each phrase, phrase of each rank id): higher rank first, ties in phrase
-    order."""
-    by_rank = np.argsort(-rank, kind="stable").astype(np.int32)
+def rank_ids(order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(rank id of each item, item of each rank id), from the items in rank order."""
+    by_rank = order.astype(np.int32)
     ids = np.empty_like(by_rank)
     ids[by_rank] = np.arange(len(by_rank), dtype=np.int32)
     return ids, by_rank
@@ -59,24 +58,16 @@ class RangeMin:
 
 
 def best_first(
-    ranges: list[tuple[int, int, int]],
-    by_rank: np.ndarray,
-    range_min: Callable[[int, int], int],
-    n: int,
-    skip: set[int],
-) -> list[int]:
-    """Up to n phrases of the disjoint ranges (least rank id, lo, hi), best first, leaving
-    out those in `skip`."""
+    ranges: list[tuple[int, int, int]], by_rank: np.ndarray, range_min: Callable[[int, int], int]
+) -> Iterator[int]:
+    """The items of the disjoint ranges (least rank id, lo, hi), best first."""
     heap = list(ranges)
     heapq.heapify(heap)
-    found: list[int] = []
-    while heap and len(found) < n:
+    while heap:
         best, lo, hi = heapq.heappop(heap)
-        phrase = int(by_rank[best])
-        if phrase not in skip:
-            found.append(phrase)
-        if lo < phrase:
-            heapq.heappush(heap, (range_min(lo, phrase), lo, phrase))
-        if phrase + 1 < hi:
-            heapq.heappush(heap, (range_min(phrase + 1, hi), phrase + 1, hi))
-    return found
+        item = int(by_rank[best])
+        yield item
+        if lo < item:
+            heapq.heappush(heap, (range_min(lo, item), lo, item))
+        if item + 1 < hi:
+            heapq.heappush(heap, (range_min(item + 1, hi), item + 1, hi))

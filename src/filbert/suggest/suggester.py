@@ -1,15 +1,18 @@
 """Query autocompletion: ranked phrases, synonym rings, fuzzy prefixes.
 
-A Suggester holds phrases with a rank each (how often they were searched or linked). Given
-a prefix it returns the completions: the phrases starting with it first, best rank first,
-then those starting with something a few edits away (substitution, insertion, deletion,
-transposition of neighbours), by distance and then rank. A phrase of a synonym ring carries
+A Suggester holds phrases with a rank each (how often they were searched or linked). A
+prefix completes a phrase from the start of any of its words (see analyzers.word_starts:
+"infrastr" → "Network Infrastructure"), exactly or a few edits away (substitution,
+insertion, deletion, transposition of neighbours). Completions come by distance; at one
+distance the phrase equal to the prefix first, then the phrases matched from their start,
+then those matched from a later word, each group by rank. A phrase of a synonym ring carries
 its ring's canonical phrase. Phrases and prefixes are matched folded (NFKC, case, ё → е)
 with whitespace runs as one space, so a prefix may run over several words.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import zipfile
 from collections.abc import Iterable, Sequence
@@ -19,13 +22,15 @@ from pathlib import Path
 import numpy as np
 
 from filbert.analysis import fold
+from filbert.analysis.analyzers import word_starts
 from filbert.errors import UserError
 from filbert.suggest.ranks import RangeMin, best_first, rank_ids
 from filbert.suggest.trie import ARRAYS, Trie, char_dtype
 
-FORMAT = 1
+FORMAT = 2
 FILE = "suggest.npz"
 MAX_LENGTH = 100  # longer phrases are not kept
+LONGEST = 255  # the most max_length may be: a word's offset in its phrase is a uint8
 ERROR_LENGTHS = (4, 8)  # prefixes this long or longer allow 1, 2 errors
 # the saved arrays besides the trie's (ARRAYS), by name and dtype
 OTHER_ARRAYS = {
@@ -35,6 +40,8 @@ OTHER_ARRAYS = {
     "rank": np.float64,
     "synonym": np.int32,
     "canonical": np.int32,
+    "entry_phrase": np.int32,
+    "entry_offset": np.uint8,
 }
 
 
@@ -75,9 +82,11 @@ class _Entry:
 
 
 class Suggester:
-    """Ranked phrases in a compact trie (see trie.py), each phrase's display form (UTF-8,
-    `text[text_start[i]:text_start[i + 1]]`) and rank in the trie's sorted order, and the
-    synonyms' canonical phrases. Immutable, so one may serve many threads."""
+    """Ranked phrases (in folded order: each one's display form, UTF-8,
+    `text[text_start[i]:text_start[i + 1]]`, and rank), the synonyms' canonical phrases, and
+    a compact trie (see trie.py) over the entries: each phrase from each of its word starts,
+    entry e being phrase `entry_phrase[e]` from character `entry_offset[e]` of its folded
+    form, in sorted order. Immutable, so one may serve many threads."""
 
     def __init__(
         self,
@@ -88,15 +97,22 @@ class Suggester:
         rank: np.ndarray,
         synonym: np.ndarray,
         canonical: np.ndarray,
+        entry_phrase: np.ndarray,
+        entry_offset: np.ndarray,
         error_lengths: Sequence[int] = ERROR_LENGTHS,
     ):
         self.trie, self.alphabet, self.rank = trie, alphabet, rank
         self.text, self.text_start = text, text_start
         self.synonym, self.canonical = synonym, canonical  # phrase ids → canonical ids
+        self.entry_phrase, self.entry_offset = entry_phrase, entry_offset
         self.canonical_of = dict(zip(synonym.tolist(), canonical.tolist()))
         self.error_lengths = tuple(error_lengths)
         self.char_ids = {chr(c): i for i, c in enumerate(alphabet.tolist())}
-        self.rank_id, self.by_rank = rank_ids(rank)
+        # entries best first: from the phrase's start, then by the phrase's rank and order
+        inside = entry_offset > 0
+        self.rank_id, self.by_rank = rank_ids(
+            np.lexsort((entry_phrase, -rank[entry_phrase], inside))
+        )
         self.range_min = RangeMin(self.rank_id)
         self.node_best = _node_best(trie, self.rank_id)
 
@@ -125,30 +141,33 @@ class Suggester:
         with the highest rank of its own. A ring member that is not among the phrases is
         added with the best rank of its ring's members that are.
         """
+        if not 1 <= max_length <= LONGEST:
+            raise ValueError(f"max_length must be 1 to {LONGEST}, got {max_length}")
         entries = _merge(phrases, max_length)
         rings = _add_synonyms(entries, synonyms, max_length)
         keys = sorted(entries)
         position = {key: i for i, key in enumerate(keys)}
         pairs = sorted((position[key], position[canon]) for key, canon in rings.items())
-        alphabet, chars = _char_ids("".join(keys))
-        start = _starts([len(key) for key in keys])
         displays = [entries[key].display.encode() for key in keys]
+        trie, alphabet, entry_phrase, entry_offset = _index_entries(keys)
         return cls(
-            Trie.build(chars, start),
+            trie,
             alphabet,
             np.frombuffer(b"".join(displays), np.uint8),
             _starts(list(map(len, displays))),
             np.array([entries[key].rank for key in keys], np.float64),
             np.array([p for p, _ in pairs], np.int32),
             np.array([c for _, c in pairs], np.int32),
+            entry_phrase,
+            entry_offset,
             error_lengths,
         )
 
     # --- suggesting ---------------------------------------------------------------------
 
     def suggest(self, prefix: str, n: int = 10, errors: int | None = None) -> list[Suggestion]:
-        """The top n completions of `prefix`: exact ones by rank, then fuzzy ones by distance
-        and rank. `errors` defaults to what the prefix's length allows (`error_lengths`)."""
+        """The top n completions of `prefix` (in the order the module describes). `errors`
+        defaults to what the prefix's length allows (`error_lengths`)."""
         text = normalize_prefix(prefix)
         if errors is None:
             errors = errors_for(len(text), self.error_lengths)
@@ -158,7 +177,24 @@ class Suggester:
             return []
         query = np.array([self.char_ids.get(c, -1) for c in text], np.int32)
         nodes, dists = self.trie.matches(query, errors)
-        return [self._suggestion(p, d) for p, d in self._top(nodes, dists, n)]
+        found = self._top(nodes, dists, n)
+        equal = self._equal(query)
+        if equal is not None:  # the phrase the prefix spells out comes first
+            found = [(equal, 0), *[(p, d) for p, d in found if p != equal][: n - 1]]
+        return [self._suggestion(p, d) for p, d in found]
+
+    def _equal(self, query: np.ndarray) -> int | None:
+        """The phrase equal to the query, if any: entries of a node sort by their text, so
+        it is the first entry under the query's node when that entry is a whole phrase of
+        the query's length."""
+        node = self.trie.exact(query)
+        if node < 0 or self.trie.lo[node] == self.trie.hi[node]:
+            return None
+        entry = int(self.trie.lo[node])
+        phrase = int(self.entry_phrase[entry])
+        if self.entry_offset[entry] or len(normalize(self.display(phrase))) != len(query):
+            return None
+        return phrase
 
     def _top(self, nodes: np.ndarray, dists: np.ndarray, n: int) -> list[tuple[int, int]]:
         """(phrase, distance) of the best n phrases under the matched nodes. The nodes
@@ -168,25 +204,49 @@ class Suggester:
         taken: set[int] = set()
         for dist in sorted(set(dists.tolist())):
             candidates = nodes[dists == dist]
-            # the `enough` nodes of best rank hold that many phrases better than all other
-            # nodes' phrases, and at most len(found) of them were taken already
+            # The `enough` nodes of best rank hold the `enough` best entries of all: each
+            # node's best is better than every entry of the other nodes. Unless a phrase
+            # repeats among them (by several words) or was taken already, they suffice.
             enough = n + len(found)
             if len(candidates) > enough:
                 best = np.argpartition(self.node_best[candidates], enough - 1)[:enough]
-                candidates = candidates[best]
-            ranges = list(
-                zip(
-                    self.node_best[candidates].tolist(),
-                    self.trie.lo[candidates].tolist(),
-                    self.trie.hi[candidates].tolist(),
-                )
-            )
-            for phrase in best_first(ranges, self.by_rank, self.range_min, n - len(found), taken):
-                found.append((phrase, dist))
-                taken.add(phrase)
+                picked = self._phrases(candidates[best], n - len(found), taken, enough)
+                if len(picked) == n - len(found):
+                    candidates = candidates[:0]
+                else:
+                    picked = []
+            else:
+                picked = []
+            if len(candidates):
+                picked = self._phrases(candidates, n - len(found), taken)
+            found += [(phrase, dist) for phrase in picked]
+            taken.update(picked)
             if len(found) == n:
                 break
         return found
+
+    def _phrases(
+        self, nodes: np.ndarray, n: int, taken: set[int], entries: int | None = None
+    ) -> list[int]:
+        """Up to n phrases of the nodes' entries, best entry first, leaving out `taken`
+        ones and repeats; looking at no more than `entries` entries if given."""
+        ranges = zip(
+            self.node_best[nodes].tolist(),
+            self.trie.lo[nodes].tolist(),
+            self.trie.hi[nodes].tolist(),
+        )
+        picked: list[int] = []
+        seen = set(taken)
+        for count, entry in enumerate(best_first(list(ranges), self.by_rank, self.range_min)):
+            if entries is not None and count == entries:
+                break
+            phrase = int(self.entry_phrase[entry])
+            if phrase not in seen:
+                seen.add(phrase)
+                picked.append(phrase)
+                if len(picked) == n:
+                    break
+        return picked
 
     def _suggestion(self, phrase: int, distance: int) -> Suggestion:
         canonical = self.canonical_of.get(phrase)
@@ -222,7 +282,8 @@ class Suggester:
         path = directory / FILE
         try:
             with np.load(path, allow_pickle=False) as data:
-                arrays = {name: data[name] for name in ("format", *ARRAYS, *OTHER_ARRAYS)}
+                _check_format(data["format"], path)
+                arrays = {name: data[name] for name in (*ARRAYS, *OTHER_ARRAYS)}
         except FileNotFoundError:
             raise SuggestError(
                 f"no suggestion dictionary at {path}: run `filbert suggest-build`"
@@ -281,6 +342,32 @@ def _valid(text: str) -> str:
     return text.encode("utf-8", "replace").decode("utf-8")
 
 
+def _index_entries(keys: list[str]) -> tuple[Trie, np.ndarray, np.ndarray, np.ndarray]:
+    """The trie over the phrases' entries, its alphabet, and each entry's phrase and offset.
+    Entries sort by their text, then offset, then phrase; entries of equal text end at one
+    trie node, whose phrase range is then their range."""
+    rows = sorted((key[s:], s, i) for i, key in enumerate(keys) for s in _entry_offsets(key))
+    texts = [row[0] for row in rows]
+    first = [i for i, text in enumerate(texts) if i == 0 or text != texts[i - 1]]
+    distinct = [texts[i] for i in first]
+    alphabet, chars = _char_ids("".join(distinct))
+    trie = Trie.build(chars, _starts([len(text) for text in distinct]))
+    bounds = np.array([*first, len(rows)], np.int32)
+    trie = dataclasses.replace(trie, lo=bounds[trie.lo], hi=bounds[trie.hi])
+    return (
+        trie,
+        alphabet,
+        np.array([row[2] for row in rows], np.int32),
+        np.array([row[1] for row in rows], np.uint8),
+    )
+
+
+def _entry_offsets(key: str) -> list[int]:
+    """Where a phrase's entries begin: its start and each of its word starts."""
+    starts = word_starts(key)
+    return starts if starts[:1] == [0] else [0, *starts]
+
+
 def _char_ids(text: str) -> tuple[np.ndarray, np.ndarray]:
     """The distinct characters (code points, sorted, so ids sort like the text) and the
     text as ids."""
@@ -304,6 +391,14 @@ def _node_best(trie: Trie, rank_id: np.ndarray) -> np.ndarray:
     return best
 
 
+def _check_format(format: np.ndarray, path: Path) -> None:
+    if format.shape != () or int(format) != FORMAT:
+        raise SuggestError(
+            f"{path} is a suggestion dictionary of another format ({format!r}, this filbert"
+            f" reads {FORMAT}): run `filbert suggest-build` to make it anew"
+        )
+
+
 def _check(arrays: dict[str, np.ndarray], path: Path) -> None:
     """Catch a file of another format or inconsistent arrays before a search trips on them."""
 
@@ -311,16 +406,12 @@ def _check(arrays: dict[str, np.ndarray], path: Path) -> None:
         if not condition:
             raise SuggestError(f"{path} is not a valid suggestion dictionary: {what}")
 
-    need(
-        arrays["format"].shape == () and int(arrays["format"]) == FORMAT,
-        f"format {arrays['format']!r}, expected {FORMAT}",
-    )
     for name, dtype in (ARRAYS | OTHER_ARRAYS).items():
         a = arrays[name]
         need(a.ndim == 1, f"{name} has shape {a.shape}")
         need(dtype is None or a.dtype == dtype, f"{name} is {a.dtype}")
     chars, label, lo, hi, first_child = (arrays[name] for name in ARRAYS)
-    phrases, nodes = len(arrays["rank"]), len(lo)
+    phrases, nodes, entries = len(arrays["rank"]), len(lo), len(arrays["entry_phrase"])
     need(chars.dtype == char_dtype(len(arrays["alphabet"])), f"chars are {chars.dtype}")
     need(
         chars.max(initial=0) < max(len(arrays["alphabet"]), 1), "a character is not in the alphabet"
@@ -346,7 +437,12 @@ def _check(arrays: dict[str, np.ndarray], path: Path) -> None:
         "edge labels do not fit",
     )  # only the root's is empty
     need(
-        bool(np.all((lo >= 0) & (lo <= hi) & (hi <= phrases))), "a node's phrases are out of range"
+        bool(np.all((lo >= 0) & (lo <= hi) & (hi <= entries))), "a node's entries are out of range"
+    )
+    need(len(arrays["entry_offset"]) == entries, "entry arrays differ in length")
+    need(
+        bool(np.all((arrays["entry_phrase"] >= 0) & (arrays["entry_phrase"] < phrases))),
+        "an entry's phrase is out of range",
     )
     need(
         first_child[-1] == nodes
