@@ -1,6 +1,11 @@
-"""The one C extension (everything else is in pyproject.toml). Building it needs a C
+"""The C extensions (everything else is in pyproject.toml). Building them needs a C
 compiler and Python's headers: gcc and, for Debian's own Python, python3-dev."""
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("filbert.parse._whitespace", ["src/filbert/parse/_whitespace.c"])])
+setup(
+    ext_modules=[
+        Extension("filbert.parse._whitespace", ["src/filbert/parse/_whitespace.c"]),
+        Extension("filbert.suggest._fuzzy", ["src/filbert/suggest/_fuzzy.c"]),
+    ]
+)

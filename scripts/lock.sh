@@ -9,7 +9,7 @@ TOOLS=$(mktemp -d)
 trap 'rm -rf "$TOOLS"' EXIT
 "$PYTHON" -m venv "$TOOLS"
 "$TOOLS/bin/pip" install -q pip==26.3 pip-tools==7.6.2
-# --all-build-deps --allow-unsafe: also pin the setuptools that builds filbert's C extension.
+# --all-build-deps --allow-unsafe: also pin the setuptools that builds filbert's C extensions.
 "$TOOLS/bin/pip-compile" --quiet --no-header --no-emit-index-url --no-emit-find-links \
   --extra test --extra bench --extra lint --strip-extras --all-build-deps --allow-unsafe \
   --output-file constraints.txt "$@" pyproject.toml

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
-# filbert's C extension (setup.py) needs gcc and Python's headers: Debian's pythonX.Y-dev.
+# filbert's C extensions (setup.py) need gcc and Python's headers: Debian's pythonX.Y-dev.
 if [ ! -f "$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')/Python.h" ] \
     && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \

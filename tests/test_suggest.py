@@ -278,7 +278,7 @@ def test_a_dictionary_of_another_shape_is_refused(tmp_path):
         ({"format": np.int64(99)}, "format"),
         ({"lo": arrays["lo"] + 5}, "out of range"),
         ({"rank": arrays["rank"][:1]}, "text_start does not fit"),
-        ({"label": arrays["label"].astype(np.int32)}, "label is int32"),
+        ({"label": arrays["label"].astype(np.int64)}, "label is int64"),
     ]:
         np.savez(path, **{**arrays, **change})
         with pytest.raises(SuggestError, match=message):

@@ -346,10 +346,12 @@ def jieba_words(run: str) -> list[tuple[str, int, int]]:
 def word_starts(text: str) -> list[int]:
     """Where the words of a folded text begin: see WORD_START, and inside Han runs where
     jieba's words begin."""
-    starts = {m.start() for m in WORD_START.finditer(text)}
+    starts = [m.start() for m in WORD_START.finditer(text)]
+    if HAN_RUN.search(text) is None:
+        return starts
     for run in HAN_RUN.finditer(text):
-        starts.update(run.start() + first for _, first, _ in jieba_words(run.group()))
-    return sorted(starts)
+        starts += [run.start() + first for _, first, _ in jieba_words(run.group())]
+    return sorted(set(starts))
 
 
 @cache

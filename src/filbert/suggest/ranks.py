@@ -25,16 +25,18 @@ def rank_ids(order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 class RangeMin:
     """The least value of values[lo:hi] in constant time: a sparse table over blocks of
-    BLOCK values for the whole blocks inside the range, and each position's least value
-    from (and to) its block's edge for the ends."""
+    BLOCK values for the whole blocks inside the range, and for the ends, where in its block
+    the least value from each position to the block's end (and from the block's start to
+    it) is, as one byte."""
 
     def __init__(self, values: np.ndarray):
         self.values = values
         padded = np.append(
             values, np.full(-len(values) % BLOCK, np.iinfo(values.dtype).max, values.dtype)
         ).reshape(-1, BLOCK)
-        self.to_end = np.minimum.accumulate(padded[:, ::-1], axis=1)[:, ::-1].ravel()
-        self.from_start = np.minimum.accumulate(padded, axis=1).ravel()
+        self.to_end = _where_least(padded[:, ::-1])[:, ::-1].ravel()
+        self.to_end = (BLOCK - 1 - self.to_end).astype(np.uint8)
+        self.from_start = _where_least(padded).ravel()
         level = padded.min(axis=1)
         self.table = [level]  # table[t][b]: least value of blocks b:b + 2**t
         while 2 ** len(self.table) <= len(level):
@@ -50,11 +52,25 @@ class RangeMin:
         first, last = lo // BLOCK, (hi - 1) // BLOCK
         if first == last:
             return int(self.values[lo:hi].min())
-        best = min(self.to_end[lo], self.from_start[hi - 1])
+        values = self.values
+        best = min(
+            values[first * BLOCK + int(self.to_end[lo])],
+            values[last * BLOCK + int(self.from_start[hi - 1])],
+        )
         if last - first > 1:  # whole blocks between
             t = (last - first - 1).bit_length() - 1
             best = min(best, self.table[t][first + 1], self.table[t][last - 2**t])
         return int(best)
+
+
+def _where_least(blocks: np.ndarray) -> np.ndarray:
+    """Per row, the position of the least value so far (the first of equals), as uint8."""
+    running = np.minimum.accumulate(blocks, axis=1)
+    fresh = np.concatenate(
+        [np.ones((len(blocks), 1), bool), running[:, 1:] < running[:, :-1]], axis=1
+    )
+    position = np.where(fresh, np.arange(blocks.shape[1]), 0)
+    return np.maximum.accumulate(position, axis=1).astype(np.uint8)
 
 
 def best_first(

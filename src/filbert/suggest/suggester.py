@@ -173,28 +173,28 @@ class Suggester:
             errors = errors_for(len(text), self.error_lengths)
         if errors < 0:
             raise ValueError(f"errors must be 0 or more, got {errors}")
-        if not text or n <= 0 or not len(self):
-            return []
+        if not text or n <= 0 or not len(self) or len(text) > LONGEST + errors:
+            return []  # (no phrase is longer than LONGEST)
         query = np.array([self.char_ids.get(c, -1) for c in text], np.int32)
         nodes, dists = self.trie.matches(query, errors)
         found = self._top(nodes, dists, n)
-        equal = self._equal(query)
+        equal = self._equal(nodes[dists == 0], len(query))
         if equal is not None:  # the phrase the prefix spells out comes first
             found = [(equal, 0), *[(p, d) for p, d in found if p != equal][: n - 1]]
         return [self._suggestion(p, d) for p, d in found]
 
-    def _equal(self, query: np.ndarray) -> int | None:
-        """The phrase equal to the query, if any: entries of a node sort by their text, so
-        it is the first entry under the query's node when that entry is a whole phrase of
-        the query's length."""
-        node = self.trie.exact(query)
-        if node < 0 or self.trie.lo[node] == self.trie.hi[node]:
+    def _equal(self, exact: np.ndarray, length: int) -> int | None:
+        """The phrase equal to the query, if any, given the node matched at distance 0 (the
+        query's node): entries of a node sort by their text, so it is the node's first
+        entry when that is a whole phrase (offset 0) of the query's `length`."""
+        if not len(exact):
             return None
+        node = int(exact[0])
         entry = int(self.trie.lo[node])
-        phrase = int(self.entry_phrase[entry])
-        if self.entry_offset[entry] or len(normalize(self.display(phrase))) != len(query):
+        if entry == self.trie.hi[node] or self.entry_offset[entry]:
             return None
-        return phrase
+        phrase = int(self.entry_phrase[entry])
+        return phrase if len(normalize(self.display(phrase))) == length else None
 
     def _top(self, nodes: np.ndarray, dists: np.ndarray, n: int) -> list[tuple[int, int]]:
         """(phrase, distance) of the best n phrases under the matched nodes. The nodes
@@ -346,26 +346,19 @@ def _index_entries(keys: list[str]) -> tuple[Trie, np.ndarray, np.ndarray, np.nd
     """The trie over the phrases' entries, its alphabet, and each entry's phrase and offset.
     Entries sort by their text, then offset, then phrase; entries of equal text end at one
     trie node, whose phrase range is then their range."""
-    rows = sorted((key[s:], s, i) for i, key in enumerate(keys) for s in _entry_offsets(key))
-    texts = [row[0] for row in rows]
-    first = [i for i, text in enumerate(texts) if i == 0 or text != texts[i - 1]]
-    distinct = [texts[i] for i in first]
+    inside = [(i, s) for i, key in enumerate(keys) for s in word_starts(key) if s]
+    phrase = np.array([*range(len(keys)), *(i for i, _ in inside)], np.int32)
+    offset = np.array([*(0 for _ in keys), *(s for _, s in inside)], np.uint8)
+    texts = [*keys, *(keys[i][s:] for i, s in inside)]
+    # a stable sort: of equal texts, a whole phrase (first in `texts`) comes first
+    order = sorted(range(len(texts)), key=texts.__getitem__)
+    first = [at for at, i in enumerate(order) if at == 0 or texts[i] != texts[order[at - 1]]]
+    distinct = [texts[order[at]] for at in first]
     alphabet, chars = _char_ids("".join(distinct))
     trie = Trie.build(chars, _starts([len(text) for text in distinct]))
-    bounds = np.array([*first, len(rows)], np.int32)
+    bounds = np.array([*first, len(order)], np.int32)
     trie = dataclasses.replace(trie, lo=bounds[trie.lo], hi=bounds[trie.hi])
-    return (
-        trie,
-        alphabet,
-        np.array([row[2] for row in rows], np.int32),
-        np.array([row[1] for row in rows], np.uint8),
-    )
-
-
-def _entry_offsets(key: str) -> list[int]:
-    """Where a phrase's entries begin: its start and each of its word starts."""
-    starts = word_starts(key)
-    return starts if starts[:1] == [0] else [0, *starts]
+    return trie, alphabet, phrase[order], offset[order]
 
 
 def _char_ids(text: str) -> tuple[np.ndarray, np.ndarray]:

@@ -8,10 +8,10 @@ labels, concatenated in that order, are `chars` (node v's edge is
 `chars[label[v]:label[v + 1]]`), so the nodes and labels a search touches at one depth lie
 close together in memory.
 
-The search is the fuzzy-prefix dynamic programming on the trie path with the query prefix,
-run breadth-first over all paths at once in numpy: one step per character depth, one row of
-the optimal-string-alignment (Damerau) table per path, the rows of a step computed together.
-A path is dropped (Ukkonen's cut-off) once no later row can come within the error bound.
+The search (`matches`, in C: _fuzzy.c) is the fuzzy-prefix dynamic programming on each trie
+path with the query (optimal string alignment: edits and transpositions of neighbours), one
+row per character of the path, walked depth first; a path is dropped (Ukkonen's cut-off)
+once no later row can come within the error bound.
 """
 
 from __future__ import annotations
@@ -20,8 +20,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from filbert.suggest import _fuzzy
+
 # Array names and dtypes as saved; `chars` is uint16 or uint32 (see `char_dtype`).
-ARRAYS = {"chars": None, "label": np.int64, "lo": np.int32, "hi": np.int32, "first_child": np.int32}
+ARRAYS = {"chars": None, "label": np.int32, "lo": np.int32, "hi": np.int32, "first_child": np.int32}
 
 
 def char_dtype(alphabet_size: int) -> type:
@@ -62,146 +64,27 @@ class Trie:
         first = start[lo[order]] + depth[parent[order]]
         sizes = depth[order] - depth[parent[order]]
         label = np.concatenate([[0], np.cumsum(sizes)])
+        if label[-1] > np.iinfo(np.int32).max:
+            raise ValueError("too many phrases for one dictionary: edge labels pass 2**31")
         positions = np.repeat(first - label[:-1], sizes) + np.arange(label[-1])
-        return cls(chars[positions], label, lo[order], hi[order], first_child)
+        return cls(chars[positions], label.astype(np.int32), lo[order], hi[order], first_child)
 
     def matches(self, query: np.ndarray, errors: int) -> tuple[np.ndarray, np.ndarray]:
-        """Nodes whose phrases start with something within `errors` edits of `query`, and
-        that distance (the least over the path). A match deeper down the same path is
-        reported only if it is closer, so the set of phrases at distance d is the union of
-        the nodes at d minus the nodes nested in them at less."""
-        if errors == 0:
-            nodes = np.array([self.exact(query)], np.int32)
-            nodes = nodes[nodes >= 0]
-            return nodes, np.zeros(len(nodes), np.int8)
-        band = _Band(query, errors)
-        state = _Frontier.root(band)
-        found_nodes, found_dist = [], []
-        if band.m <= errors:  # the empty path is already close enough: every phrase matches
-            found_nodes.append(np.zeros(1, np.int32))
-            found_dist.append(np.array([band.m], np.int8))
-            state.cells[-1] = band.m - 1
-        for d in range(band.m + errors):
-            if not len(state.node):
-                break
-            state, nodes, dist = self._step(state, band, d)
-            found_nodes.append(nodes)
-            found_dist.append(dist)
-        if not found_nodes:
-            return np.zeros(0, np.int32), np.zeros(0, np.int8)
-        return np.concatenate(found_nodes), np.concatenate(found_dist)
+        """Nodes whose phrases start with something within `errors` edits of `query` (int32
+        character ids, -1 for a character not in the alphabet), and that distance (the
+        least over the path). A match deeper down the same path is reported only if it is
+        closer, so the set of phrases at distance d is the union of the nodes at d minus
+        the nodes nested in them at less."""
+        wide = self.chars.dtype == np.uint32
+        nodes, dists = _fuzzy.matches(
+            self.chars, wide, self.label, self.first_child, query.astype(np.int32), errors
+        )
+        return np.frombuffer(nodes, np.int32), np.frombuffer(dists, np.int8)
 
     def exact(self, query: np.ndarray) -> int:
-        """The node of the phrases starting with `query` (-1 if none): a walk down."""
-        node, d, m = 0, 0, len(query)
-        while d < m:
-            children = np.arange(self.first_child[node], self.first_child[node + 1])
-            firsts = self.chars[self.label[children]]  # children are in character order
-            i = int(np.searchsorted(firsts, query[d]))
-            if i == len(children) or firsts[i] != query[d]:
-                return -1
-            node = int(children[i])
-            edge = self.chars[self.label[node] : self.label[node + 1]][: m - d]
-            if not np.array_equal(edge, query[d : d + len(edge)]):
-                return -1
-            d += len(edge)
-        return node
-
-    def _step(
-        self, state: _Frontier, band: _Band, d: int
-    ) -> tuple[_Frontier, np.ndarray, np.ndarray]:
-        """Advance every path from depth d to d + 1 (into the children at a node's end).
-
-        Rows hold only Ukkonen's band: the cells of query positions j within `errors` of
-        the depth, as the others are farther; row[b] is the cell of j = d - errors + b, and
-        values are capped at errors + 1, which stands for "too far"."""
-        src, node, pos = self._advance(state)
-        char = self.chars[pos]
-        w = band.width
-        cells = np.take(state.cells, src, axis=1)  # (faster than fancy indexing)
-        row, before, bound = cells[:w], cells[w : 2 * w], cells[2 * w]
-        new = row + (char != band.window(d)[:, None])  # substitute or match
-        np.minimum(new[:-1], row[1:] + 1, out=new[:-1])  # delete from the path
-        if d:  # transpose
-            last = np.take(state.last, src)
-            swap = (char == band.window(d - 1)[:, None]) & (last == band.window(d)[:, None])
-            if swap.any():
-                np.minimum(new, np.where(swap, before + 1, band.far), out=new)
-        for b in range(1, w):  # insert
-            np.minimum(new[b], new[b - 1] + 1, out=new[b])
-        beyond = band.m - d + band.errors  # past the query's end
-        if beyond < w:
-            new[max(beyond, 0) :] = band.far
-        np.minimum(new, band.far, out=new)
-        at_end = band.m - (d + 1) + band.errors  # j = m in the band
-        found_nodes, found_dist = node[:0], new[0, :0]
-        if 0 <= at_end < w:
-            hit = (new[at_end] <= bound).nonzero()[0]
-            found_nodes, found_dist = node[hit], new[at_end, hit]
-            bound[hit] = found_dist - 1
-        # no later row has a cell below this row's least one (a transposition from the row
-        # before costs as much as the substitution into this row)
-        keep = (new.min(axis=0) <= bound).nonzero()[0]
-        cells[w : 2 * w] = row
-        cells[:w] = new
-        state = _Frontier(node[keep], pos[keep] + 1, char[keep], np.take(cells, keep, axis=1))
-        return state, found_nodes, found_dist
-
-    def _advance(self, state: _Frontier) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """For each path one character deeper: the index of the path it extends, its node
-        and the position of its character in `chars`."""
-        at_end = state.pos == self.label[state.node + 1]
-        ending = at_end.nonzero()[0]
-        if not len(ending):
-            return np.arange(len(at_end)), state.node, state.pos
-        inside = (~at_end).nonzero()[0]
-        first = self.first_child[state.node[ending]]
-        counts = self.first_child[state.node[ending] + 1] - first
-        ends = np.cumsum(counts)
-        children = np.repeat(first - ends + counts, counts) + np.arange(ends[-1])
-        return (
-            np.concatenate([inside, np.repeat(ending, counts)]),
-            np.concatenate([state.node[inside], children]),
-            np.concatenate([state.pos[inside], self.label[children]]),
-        )
-
-
-class _Band:
-    """The query as the band of a row sees it."""
-
-    def __init__(self, query: np.ndarray, errors: int):
-        self.m, self.errors, self.width = len(query), errors, 2 * errors + 1
-        self.far = np.int8(errors + 1)
-        none = np.full(self.width + 1, -2, np.int32)  # matches no character
-        self.padded = np.concatenate([none, query.astype(np.int32), none])
-
-    def window(self, d: int) -> np.ndarray:
-        """query[d - errors + b] for each band position b."""
-        first = d - self.errors + self.width + 1
-        return self.padded[first : first + self.width]
-
-
-@dataclass
-class _Frontier:
-    """The paths being followed, one per trie position at the current depth d."""
-
-    node: np.ndarray  # the node whose edge the position is on (or ends)
-    pos: np.ndarray  # where the path's next character is in `chars`
-    last: np.ndarray  # the path's character at depth d - 1
-    cells: np.ndarray  # int8, rows × paths: the band of the DP rows at depths d and d - 1,
-    # then the distance below which a match further down still counts
-
-    @classmethod
-    def root(cls, band: _Band) -> _Frontier:
-        j = np.arange(band.width) - band.errors
-        row = np.where((j >= 0) & (j <= band.m), np.minimum(j, band.far), band.far)
-        cells = np.concatenate([row, np.full(band.width, band.far), [band.errors]])
-        return cls(
-            np.zeros(1, np.int32),
-            np.zeros(1, np.int64),
-            np.zeros(1, np.int32),
-            cells.astype(np.int8)[:, None],
-        )
+        """The node of the phrases starting with `query` (-1 if none)."""
+        nodes, _ = self.matches(query, 0)
+        return int(nodes[0]) if len(nodes) else -1
 
 
 def _common_prefixes(chars: np.ndarray, start: np.ndarray, lengths: np.ndarray) -> np.ndarray:

@@ -1,0 +1,3 @@
+def matches(
+    chars: object, wide: bool, label: object, first_child: object, query: object, errors: int
+) -> tuple[bytes, bytes]: ...
