@@ -6,6 +6,6 @@ from setuptools import Extension, setup
 setup(
     ext_modules=[
         Extension("filbert.parse._whitespace", ["src/filbert/parse/_whitespace.c"]),
-        Extension("filbert.suggest._fuzzy", ["src/filbert/suggest/_fuzzy.c"]),
+        Extension("filbert.suggest._trie", ["src/filbert/suggest/_trie.c"]),
     ]
 )

@@ -8,7 +8,7 @@ labels, concatenated in that order, are `chars` (node v's edge is
 `chars[label[v]:label[v + 1]]`), so the nodes and labels a search touches at one depth lie
 close together in memory.
 
-The search (`matches`, in C: _fuzzy.c) is the fuzzy-prefix dynamic programming on each trie
+The search (`matches`, in C: _trie.c) is the fuzzy-prefix dynamic programming on each trie
 path with the query (optimal string alignment: edits and transpositions of neighbours), one
 row per character of the path, walked depth first; a path is dropped (Ukkonen's cut-off)
 once no later row can come within the error bound.
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from filbert.suggest import _fuzzy
+from filbert.suggest import _trie
 
 # Array names and dtypes as saved; `chars` is uint16 or uint32 (see `char_dtype`).
 ARRAYS = {"chars": None, "label": np.int32, "lo": np.int32, "hi": np.int32, "first_child": np.int32}
@@ -76,7 +76,7 @@ class Trie:
         closer, so the set of phrases at distance d is the union of the nodes at d minus
         the nodes nested in them at less."""
         wide = self.chars.dtype == np.uint32
-        nodes, dists = _fuzzy.matches(
+        nodes, dists = _trie.matches(
             self.chars, wide, self.label, self.first_child, query.astype(np.int32), errors
         )
         return np.frombuffer(nodes, np.int32), np.frombuffer(dists, np.int8)
@@ -108,35 +108,9 @@ def _common_prefixes(chars: np.ndarray, start: np.ndarray, lengths: np.ndarray) 
 
 def _nodes(lcp: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, ...]:
     """The compact trie's nodes (lo, hi, depth, parent), from the sorted phrases' common
-    prefixes: a node is a phrase's end or a depth where neighbours part. A stack holds the
-    nodes on the current phrase's path (like building a suffix tree from an LCP array)."""
-    lo, hi, depth, parent = [0], [len(lengths)], [0], [0]  # the root
-
-    def add(first: int, at_depth: int) -> int:
-        lo.append(first)
-        hi.append(-1)  # set when the node is closed
-        depth.append(at_depth)
-        parent.append(-1)
-        return len(lo) - 1
-
-    stack = [0]
-    lcp_list, length_list = lcp.tolist(), lengths.tolist()
-    for i in range(len(length_list) + 1):
-        shared = lcp_list[i] if 0 < i < len(length_list) else 0
-        last = -1
-        while depth[stack[-1]] > shared:  # close the nodes phrase i is not under
-            v = stack.pop()
-            hi[v] = i
-            if last >= 0:
-                parent[last] = v
-            last = v
-        if depth[stack[-1]] < shared:  # phrases i - 1 and i part here: a branching node
-            stack.append(add(lo[last], shared))
-        if last >= 0:
-            parent[last] = stack[-1]
-        if i < len(length_list):
-            stack.append(add(i, length_list[i]))
-    return tuple(np.array(a, np.int32) for a in (lo, hi, depth, parent))
+    prefixes: a node is a phrase's end or a depth where neighbours part (in C: _trie.c)."""
+    arrays = _trie.nodes(lcp.astype(np.int64), lengths.astype(np.int64))
+    return tuple(np.frombuffer(a, np.int32) for a in arrays)
 
 
 def _breadth_first(lo: np.ndarray, parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

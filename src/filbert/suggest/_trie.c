@@ -1,11 +1,12 @@
-/* matches(): the fuzzy prefix search of trie.py's Trie, depth first.
+/* The loops of trie.py's Trie that numpy cannot do in bulk.
 
-   The same dynamic programming as Trie.matches in numpy (optimal string alignment: edits
-   and transpositions of neighbours, between the query and every start of a path), one row
-   per character of the path, with Ukkonen's cut-off; but walked depth first in C, so a
-   keystroke costs a few microseconds per trie position visited instead of a few numpy
-   calls per depth. The numpy version stays the reference (trie.py); both report the same
-   (node, distance) pairs, in another order. */
+   matches(): the fuzzy prefix search, depth first: the dynamic programming of optimal
+   string alignment (edits and transpositions of neighbours) between the query and every
+   start of a path, one row per character of the path, with Ukkonen's cut-off. A keystroke
+   costs well under a microsecond per trie position visited.
+
+   nodes(): the compact trie's nodes from the sorted phrases' common prefixes, with a stack
+   of the nodes on the current phrase's path (as a suffix tree is built from an LCP array). */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -127,16 +128,72 @@ done:
     return result;
 }
 
+/* nodes(lcp, lengths): int64 arrays of n phrases -> (lo, hi, depth, parent), int32 bytes. */
+static PyObject *nodes(PyObject *module, PyObject *args) {
+    Py_buffer lcp_buf, lengths_buf;
+    if (!PyArg_ParseTuple(args, "y*y*", &lcp_buf, &lengths_buf)) return NULL;
+    const int64_t *lcp = lcp_buf.buf, *lengths = lengths_buf.buf;
+    Py_ssize_t n = lengths_buf.len / (Py_ssize_t)sizeof(int64_t), size = 2 * n + 2, count = 1;
+    PyObject *result = NULL;
+    int32_t *lo = PyMem_Malloc(size * sizeof(int32_t)), *hi = PyMem_Malloc(size * sizeof(int32_t));
+    int32_t *depth = PyMem_Malloc(size * sizeof(int32_t));
+    int32_t *parent = PyMem_Malloc(size * sizeof(int32_t));
+    int32_t *stack = PyMem_Malloc(size * sizeof(int32_t));
+    if (!lo || !hi || !depth || !parent || !stack) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    lo[0] = 0, hi[0] = (int32_t)n, depth[0] = 0, parent[0] = 0; /* the root */
+    Py_ssize_t top = 0;
+    stack[0] = 0;
+    for (Py_ssize_t i = 0; i <= n; i++) {
+        int64_t shared = (i > 0 && i < n) ? lcp[i] : 0;
+        int32_t last = -1;
+        while (depth[stack[top]] > shared) { /* close the nodes phrase i is not under */
+            int32_t v = stack[top--];
+            hi[v] = (int32_t)i;
+            if (last >= 0) parent[last] = v;
+            last = v;
+        }
+        if (depth[stack[top]] < shared) { /* phrases i - 1 and i part here: a branch */
+            lo[count] = lo[last], hi[count] = -1, depth[count] = (int32_t)shared;
+            parent[count] = -1;
+            stack[++top] = (int32_t)count++;
+        }
+        if (last >= 0) parent[last] = stack[top];
+        if (i < n) { /* phrase i's own node, closed when a later phrase leaves it */
+            lo[count] = (int32_t)i, hi[count] = -1, depth[count] = (int32_t)lengths[i];
+            parent[count] = -1;
+            stack[++top] = (int32_t)count++;
+        }
+    }
+    Py_ssize_t bytes = count * (Py_ssize_t)sizeof(int32_t);
+    result = Py_BuildValue("(y#y#y#y#)", (char *)lo, bytes, (char *)hi, bytes, (char *)depth,
+                           bytes, (char *)parent, bytes);
+done:
+    PyMem_Free(lo);
+    PyMem_Free(hi);
+    PyMem_Free(depth);
+    PyMem_Free(parent);
+    PyMem_Free(stack);
+    PyBuffer_Release(&lcp_buf);
+    PyBuffer_Release(&lengths_buf);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"matches", matches, METH_VARARGS,
      "matches(chars, wide, label, first_child, query, errors) -> (int32 nodes, int8 "
      "distances) as bytes: Trie.matches, depth first."},
+    {"nodes", nodes, METH_VARARGS,
+     "nodes(lcp, lengths) -> (lo, hi, depth, parent) as int32 bytes: the compact trie's "
+     "nodes."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "filbert.suggest._fuzzy",
-    "Fuzzy prefix search of the suggestion trie.", -1, methods,
+    PyModuleDef_HEAD_INIT, "filbert.suggest._trie",
+    "The suggestion trie's loops: fuzzy prefix search and node building.", -1, methods,
 };
 
-PyMODINIT_FUNC PyInit__fuzzy(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__trie(void) { return PyModule_Create(&module); }
