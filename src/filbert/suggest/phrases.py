@@ -12,31 +12,44 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cache
 
 from filbert.analysis.analyzers import HAN, fold, jieba_words, stop_words
 
 # Where a title's parts meet: " — ", " | ", " - ", " :: ", ": " and the like.
 SEPARATOR = re.compile(r"\s+(?:[—–|·»«/-]|::)\s+|[:：]\s+")
-LABELS = "chapter|section|part|appendix|глава|раздел|часть|приложение"
-# "Chapter 10.", "Part VII.", "Приложение B."
-LEADING_LABEL = re.compile(
-    rf"(?i)^(?:{LABELS})\s+(?:\d+|[ivxlcdm]+\b|[a-zа-я]\b)(?:\.\d+)*[.:]?\s+"
+LABELS = (
+    "chapter|section|part|appendix|example|figure|table"
+    "|глава|раздел|часть|приложение|пример|рисунок|таблица"
 )
-# "第 10 章", "附录 A"
+LABEL_NUMBER = r"(?:\d+|[ivxlcdm]+\b|[a-zа-я]\b)(?:\.\d+)*"
+# "Chapter 10.", "Part VII.", "Приложение B.", and cross-references: "Section 8.9.4, "
+LEADING_LABEL = re.compile(rf"(?i)^(?:{LABELS})\s+{LABEL_NUMBER}[.:,]?\s+")
+# "第 10 章", "第 13.3.1 节", "附录 A", "例 10.13"
 LEADING_CJK = re.compile(
-    r"^(?:第\s*[\d一二三四五六七八九十百千零〇]+\s*[章节部篇卷]|附录\s*[A-Za-z\d]+)[\s.:：、]*"
+    r"^(?:第\s*[\d一二三四五六七八九十百千零〇]+(?:\.\d+)*\s*[章节部篇卷]"
+    r"|附录\s*[A-Za-z\d]+|[例图表]\s*\d+(?:\.\d+)*)[\s.:：,，、]*"
 )
+# A cross-reference that names no page: "Section 5.14", "Table 53.65", "第 5 章".
+LABEL_ONLY = re.compile(rf"(?i)^(?:{LABELS})\s+{LABEL_NUMBER}\.?$")
 # "8.2.", "B.2.", "4.", "A." (a lone number needs its dot: "1984 Novel" keeps its number)
 LEADING_NUMBER = re.compile(r"^(?:(?:\d+|[A-Z])(?:\.\d+)+\.?|\d+\.|[A-Z]\.)\s+")
-QUOTES = str.maketrans({"“": '"', "”": '"', "„": '"', "‘": "'", "’": "'", "‚": "'"})
+QUOTES = str.maketrans(
+    {"“": '"', "”": '"', "„": '"', "«": '"', "»": '"', "‘": "'", "’": "'", "‚": "'"}
+)
 TRAILING_MARKS = "¶§#"  # heading permalinks ("Usage¶")
-# Generated index entries ("pack() (in module struct)", "__init__", "os.path.join()") and
-# other code: suggested, but ranked below real names.
-CODE = re.compile(r"\(\)|_|::|[=<>{}\[\]]|\((?:in module|class in|built-in)\b|\s\([^)]*\)$")
-# A word of a term: letters and digits, with inner hyphens, apostrophes and dots (apt-get,
-# sources.list, don't).
-WORD = re.compile(r"[^\W_]+(?:['.-][^\W_]+)*")
-HAN_CHAR = re.compile(f"[{HAN}]")
+# Generated index entries ("pack() (in module struct)", "seek() (chunk.Chunk method)",
+# "Thread (class in threading)", "__init__") and other code: suggested, but ranked below real
+# names. A title's own parenthesis ("Domain Name Servers (DNS)") is no sign of code.
+INDEX_KIND = (
+    "in module|class in|method|attribute|function|exception|data|fixer|variable|macro"
+    "|type|member|module|option|opcode"
+)
+CODE = re.compile(rf"\(\)|_|::|[=<>{{}}\[\]]|\s\((?:[\w.]+\s)*(?:{INDEX_KIND})\b[^)]*\)$")
+# The pieces of a text that terms are made of: a Han run; a word of letters and digits with
+# inner hyphens, apostrophes, dots and underscores (apt-get, sources.list, don't, pg_class);
+# or punctuation, where word groups end.
+PIECE = re.compile(rf"([{HAN}]+)|([^\W_{HAN}]+(?:['._-][^\W_{HAN}]+)*)|[^\w\s]")
 
 
 @dataclass
@@ -78,7 +91,8 @@ def site_affixes(titles: Iterable[str], share: float, min_pages: int = 3) -> Aff
 
 def clean(text: str, affixes: Affixes | None = None) -> str:
     """A title, heading or anchor as typed: one space between words, no permalink marks, no
-    repeated site affix, no leading numbering or "Chapter 10."-style label, plain quotes."""
+    repeated site affix, no leading numbering or "Chapter 10."-style label, plain quotes, no
+    quotes around the whole ("Section 9.2, “Remote Login”" is "Remote Login")."""
     text = " ".join(text.split()).rstrip(TRAILING_MARKS).rstrip()
     if affixes is not None:
         text = affixes.strip(text)
@@ -86,46 +100,76 @@ def clean(text: str, affixes: Affixes | None = None) -> str:
         rest = pattern.sub("", text, count=1)
         if rest.strip():
             text = rest
-    return text.translate(QUOTES).strip()
+    return _unquote(text.translate(QUOTES).strip())
+
+
+def _unquote(text: str) -> str:
+    """The text without the quotes around it, if they are its only ones."""
+    if len(text) > 2 and text[0] == text[-1] == '"' and text.count('"') == 2:
+        return text[1:-1].strip()
+    return text
 
 
 def is_noise(phrase: str) -> bool:
-    """Left out: no letter at all, or opening with a bracket ("(package variable)")."""
-    return not any(ch.isalpha() for ch in phrase) or phrase[0] in "([{<"
+    """Left out: no letter at all, opening with a bracket ("(package variable)"), or only a
+    label and its number ("Section 5.14", "第 5 章": a reference, not a name)."""
+    return (
+        not any(ch.isalpha() for ch in phrase)
+        or phrase[0] in "([{<"
+        or LABEL_ONLY.match(phrase) is not None
+        or LEADING_CJK.fullmatch(phrase) is not None
+    )
 
 
 def is_code(phrase: str) -> bool:
+    """Looks like code or a generated index entry (see CODE)."""
     return CODE.search(phrase) is not None
 
 
-def terms(text: str, longest: int = 3) -> set[str]:
+def terms(text: str, longest: int = 3) -> dict[str, str]:
     """The words and word groups (up to `longest` words) of a text worth suggesting on their
-    own, folded: none starts or ends with a stop word, each starts with a letter. Chinese
+    own, folded, each with its spelling in the text: none starts or ends with a stop word,
+    each starts with a letter and has two characters or more, none spans punctuation. Chinese
     runs count by jieba's words (two characters or more), a group of them written together."""
-    stop = stop_words("en") | stop_words("ru")
-    words = list(WORD.findall(fold(text)))
-    found: set[str] = set()
-    for run in _runs(words):
+    found: dict[str, str] = {}
+    for run, han in _runs(text):
+        joiner = "" if han else " "
+        folded = [fold(w) for w in run]
         for n in range(1, longest + 1):
             for i in range(len(run) - n + 1):
-                group = run[i : i + n]
-                if group[0] in stop or group[-1] in stop or not group[0][0].isalpha():
-                    continue
-                han = HAN_CHAR.match(group[0]) is not None
-                if han and any(len(w) < 2 for w in group):
-                    continue
-                found.add(("" if han else " ").join(group))
+                if _worth(folded[i : i + n], han):
+                    found.setdefault(joiner.join(folded[i : i + n]), joiner.join(run[i : i + n]))
     return found
 
 
-def _runs(words: list[str]) -> list[list[str]]:
-    """The words in runs of one kind: Chinese words (jieba's, of a Han word) or others."""
-    runs: list[list[str]] = []
-    for word in words:
-        han = HAN_CHAR.match(word) is not None
-        parts = [w for w, _, _ in jieba_words(word)] if han else [word]
-        if runs and (HAN_CHAR.match(runs[-1][-1]) is not None) == han:
-            runs[-1] += parts
-        else:
-            runs.append(parts)
-    return runs
+def _worth(group: list[str], han: bool) -> bool:
+    """Whether a group of folded words is a term (see terms)."""
+    stop = _stop_words()
+    return (
+        group[0] not in stop
+        and group[-1] not in stop
+        and group[0][0].isalpha()
+        and sum(map(len, group)) >= 2
+        and not (han and any(len(w) < 2 for w in group))
+    )
+
+
+@cache
+def _stop_words() -> frozenset[str]:
+    return stop_words("en") | stop_words("ru")
+
+
+def _runs(text: str) -> list[tuple[list[str], bool]]:
+    """The text's runs of words that a group may span, and whether each is Chinese: a Han
+    run as jieba's words, or other words up to punctuation or a Han run."""
+    runs: list[tuple[list[str], bool]] = [([], False)]
+    for piece in PIECE.finditer(text):
+        han, word = piece.groups()
+        if han:
+            runs.append(([w for w, _, _ in jieba_words(han)], True))
+            runs.append(([], False))
+        elif word:
+            runs[-1][0].append(word)
+        elif runs[-1][0]:
+            runs.append(([], False))
+    return [run for run in runs if run[0]]

@@ -1,10 +1,15 @@
 """The suggestion dictionary of a crawl: `filbert suggest-build` (and `filbert index`).
 
-Phrases, each ranked by how often it occurs:
-- the title of every page the index holds (fetched, parsed, not noindex): one per page;
-- the anchor text of every link to such a page: one per link;
+Phrases, each with a rank; equal phrases (once folded) are one entry whose rank sums theirs:
+- the title of every page the index holds (fetched, parsed, not noindex): 1 + the page's
+  PageRank score (`score` in the crawldb: PageRank × pages, 1.0 on average);
+- the anchor text of every link to such a page: 1 per link, `suggest.code.factor` per link
+  if the text looks like code or a generated index entry ("pack() (in module struct)");
 - the headings (h1-h3) of such pages that `suggest.headings.min.pages` pages or more have
-  (one per page): a heading on one page is mostly a part of that page, not a topic;
+  (1 per page): a heading on one page is mostly a part of that page, not a topic;
+- terms: the words and two- or three-word groups of those titles, headings and anchor texts
+  (but code's) found on `suggest.terms.min.pages` indexed pages or more, ranked pages ×
+  `suggest.terms.weight` and shown in their most frequent spelling ("DNS", "apt-get");
 - the queries of the query log (CRAWL/logs/queries.jsonl and its rotated files): one per
   search. A query is suggested to everyone only once `suggest.queries.min.clients` distinct
   clients searched it, `suggest.queries.min.count` times in all, each search answered
@@ -13,21 +18,41 @@ Phrases, each ranked by how often it occurs:
   fallback does not count. Queries count together when they are equal once folded (the
   most searched spelling is shown); queries cut short in the log, and lines of logs written
   before clients and matched words were logged, do not count;
-plus the synonym rings of a synonyms file. The dictionary is written into CRAWL/suggest/
-as a new generation and published atomically.
+plus the synonym rings of a synonyms file.
+
+Titles, headings and anchor texts are cleaned first (see phrases.clean): their leading
+numbering and "Chapter 10."-style labels go, and so does a title prefix or suffix that the
+page's host repeats on `suggest.template.share` of its titles ("— Python 3.11.2
+documentation"); anchor texts lose their target host's. Left out are a host's template:
+a heading, or an anchor text on its pages, that `suggest.template.share` of its pages
+repeat (and at least `suggest.template.min.pages`: "Navigation", "Copyright"), and an
+anchor text its pages use for links to `suggest.template.min.pages` different pages or more
+("Next"); and noise (phrases.is_noise): no letter, an opening bracket ("(package
+variable)"), a bare reference ("Section 5.14").
+
+The dictionary is written into CRAWL/suggest/ as a new generation and published atomically.
 """
 
 from __future__ import annotations
 
-from collections import Counter
+import itertools
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+import duckdb
 
 from filbert import schemas
 from filbert.buckets import Relation, connect, latest_per_page, params, parquet_relation
 from filbert.config import ConfigError, Settings
 from filbert.storage import CrawlDir, GenerationHolder, Segment, reading
+from filbert.suggest.phrases import Affixes, clean, is_code, is_noise, site_affixes, terms
 from filbert.suggest.querylog import read_query_log
 from filbert.suggest.suggester import Suggester, SuggestError, normalize
+
+BATCH = 10_000  # page rows read at a time
 
 
 def build_suggest(
@@ -36,7 +61,7 @@ def build_suggest(
     """Build the dictionary from the crawl, the query log and the synonyms file (by default
     `suggest.synonyms.file`); returns counts."""
     crawl.require()
-    pages = crawl_phrases(crawl, settings["suggest.headings.min.pages"])
+    pages = crawl_phrases(crawl, settings)
     queries = logged_queries(
         crawl.query_log,
         settings["suggest.queries.min.count"],
@@ -45,10 +70,11 @@ def build_suggest(
     if synonyms is None and settings["suggest.synonyms.file"]:
         synonyms = Path(settings["suggest.synonyms.file"])
     rings = read_synonyms(synonyms) if synonyms else []
-    suggester = Suggester.build((pages + queries).items(), rings, settings["suggest.max.length"])
+    phrases = _summed(pages, queries)
+    suggester = Suggester.build(phrases.items(), rings, settings["suggest.max.length"])
     counts = {
         "phrases": len(suggester),
-        "page phrases": len(pages),
+        "page phrases": len({normalize(p) for p in pages}),
         "queries": len(queries),
         "synonym rings": len(rings),
     }
@@ -59,9 +85,33 @@ def build_suggest(
     return counts
 
 
-def crawl_phrases(crawl: CrawlDir, heading_pages: int = 2) -> Counter[str]:
-    """Titles of the indexed pages, anchor texts of the links to them, and the headings
-    found on at least `heading_pages` of them, with counts (pages, links, pages)."""
+@dataclass(frozen=True)
+class Rules:
+    """The settings that decide which of a crawl's phrases enter, and their ranks."""
+
+    heading_pages: int
+    template_share: float
+    template_pages: int
+    code_factor: float
+    term_pages: int
+    term_weight: float
+
+    @classmethod
+    def of(cls, settings: Settings) -> Rules:
+        return cls(
+            settings["suggest.headings.min.pages"],
+            settings["suggest.template.share"],
+            settings["suggest.template.min.pages"],
+            settings["suggest.code.factor"],
+            settings["suggest.terms.min.pages"],
+            settings["suggest.terms.weight"],
+        )
+
+
+def crawl_phrases(crawl: CrawlDir, settings: Settings | None = None) -> dict[str, float]:
+    """The phrases of the indexed pages, with their ranks (see the module's rules; by
+    default the default settings): cleaned titles, anchor texts and headings, and terms."""
+    rules = Rules.of(Settings() if settings is None else settings)
     segments = [seg for seg in crawl.segments() if seg.parsed]
     db_files, link_files = crawl.crawldb.files(), crawl.linkdb.files()
     data_files = [p for seg in segments for p in seg.parts(Segment.PARSE_DATA)]
@@ -74,40 +124,188 @@ def crawl_phrases(crawl: CrawlDir, heading_pages: int = 2) -> Counter[str]:
             row[0]
             for row in con.sql(f"DESCRIBE SELECT * FROM {data.sql}", params=data.params).fetchall()
         }
-        sql = _phrases_sql(db, links, data, columns)
-        bound = params(db, links, data, heading_pages=int(heading_pages))
-        return Counter(dict(con.sql(sql, params=bound).fetchall()))
+        titles = con.execute(_titles_sql(db, data, columns), params(db, data))
+        found = PagePhrases(rules, _host_affixes(titles, rules.template_share))
+        bound = params(
+            db,
+            links,
+            data,
+            template_share=rules.template_share,
+            template_pages=rules.template_pages,
+        )
+        result = con.execute(_phrases_sql(db, links, data, columns), bound)
+        while rows := result.fetchmany(BATCH):
+            for host, title, score, headings, anchors in rows:
+                found.add(host, title, score, headings or (), anchors or ())
+    return found.ranks()
 
 
-def _phrases_sql(db: Relation, links: Relation, data: Relation, columns: set[str]) -> str:
-    """The query counting the phrases of crawl_phrases, over these relations
-    (binds `$heading_pages`)."""
+def _host_affixes(result: duckdb.DuckDBPyConnection, share: float) -> dict[str, Affixes]:
+    """Each host's title affixes, from a result of (host, title) rows ordered by host."""
+    rows = iter(lambda: result.fetchmany(BATCH), [])
+    pairs = itertools.chain.from_iterable(rows)
+    return {
+        host: site_affixes((title for _, title in group), share)
+        for host, group in itertools.groupby(pairs, key=lambda row: row[0])
+    }
+
+
+@dataclass
+class PagePhrases:
+    """The phrases of the indexed pages, counted page by page."""
+
+    rules: Rules
+    affixes: dict[str, Affixes]
+    names: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
+    headings: Counter[str] = field(default_factory=Counter)  # spelling -> pages
+    terms: Counter[str] = field(default_factory=Counter)  # spelling -> pages
+
+    def add(
+        self,
+        host: str,
+        title: str | None,
+        score: float,
+        headings: Sequence[str],
+        anchors: Sequence[dict[str, Any]],
+    ) -> None:
+        """One page: its title and PageRank score, its headings, and the anchor texts of the
+        links to it with their link counts (`{"anchor": ..., "links": n}`, templates left
+        out)."""
+        affixes = self.affixes.get(host)
+        named = self._title(title, score, affixes) + self._anchors(anchors, affixes)
+        page_headings = _distinct(h for h in map(clean, headings) if h and not is_noise(h))
+        self.headings.update(page_headings)
+        page_terms: dict[str, str] = {}
+        for text in named + page_headings:
+            page_terms = terms(text) | page_terms  # a page counts a term's first spelling
+        self.terms.update(page_terms.values())
+
+    def _title(self, title: str | None, score: float, affixes: Affixes | None) -> list[str]:
+        """Counts a page's cleaned title; returns it (if it is no noise)."""
+        name = clean(title or "", affixes)
+        if not name or is_noise(name):
+            return []
+        self.names[name] += 1.0 + score
+        return [name]
+
+    def _anchors(self, anchors: Sequence[dict[str, Any]], affixes: Affixes | None) -> list[str]:
+        """Counts the cleaned anchor texts of the links to a page; returns those whose terms
+        count (code's terms are mostly an index's kinds: "method", "attribute")."""
+        texts = []
+        for anchor in anchors:
+            name = clean(anchor["anchor"], affixes)
+            if not name or is_noise(name):
+                continue
+            code = is_code(name)
+            self.names[name] += anchor["links"] * (self.rules.code_factor if code else 1.0)
+            texts += [] if code else [name]
+        return texts
+
+    def ranks(self) -> dict[str, float]:
+        """Every phrase that enters, by spelling, with its rank."""
+        rules = self.rules
+        return _summed(
+            self.names,
+            _frequent(self.headings, rules.heading_pages, 1.0),
+            _frequent(self.terms, rules.term_pages, rules.term_weight),
+        )
+
+
+def _distinct(texts: Iterable[str]) -> list[str]:
+    """The texts, one of each folded phrase (its first spelling)."""
+    first: dict[str, str] = {}
+    for text in texts:
+        first.setdefault(normalize(text), text)
+    return list(first.values())
+
+
+def _frequent(pages: Counter[str], least: int, weight: float) -> dict[str, float]:
+    """The spellings of the phrases on `least` pages or more (their spellings together),
+    ranked pages × weight each: merged, a phrase shows its most frequent spelling."""
+    totals: Counter[str] = Counter()
+    for spelling, n in pages.items():
+        totals[normalize(spelling)] += n
+    return {s: n * weight for s, n in pages.items() if totals[normalize(s)] >= least}
+
+
+def _summed(*ranks: Mapping[str, float]) -> dict[str, float]:
+    """Each phrase's ranks added up, by spelling; a phrase of rank 0 is left out."""
+    total: defaultdict[str, float] = defaultdict(float)
+    for part in ranks:
+        for phrase, rank in part.items():
+            total[phrase] += rank
+    return {phrase: rank for phrase, rank in total.items() if rank > 0}
+
+
+def _indexed_sql(db: Relation, data: Relation, columns: set[str]) -> str:
+    """The CTEs up to `indexed`: the pages the index holds, with their host, title, headings
+    and PageRank score."""
     headings = "headings" if "headings" in columns else "NULL"  # segments parsed before them
     return f"""
     WITH pages AS (
-        SELECT fp FROM {db.sql} WHERE status IN ('{schemas.DB_FETCHED}', '{schemas.DB_NOTMODIFIED}')
+        SELECT fp, host, score FROM {db.sql}
+        WHERE status IN ('{schemas.DB_FETCHED}', '{schemas.DB_NOTMODIFIED}')
     ), latest AS (
         SELECT fp, title, {headings} AS headings, noindex FROM {data.sql}
         WHERE status = '{schemas.PARSE_SUCCESS}'
         {latest_per_page()}
     ), indexed AS (
-        SELECT fp, title, headings FROM pages JOIN latest USING (fp) WHERE NOT noindex
-    ), named AS (
-        SELECT title AS phrase FROM indexed
-        UNION ALL
-        SELECT unnest(inlinks).anchor AS phrase FROM {links.sql} WHERE fp IN (SELECT fp FROM indexed)
+        SELECT fp, host, title, headings, coalesce(score, 0)::DOUBLE AS score
+        FROM pages JOIN latest USING (fp) WHERE NOT noindex
+    )"""
+
+
+def _titles_sql(db: Relation, data: Relation, columns: set[str]) -> str:
+    """The indexed pages' titles by host, ordered by host."""
+    return f"""{_indexed_sql(db, data, columns)}
+    SELECT host, title FROM indexed WHERE title IS NOT NULL ORDER BY host
+    """
+
+
+def _phrases_sql(db: Relation, links: Relation, data: Relation, columns: set[str]) -> str:
+    """The query for PagePhrases: one row per indexed page with its host, title, score,
+    headings and anchor texts (with their link counts). Left out: a host's template
+    headings and anchor texts (on `$template_share` of its pages, and `$template_pages` or
+    more), and anchor texts its pages use for links to `$template_pages` different pages or
+    more ("Next", "module"), which name none of them."""
+    template = "count(*) >= greatest($template_share * coalesce(pages, 0), $template_pages)"
+    return f"""{_indexed_sql(db, data, columns)}, host_pages AS (
+        SELECT host, count(*) AS pages FROM indexed GROUP BY host
     ), page_headings AS (
-        SELECT DISTINCT fp, trim(heading) AS phrase
-        FROM (SELECT fp, unnest(string_split(coalesce(headings, ''), chr(10))) AS heading
+        SELECT DISTINCT fp, host, trim(heading) AS heading
+        FROM (SELECT fp, host, unnest(string_split(coalesce(headings, ''), chr(10))) AS heading
               FROM indexed)
-    ), counted AS (
-        SELECT phrase, count(*) AS n FROM named WHERE trim(coalesce(phrase, '')) <> ''
-        GROUP BY phrase
-        UNION ALL
-        SELECT phrase, count(*) AS n FROM page_headings WHERE phrase <> ''
-        GROUP BY phrase HAVING count(*) >= $heading_pages
+        WHERE trim(heading) <> ''
+    ), template_headings AS (
+        SELECT host, heading FROM page_headings LEFT JOIN host_pages USING (host)
+        GROUP BY host, heading, pages HAVING {template}
+    ), kept_headings AS (
+        SELECT fp, list(heading) AS heading_list
+        FROM page_headings ANTI JOIN template_headings USING (host, heading)
+        GROUP BY fp
+    ), links AS (
+        SELECT fp, trim(link.anchor) AS anchor, link.from_url AS source,
+               split_part(link.from_url, '/', 3) AS host
+        FROM (SELECT fp, unnest(inlinks) AS link FROM {links.sql}
+              WHERE fp IN (SELECT fp FROM indexed))
+        WHERE trim(coalesce(link.anchor, '')) <> ''
+    ), source_pages AS (
+        SELECT DISTINCT host, anchor, source FROM links
+    ), template_anchors AS (
+        SELECT host, anchor FROM source_pages LEFT JOIN host_pages USING (host)
+        GROUP BY host, anchor, pages HAVING {template}
+        UNION
+        SELECT host, anchor FROM links GROUP BY host, anchor
+        HAVING count(DISTINCT fp) >= $template_pages
+    ), kept_anchors AS (
+        SELECT fp, list({{'anchor': anchor, 'links': n}}) AS anchor_list
+        FROM (SELECT fp, anchor, count(*) AS n
+              FROM links ANTI JOIN template_anchors USING (host, anchor)
+              GROUP BY fp, anchor)
+        GROUP BY fp
     )
-    SELECT phrase, sum(n)::BIGINT FROM counted GROUP BY phrase
+    SELECT host, title, score, heading_list, anchor_list
+    FROM indexed LEFT JOIN kept_headings USING (fp) LEFT JOIN kept_anchors USING (fp)
     """
 
 
