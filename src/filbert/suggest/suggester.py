@@ -13,16 +13,16 @@ with whitespace runs as one space, so a prefix may run over several words.
 from __future__ import annotations
 
 import dataclasses
-import math
 import zipfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
 
 from filbert.analysis import fold
-from filbert.analysis.analyzers import word_starts
+from filbert.analysis.analyzers import word_starts_in
 from filbert.errors import UserError
 from filbert.suggest.ranks import RangeMin, best_first, rank_ids
 from filbert.suggest.trie import ARRAYS, Trie, char_dtype
@@ -298,13 +298,17 @@ class Suggester:
 
 
 def _merge(phrases: Iterable[tuple[str, float]], max_length: int) -> dict[str, _Entry]:
+    pairs = list(phrases)
+    ranks = np.array([rank for _, rank in pairs], np.float64)
+    if not np.all(np.isfinite(ranks) & (ranks >= 0)):
+        phrase, rank = pairs[int(np.argmin(np.isfinite(ranks) & (ranks >= 0)))]
+        raise ValueError(f"the rank of {phrase!r} must be a finite number >= 0, got {rank}")
+    displays = _valid("\n".join(" ".join(phrase.split()) for phrase, _ in pairs)).split("\n")
+    # folded all at once: a call per phrase costs more than the folding
+    keys = fold("\n".join(displays)).split("\n")
     entries: dict[str, _Entry] = {}
-    for phrase, rank in phrases:
-        rank = float(rank)
-        if not (math.isfinite(rank) and rank >= 0):
-            raise ValueError(f"the rank of {phrase!r} must be a finite number >= 0, got {rank}")
-        display = _valid(" ".join(phrase.split()))
-        key = normalize(display)
+    for rank, display, folded in zip(ranks.tolist(), displays, keys):
+        key = " ".join(folded.split())
         if not key or len(key) > max_length:
             continue
         entry = entries.get(key)
@@ -346,14 +350,16 @@ def _index_entries(keys: list[str]) -> tuple[Trie, np.ndarray, np.ndarray, np.nd
     """The trie over the phrases' entries, its alphabet, and each entry's phrase and offset.
     Entries sort by their text, then offset, then phrase; entries of equal text end at one
     trie node, whose phrase range is then their range."""
-    inside = [(i, s) for i, key in enumerate(keys) for s in word_starts(key) if s]
-    phrase = np.array([*range(len(keys)), *(i for i, _ in inside)], np.int32)
-    offset = np.array([*(0 for _ in keys), *(s for _, s in inside)], np.uint8)
-    texts = [*keys, *(keys[i][s:] for i, s in inside)]
+    which, at = word_starts_in(keys)
+    which, at = which[at > 0], at[at > 0]  # every phrase has its start already
+    phrase = np.concatenate([np.arange(len(keys)), which]).astype(np.int32)
+    offset = np.concatenate([np.zeros(len(keys), np.int64), at]).astype(np.uint8)
+    texts = [*keys, *(keys[i][s:] for i, s in zip(which.tolist(), at.tolist()))]
     # a stable sort: of equal texts, a whole phrase (first in `texts`) comes first
     order = sorted(range(len(texts)), key=texts.__getitem__)
-    first = [at for at, i in enumerate(order) if at == 0 or texts[i] != texts[order[at - 1]]]
-    distinct = [texts[order[at]] for at in first]
+    ordered = list(map(texts.__getitem__, order))
+    first = [at for at, (a, b) in enumerate(pairwise(["", *ordered])) if a != b]
+    distinct = list(map(ordered.__getitem__, first))
     alphabet, chars = _char_ids("".join(distinct))
     trie = Trie.build(chars, _starts([len(text) for text in distinct]))
     bounds = np.array([*first, len(order)], np.int32)
@@ -364,9 +370,12 @@ def _index_entries(keys: list[str]) -> tuple[Trie, np.ndarray, np.ndarray, np.nd
 def _char_ids(text: str) -> tuple[np.ndarray, np.ndarray]:
     """The distinct characters (code points, sorted, so ids sort like the text) and the
     text as ids."""
-    alphabet = np.array(sorted(map(ord, set(text))), np.uint32)
     points = np.frombuffer(text.encode("utf-32-le"), np.uint32)
-    return alphabet, np.searchsorted(alphabet, points).astype(char_dtype(len(alphabet)))
+    seen = np.zeros(int(points.max(initial=0)) + 1, bool)
+    seen[points] = True
+    alphabet = seen.nonzero()[0].astype(np.uint32)
+    ids = np.cumsum(seen, dtype=np.int64) - 1  # a code point's id: the points below it seen
+    return alphabet, ids[points].astype(char_dtype(len(alphabet)))
 
 
 def _starts(lengths: list[int]) -> np.ndarray:
