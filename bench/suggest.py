@@ -1,4 +1,12 @@
-"""Autocomplete: filbert.suggest against the seed's literal algorithm, on 1M weighted phrases.
+"""Autocomplete: filbert.suggest on 1M synthetic phrases and on five real documentation sites.
+
+Completion order (filbert.suggest): a prefix completes a phrase from the start of any of its
+words; results come by distance, and at one distance the phrase equal to the prefix first,
+then phrases matched from their start, then phrases matched from a later word, each group by
+rank. Matching is folded (`normalize`, `normalize_prefix`); word starts are
+`analyzers.word_starts` (and a phrase's start).
+
+## Synthetic part (--phrases, 0 or --no-synthetic to skip)
 
 Phrases: 1-4 words (5/40/35/20 %) drawn from wordfreq's 60,000 most frequent English words
 (the alphabetic ones), each word with probability ∝ frequency^0.6; a phrase's rank is the
@@ -6,10 +14,10 @@ geometric mean of its words' frequencies × a log-normal factor (σ = 1) × 10^6
 run builds the same dictionary.
 
 Keystrokes: --targets phrases drawn ∝ rank (popular phrases are typed more often); for each,
-its prefixes of 3 to 10 characters, typed clean, with one typo and with two (substitution,
-insertion, deletion or transposition of neighbours, at a random position). The errors
-allowed follow the typed prefix's length (filbert's default: 0 below 4 characters, 1 from
-4, 2 from 8). Every keystroke asks for the top 10.
+its prefixes of 3 to 10 characters (from the phrase's start), typed clean, with one typo and
+with two (substitution, insertion, deletion or transposition of neighbours, at a random
+position). The errors allowed follow the typed prefix's length (filbert's default: 0 below 4
+characters, 1 from 4, 2 from 8). Every keystroke asks for the top 10.
 
 Measured in this process, pinned to one core:
 - build time, from (phrase, rank) pairs to the structure, and load time of the saved file;
@@ -17,42 +25,107 @@ Measured in this process, pinned to one core:
   fresh process; for the baseline, the RSS growth while building its trie;
 - latency per keystroke by errors allowed: p50 and p99 of wall time, the median of
   --repeat passes over all keystrokes;
-- quality: with one typo and a clean prefix of 5 or more characters, how often the intended
-  phrase (the best-ranked phrase with the clean prefix) is in the top 10; and how often a
-  clean prefix gets exactly the best exact completions (checked against a sort of the
-  phrases having that prefix).
+- quality, against an oracle that sorts every phrase from each of its word starts: how often
+  a clean prefix gets exactly the best exact completions (the results at distance 0 equal
+  the oracle's top 10 in the order above); and with one typo and a clean prefix of 5 or more
+  characters, how often the intended phrase is in the top 10. The intended phrase is the
+  first of the clean prefix's best exact completions: the phrase equal to it if there is one
+  (the order puts it first), else the best-ranked phrase it starts (a keystroke is typed from
+  a phrase's start, so a later-word match never comes first).
 
 The baseline is the seed's algorithm as written: a trie of dict nodes; depth-first dynamic
 programming with the prefix (one row per trie level, to prefix length + k, with adjacent
 transpositions), cut off where a row's minimum exceeds k; every phrase under every node
-within k collected, then sorted by distance and rank. It runs on the same phrases but only
-on the keystrokes of the first --baseline-targets targets (a keystroke can take seconds).
+within k collected, then sorted by distance and rank. It completes from a phrase's start
+only, so its quality is counted on the keystrokes where that is the same question: those
+whose intended phrase (one typo) or best exact completions (clean) are the same when only
+start matches count and rank alone orders them. It runs on the same phrases but only on the
+keystrokes of the first --baseline-targets targets (a keystroke can take seconds).
+
+## Real-site part (--real / --no-real; on by default when the packages are installed)
+
+The Debian handbook in English, Chinese and Russian (debian-handbook), the Python docs
+(python3-doc) and the PostgreSQL docs (postgresql-doc-15), served from their Debian packages
+on eval/sites.py's loopback addresses (as scripts/eval-sites.sh does, its narrow crawl less
+the Debian reference), crawled with `filbert crawl` into --workdir (reused while it holds a
+finished crawl of the same seeds, unless --recrawl); the dictionary is built anew by
+`filbert suggest-build` on every run. A page's language is eval/sites.py's Site.lang of its
+path. Every indexed page's title is cleaned as typed (`phrases.clean` with the affixes
+`site_affixes` finds over its host's titles at the build's share, `suggest.template.share`,
+or 0.2 where this filbert has no such setting) into its name; then, per language (en, ru,
+zh):
+
+(a) the name's first word (folded) with one typo on its 5th character or a later one
+    (seeded substitution, insertion, deletion or transposition; names whose first word is
+    shorter than 5 characters are skipped and counted): is the name in the top 10?
+(b) a later non-stop word of the name of 5 or more characters, its first 5 or more (a
+    seeded length), with one typo on the 5th character or later: is the name in the top 10?
+    Names without such a word are skipped and counted.
+    Chinese (no spaces, and typos are not a Chinese thing): clean prefixes instead, (a) the
+    name's first 2 or 3 characters, (b) 2 or 3 characters from the start of a later jieba
+    word (of two characters or more).
+(c) the 300 most frequent non-stop words (`analyzers.stop_words`) of the pages' names and
+    cleaned headings (Chinese: jieba's words of two characters or more): does typing their
+    first three letters (Chinese: first character) bring a suggestion with a word that starts
+    so?
+Latency: a `filbert serve` of the crawl on a free 127.0.0.1 port, the (a)/(b) prefixes sent
+to /api/suggest one after another on one keep-alive connection: p50/p99 (and in process, for
+comparison); the answers are checked against the in-process ones.
+
+Targets (PASS/FAIL): ≥ 90 % for (a) and (b) in English and Russian and for the clean
+prefixes in Chinese; ≥ 95 % for (c) in each language; p99 over HTTP ≤ 5 ms. A few failing
+examples of each kind are printed and recorded (name, what was typed, what came back).
+
+The report goes to bench/RESULTS.md (bench/results.py) unless --no-record.
 
     .venv/bin/python bench/suggest.py [--phrases 1000000] [--targets 1000]
-        [--baseline-targets 100] [--repeat 3] [--cpu N] [--no-record]
+        [--baseline-targets 100] [--repeat 3] [--cpu N] [--no-synthetic]
+        [--real | --no-real] [--workdir bench/out/suggest-crawl] [--recrawl] [--no-record]
 """
 
 from __future__ import annotations
 
 import argparse
 import bisect
+import functools
 import gc
+import http.client
+import json
 import os
 import random
+import re
+import shutil
+import signal
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+import urllib.request
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from http.server import ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
 
 import numpy as np
 from results import record
 from wordfreq import top_n_list, word_frequency
 
+from filbert import schemas
+from filbert.analysis.analyzers import HAN_RUN, jieba_words, stop_words, word_starts
+from filbert.buckets import connect, latest_per_page, params, parquet_relation
+from filbert.config import Settings, load_settings
+from filbert.storage import CrawlDir, Segment, reading
 from filbert.suggest import Suggester, errors_for, normalize, normalize_prefix
+from filbert.suggest.phrases import Affixes, clean, site_affixes
+from filbert.suggest.step import load_suggester
 
 N = 10
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
@@ -106,7 +179,9 @@ class SeedTrie:
     def _active(self, query: str, errors: int) -> list[tuple[dict, int]]:
         """Every trie node within `errors` of the query, with its distance (DFS + DP)."""
         m, active = len(query), []
-        stack = [(self.root, list(range(m + 1)), None, "")]
+        stack: list[tuple[dict, list[int], list[int] | None, str]] = [
+            (self.root, list(range(m + 1)), None, "")
+        ]
         while stack:
             node, row, before, last = stack.pop()
             if row[m] <= errors:
@@ -217,57 +292,108 @@ def latencies(
 
 
 class Exact:
-    """The true best exact completions, from the sorted phrases."""
+    """The true best exact completions, by sorting: every phrase from each of its word starts
+    (its folded form's start and analyzers.word_starts), as the suggester indexes it."""
 
     def __init__(self, phrases: list[tuple[str, float]]):
-        order = sorted(range(len(phrases)), key=lambda i: normalize(phrases[i][0]))
-        self.keys = [normalize(phrases[i][0]) for i in order]
-        self.rank = np.array([phrases[i][1] for i in order])
+        ranks: dict[str, float] = {}
+        for text, rank in phrases:  # phrases equal once folded are one, ranks summed
+            ranks[normalize(text)] = ranks.get(normalize(text), 0.0) + rank
+        self.keys = sorted(ranks)  # a phrase's id is its place in folded order, as filbert's
+        self.id_of = {key: i for i, key in enumerate(self.keys)}
+        self.rank = np.array([ranks[key] for key in self.keys])
+        texts, ids, inside = [], [], []
+        for i, key in enumerate(self.keys):
+            for start in sorted({0, *word_starts(key)}):
+                texts.append(key[start:])
+                ids.append(i)
+                inside.append(start > 0)
+        order = sorted(range(len(texts)), key=texts.__getitem__)
+        self.texts = [texts[i] for i in order]
+        self.phrase = np.array(ids, np.int64)[order]
+        self.inside = np.array(inside, bool)[order]
 
-    def best(self, prefix: str, n: int) -> list[str]:
-        lo = bisect.bisect_left(self.keys, prefix)
-        hi = bisect.bisect_left(self.keys, prefix + "\U0010ffff")
-        top = np.argsort(-self.rank[lo:hi], kind="stable")[:n]
-        return [self.keys[lo + i] for i in top.tolist()]
+    def best(self, prefix: str, n: int, from_start: bool = False) -> list[str]:
+        """The best n phrases the folded prefix starts exactly: the phrase equal to it, then
+        those it starts, then those a later word of which it starts, each group by rank (ties
+        in folded order). `from_start`: as the seed's algorithm saw it, those it starts only,
+        by rank."""
+        lo = bisect.bisect_left(self.texts, prefix)
+        hi = bisect.bisect_left(self.texts, prefix + "\U0010ffff")
+        ids, inside = self.phrase[lo:hi], self.inside[lo:hi]
+        if from_start:
+            ids, inside = ids[~inside], inside[~inside]
+        equal = None if from_start else self.id_of.get(prefix)
+        out = [] if equal is None else [equal]
+        for i in ids[np.lexsort((ids, -self.rank[ids], inside))].tolist():
+            if len(out) == n:
+                break
+            if i not in out:
+                out.append(i)
+        return [self.keys[i] for i in out]
+
+
+@dataclass
+class Quality:
+    typo_hits: int = 0  # one typo, >= 5 clean characters: the intended phrase in the top 10
+    typo_total: int = 0
+    clean_hits: int = 0  # a clean prefix: exactly the best exact completions
+    clean_total: int = 0
+
+    def cells(self) -> tuple[str, str]:
+        return (
+            f"{self.typo_hits / max(self.typo_total, 1):.1%} of {self.typo_total:,}",
+            f"{self.clean_hits / max(self.clean_total, 1):.1%} of {self.clean_total:,}",
+        )
 
 
 def quality(
-    strokes: list[Keystroke], results: list[list[tuple[str, int]]], exact: Exact
-) -> tuple[float, int, float, int]:
-    """(share of one-typo keystrokes of >= 5 clean characters whose intended phrase is in
-    the top 10, their count, share of clean keystrokes given exactly the best exact
-    completions, their count)."""
-    typo_hits, typo_total, clean_hits, clean_total = 0, 0, 0, 0
+    strokes: list[Keystroke],
+    results: list[list[tuple[str, int]]],
+    exact: Exact,
+    same_question: bool = False,
+) -> Quality:
+    """How often the results hold the intended phrase (one typo) and exactly the best exact
+    completions (a clean prefix). The intended phrase is the first of the clean prefix's best
+    exact completions: as keystrokes are typed from a phrase's start, it is the phrase equal
+    to the clean prefix if there is one, else the best-ranked phrase that prefix starts.
+    `same_question`: only the keystrokes whose answer is the same when phrases complete from
+    their start alone (for the seed's algorithm, which does no more)."""
+    q = Quality()
     for stroke, found in zip(strokes, results):
+        clean = normalize_prefix(stroke.clean)
         phrases = [normalize(text) for text, _ in found]
-        if stroke.typos == 1 and len(stroke.clean) >= 5:
-            typo_total += 1
-            typo_hits += exact.best(stroke.clean, 1)[0] in phrases
+        if stroke.typos == 1 and len(clean) >= 5:
+            intended = exact.best(clean, 1)[0]
+            if same_question and exact.best(clean, 1, from_start=True)[0] != intended:
+                continue
+            q.typo_total += 1
+            q.typo_hits += intended in phrases
         elif stroke.typos == 0:
-            clean_total += 1
-            exact_found = [p for p, (_, d) in zip(phrases, found) if d == 0]
-            clean_hits += exact_found == exact.best(stroke.clean, N)
-    return typo_hits / max(typo_total, 1), typo_total, clean_hits / max(clean_total, 1), clean_total
+            best = exact.best(clean, N)
+            if same_question and exact.best(clean, N, from_start=True) != best:
+                continue
+            q.clean_total += 1
+            q.clean_hits += [p for p, (_, d) in zip(phrases, found) if d == 0] == best
+    return q
 
 
 def rss() -> int:
     return int(open("/proc/self/statm").read().split()[1]) * 4096
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--phrases", type=int, default=1_000_000)
-    parser.add_argument("--targets", type=int, default=1000, help="phrases typed")
-    parser.add_argument("--baseline-targets", type=int, default=100)
-    parser.add_argument("--repeat", type=int, default=3, help="latency passes (median)")
-    parser.add_argument(
-        "--cpu", type=int, default=max(os.sched_getaffinity(0)), help="the core to run on"
-    )
-    parser.add_argument("--no-record", action="store_true")
-    args = parser.parse_args()
+def run_synthetic(args: argparse.Namespace) -> str:
+    """The 1M-phrase part, pinned to one core (restored after); its markdown report."""
+    cpus = os.sched_getaffinity(0)
     os.sched_setaffinity(0, {args.cpu})
-    load_before = os.getloadavg()[0]
+    try:
+        return _synthetic(args)
+    finally:
+        os.sched_setaffinity(0, cpus)
 
+
+def _synthetic(args: argparse.Namespace) -> str:
+    load_before = os.getloadavg()[0]
     phrases = make_phrases(args.phrases)
     strokes = keystrokes(phrases, args.targets)
     start = time.perf_counter()
@@ -302,7 +428,7 @@ def main() -> None:
     agree = sum(t == ours[i] for t, i in zip(theirs, subset)) / len(subset)
 
     exact = Exact(phrases)
-    report = format_report(
+    return format_report(
         args,
         len(strokes),
         len(subset),
@@ -315,22 +441,14 @@ def main() -> None:
         seed_build,
         seed_memory,
         seed_latency,
-        quality([strokes[i] for i in subset], theirs, exact),
+        quality([strokes[i] for i in subset], theirs, exact, same_question=True),
         agree,
         (load_before, os.getloadavg()[0]),
     )
-    print(report)
-    if not args.no_record:
-        record(
-            "autocomplete (bench/suggest.py)",
-            f".venv/bin/python bench/suggest.py --phrases {args.phrases} --targets "
-            f"{args.targets} --baseline-targets {args.baseline_targets} --repeat {args.repeat}",
-            report,
-        )
 
 
 def format_report(
-    args,
+    args: argparse.Namespace,
     strokes: int,
     subset: int,
     build: float,
@@ -338,11 +456,11 @@ def format_report(
     suggester: Suggester,
     loaded: int,
     ours_latency: dict,
-    ours_quality: tuple,
+    ours_quality: Quality,
     seed_build: float,
     seed_memory: int,
     seed_latency: dict,
-    seed_quality: tuple,
+    seed_quality: Quality,
     agree: float,
     load_avg: tuple[float, float],
 ) -> str:
@@ -354,10 +472,7 @@ def format_report(
         p50, p99, most, cpu50, cpu99 = table[errors]
         return f"**{p50:.3f} / {p99:.3f}** ms (CPU {cpu50:.3f} / {cpu99:.3f}), max {most:.1f} ms"
 
-    def qual(q: tuple) -> tuple[str, str]:
-        return f"{q[0]:.1%} of {q[1]:,}", f"{q[2]:.1%} of {q[3]:,}"
-
-    ours_q, seed_q = qual(ours_quality), qual(seed_quality)
+    ours_q, seed_q = ours_quality.cells(), seed_quality.cells()
     rows = [
         ("build", f"{build:.1f} s (load {load:.2f} s)", f"{seed_build:.1f} s", "≤ 30 s"),
         (
@@ -383,14 +498,19 @@ def format_report(
         ("clean prefix: exactly the best exact completions", ours_q[1], seed_q[1], "100 %"),
     ]
     summary = (
-        f"{n:,} phrases; {strokes:,} keystrokes for filbert, the {subset:,} of the first "
+        f"{n:,} phrases (entries from every word start: {len(suggester.entry_phrase):,}); "
+        f"{strokes:,} keystrokes for filbert, the {subset:,} of the first "
         f"{args.baseline_targets} targets for the seed's algorithm (same results on "
-        f"{agree:.1%} of those). One core (cpu {args.cpu}); latency medians of "
-        f"{args.repeat} passes for filbert, 1 for the baseline; load average "
-        f"{load_avg[0]:.2f} before, {load_avg[1]:.2f} after."
+        f"{agree:.1%} of those: it completes from a phrase's start only, so results differ "
+        "wherever a later word matches; its quality cells count only the keystrokes whose "
+        "intended phrase or best exact completions are the same from the start alone). One "
+        f"core (cpu {args.cpu}); latency medians of {args.repeat} passes for filbert, 1 for "
+        f"the baseline; load average {load_avg[0]:.2f} before, {load_avg[1]:.2f} after."
     )
     return "\n".join(
         [
+            f"### Synthetic: {n:,} generated phrases",
+            "",
             summary,
             "",
             "| | filbert.suggest | seed's algorithm | target |",
@@ -398,6 +518,659 @@ def format_report(
             *(f"| {' | '.join(row)} |" for row in rows),
         ]
     )
+
+
+# --- the real sites ----------------------------------------------------------------------------
+
+BENCH = Path(__file__).resolve().parent
+REAL_SITES = ("handbook", "python", "postgresql")  # eval/sites.py's narrow crawl, less one
+REAL_LANGS = ("en", "ru", "zh")
+CRAWL_DEPTH = 20
+CRAWL_DEFINES = (
+    "fetcher.server.delay=0",
+    "db.ignore.external.links=true",
+    "db.max.outlinks.per.page=-1",
+)
+MANIFEST = "suggest-bench.json"  # in a work directory this bench made
+# The share of a host's titles from which a repeated prefix or suffix is the site's affix: the
+# build's setting where this filbert has it, else this.
+SHARE_SETTING = "suggest.template.share"
+AFFIX_SHARE = 0.2
+TYPO_FROM = 4  # (a), (b): the typo falls on the 5th character or a later one
+TYPED = 5  # (a): the first word's length at least; (b): characters typed from a later word
+HAN_TYPED = (2, 3)  # Chinese: characters typed, clean
+TOP_WORDS = 300
+EXAMPLES = 3  # failing examples shown per language and kind
+SHOWN = 5  # of what came back for each
+WARM_UP = 50  # untimed requests before the timed ones
+REAL_SEED = 15
+CYRILLIC = "абвгдежзийклмнопрстуфхцчшщъыьэюя"
+WORD_REST = re.compile(r"[\w'’]+")
+SHARE_TARGETS = {"a": 0.9, "b": 0.9, "c": 0.95}
+P99_TARGET_MS = 5.0
+KINDS = {
+    "a": (
+        "(a) first word, one typo from its 5th character (zh: the first 2-3 characters, "
+        "clean): page name in top 10"
+    ),
+    "b": (
+        "(b) a later non-stop word of ≥ 5 characters, its first 5 or more, one typo from the "
+        "5th (zh: a later jieba word's first 2-3 characters, clean): page name in top 10"
+    ),
+    "c": (
+        f"(c) the {TOP_WORDS} most frequent non-stop words of titles and headings, first 3 "
+        "letters (zh: jieba words, first character): a suggestion has a word so started"
+    ),
+}
+
+
+@functools.cache
+def eval_sites() -> Any:
+    """eval/sites.py, which knows the sites, their packages and their languages."""
+    sys.path.insert(0, str(BENCH.parent / "eval"))
+    import sites
+
+    return sites
+
+
+def real_sites() -> list[Any]:
+    return [site for site in eval_sites().SITES if site.name in REAL_SITES]
+
+
+def missing_packages() -> list[str]:
+    narrow = eval_sites().NARROW
+    return [
+        site.package
+        for site in real_sites()
+        if not all((site.root / seed).exists() for seed in narrow[site.name])
+    ]
+
+
+def answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            response.read()
+            return response.status == 200
+    except OSError:
+        return False
+
+
+@contextmanager
+def serving(sites: list[Any]) -> Iterator[None]:
+    """Each site's files on its own loopback address, as `eval/sites.py serve` does; a site
+    already served there (scripts/eval-sites.sh running) is crawled from that server."""
+    handler = eval_sites().QuietHandler
+    servers: list[ThreadingHTTPServer] = []
+    try:
+        for site in sites:
+            try:
+                server = ThreadingHTTPServer(
+                    site.address, functools.partial(handler, directory=str(site.root))
+                )
+            except OSError as exc:
+                if not answers(site.base + site.seeds[0]):
+                    sys.exit(f"cannot serve {site.name} at {site.base}: {exc}")
+                continue
+            servers.append(server)
+            threading.Thread(target=server.serve_forever, daemon=True).start()
+        yield
+    finally:
+        for server in servers:
+            server.shutdown()
+            server.server_close()
+
+
+def filbert_command() -> str:
+    return str(Path(sys.executable).with_name("filbert"))
+
+
+def progress(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def tail(path: Path, lines: int = 20) -> str:
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+
+def finished(work: Path, seeds: list[str]) -> bool:
+    manifest = work / MANIFEST
+    if not manifest.exists() or CrawlDir(work).index.current() is None:
+        return False
+    made = json.loads(manifest.read_text())
+    return bool(made.get("finished")) and made.get("seeds") == seeds
+
+
+def ensure_crawl(work: Path, recrawl: bool) -> str:
+    """Crawls the sites into `work` unless it holds a finished crawl of them (or `recrawl`);
+    says which, for the report."""
+    sites = real_sites()
+    narrow = eval_sites().NARROW
+    seeds = [site.base + seed for site in sites for seed in narrow[site.name]]
+    manifest = work / MANIFEST
+    if not recrawl and finished(work, seeds):
+        return f"reused from {json.loads(manifest.read_text())['date']}"
+    if work.exists() and any(work.iterdir()):
+        if not manifest.exists():
+            sys.exit(f"{work} is not empty and this bench did not make it: pass another --workdir")
+        shutil.rmtree(work)
+    work.mkdir(parents=True, exist_ok=True)
+    made = {"made by": "bench/suggest.py", "seeds": seeds, "finished": False}
+    manifest.write_text(json.dumps(made, indent=1))
+    log = work / "bench-crawl.log"
+    command = [filbert_command(), "crawl", *seeds, "--dir", str(work), "--depth", str(CRAWL_DEPTH)]
+    command += ["--threads", "8", *(x for d in CRAWL_DEFINES for x in ("-D", d))]
+    progress(f"crawling {', '.join(seeds)} into {work} (log: {log})")
+    start = time.perf_counter()
+    with serving(sites), log.open("w") as out:
+        done = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, check=False)
+    seconds = time.perf_counter() - start
+    if done.returncode or CrawlDir(work).index.current() is None:
+        sys.exit(f"the crawl failed ({done.returncode}):\n{tail(log)}")
+    date = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    made |= {"finished": True, "seconds": round(seconds, 1), "date": date}
+    manifest.write_text(json.dumps(made, indent=1))
+    return f"crawled in {seconds:.0f} s"
+
+
+def build_dictionary(work: Path) -> float:
+    """`filbert suggest-build` on the crawl; its wall time."""
+    start = time.perf_counter()
+    done = subprocess.run(
+        [filbert_command(), "suggest-build", "--dir", str(work)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode:
+        sys.exit(f"filbert suggest-build failed ({done.returncode}):\n{done.stdout}{done.stderr}")
+    return time.perf_counter() - start
+
+
+@dataclass(frozen=True)
+class Page:
+    url: str
+    host: str
+    lang: str | None  # Site.lang of its path: en, ru, zh or None
+    title: str
+    name: str  # the title cleaned as typed: phrases.clean with its host's affixes
+    headings: tuple[str, ...]
+
+
+def indexed_pages(work: Path) -> list[tuple[str, str, str, str]]:
+    """(url, host, title, headings) of every page the index holds, by URL: fetched, its latest
+    parse a success, not noindex (the pages the index and the suggestion build read)."""
+    crawl = CrawlDir(work)
+    db_files = crawl.crawldb.files()
+    data_files = [
+        p for seg in crawl.segments() if seg.parsed for p in seg.parts(Segment.PARSE_DATA)
+    ]
+    db = parquet_relation("crawldb", db_files, schemas.CRAWLDB)
+    data = parquet_relation("parse_data", data_files, schemas.PARSE_DATA, segment=True)
+    sql = f"""
+    WITH pages AS (
+        SELECT fp, url, host FROM {db.sql}
+        WHERE status IN ('{schemas.DB_FETCHED}', '{schemas.DB_NOTMODIFIED}')
+    ), latest AS (
+        SELECT fp, title, headings, noindex FROM {data.sql}
+        WHERE status = '{schemas.PARSE_SUCCESS}'
+        {latest_per_page()}
+    )
+    SELECT url, host, coalesce(title, ''), coalesce(headings, '')
+    FROM pages JOIN latest USING (fp) WHERE NOT noindex ORDER BY url
+    """
+    with reading([*db_files, *data_files]):
+        return connect().sql(sql, params=params(db, data)).fetchall()
+
+
+def affix_share(settings: Settings) -> tuple[float, str]:
+    """The share of a host's titles that makes a repeated prefix or suffix an affix, and
+    where it came from."""
+    if SHARE_SETTING in set(settings):  # Settings raises ConfigError, not KeyError, for `in`
+        return float(settings[SHARE_SETTING]), f"`{SHARE_SETTING}`"
+    return AFFIX_SHARE, f"this filbert has no `{SHARE_SETTING}` yet"
+
+
+def read_pages(work: Path, share: float) -> tuple[list[Page], dict[str, Affixes]]:
+    """The indexed pages, named; the affixes of each host's titles."""
+    sites = real_sites()
+    rows = indexed_pages(work)
+    titles: dict[str, list[str]] = {}
+    for _, host, title, _ in rows:
+        if title.strip():
+            titles.setdefault(host, []).append(title)
+    affixes = {host: site_affixes(host_titles, share) for host, host_titles in titles.items()}
+    pages = []
+    for url, host, title, headings in rows:
+        site = next((s for s in sites if url.startswith(s.base)), None)
+        lines = tuple(line.strip() for line in headings.split("\n") if line.strip())
+        name = clean(title, affixes[host]) if title.strip() else ""
+        lang = site.lang(url[len(site.base) :]) if site else None
+        pages.append(Page(url, host, lang, title, name, lines))
+    return pages, affixes
+
+
+def words(key: str) -> list[tuple[int, str]]:
+    """The words of a folded text and their offsets: from each word start (word_starts) to
+    the next one or to the first character that is not a word character."""
+    starts = word_starts(key)
+    found = []
+    for i, start in enumerate(starts):
+        match = WORD_REST.match(key, start)
+        end = match.end() if match else start + 1
+        if i + 1 < len(starts):
+            end = min(end, starts[i + 1])
+        found.append((start, key[start:end]))
+    return found
+
+
+def typo_from(text: str, first: int, rng: random.Random, letters: str) -> str:
+    """One substitution, insertion, deletion or transposition of neighbours (that differ), at
+    character `first` or a later one (an insertion may also follow the last)."""
+    swaps = [i for i in range(first, len(text) - 1) if text[i] != text[i + 1]]
+    kind = rng.choice("sidt" if swaps else "sid")
+    if kind == "t":
+        i = rng.choice(swaps)
+        return text[:i] + text[i + 1] + text[i] + text[i + 2 :]
+    if kind == "i":
+        i = rng.randrange(first, len(text) + 1)
+        return text[:i] + rng.choice(letters) + text[i:]
+    i = rng.randrange(first, len(text))
+    if kind == "d":
+        return text[:i] + text[i + 1 :]
+    return text[:i] + rng.choice([c for c in letters if c != text[i]]) + text[i + 1 :]
+
+
+@dataclass(frozen=True)
+class Probe:
+    lang: str
+    kind: str  # "a", "b" or "c" (see KINDS)
+    want: str  # a page's name (a, b), or a frequent word (c)
+    typed: str
+
+
+def typo_probes(key: str, lang: str, rng: random.Random) -> tuple[str | None, str | None]:
+    """(a) and (b) of a page name (folded); None where the name has no such word: (a) its
+    first word whole, (b) the first 5 or more characters (seeded) of a later non-stop word
+    of 5 or more, each with one typo on its 5th character or a later one."""
+    found = words(key)
+    first = found[0][1] if found else ""
+    a = typo_from(first, TYPO_FROM, rng, letters_of(first)) if len(first) >= TYPED else None
+    stop = stop_words(lang)
+    later = [w for _, w in found[1:] if w not in stop and len(w) >= TYPED]
+    if not later:
+        return a, None
+    word = rng.choice(later)
+    return a, typo_from(word[: rng.randint(TYPED, len(word))], TYPO_FROM, rng, letters_of(word))
+
+
+def letters_of(word: str) -> str:
+    """The letters a typo in the word brings in: its script's (Russian pages have English
+    names too)."""
+    return CYRILLIC if any(c in CYRILLIC for c in word) else LETTERS
+
+
+def han_probes(key: str, rng: random.Random) -> tuple[str | None, str | None]:
+    """(a) and (b) of a Chinese page name (folded), typed clean."""
+    a = key[: rng.choice(HAN_TYPED)] if len(key) >= HAN_TYPED[0] else None
+    later = [
+        run.start() + first
+        for run in HAN_RUN.finditer(key)
+        for word, first, _ in jieba_words(run.group())
+        if len(word) >= 2 and run.start() + first > 0
+    ]
+    if not later:
+        return a, None
+    start = rng.choice(later)
+    return a, key[start : start + rng.choice(HAN_TYPED)]
+
+
+def name_probes(pages: list[Page]) -> tuple[list[Probe], Counter[tuple[str, str]]]:
+    """(a) and (b) of every page name in the languages measured; the names skipped, by
+    language and kind."""
+    rng = random.Random(REAL_SEED)
+    probes: list[Probe] = []
+    skipped: Counter[tuple[str, str]] = Counter()
+    for page in pages:
+        if page.lang not in REAL_LANGS or not page.name:
+            continue
+        key = normalize(page.name)
+        typed = han_probes(key, rng) if page.lang == "zh" else typo_probes(key, page.lang, rng)
+        for kind, text in zip("ab", typed):
+            if text is None:
+                skipped[page.lang, kind] += 1
+            else:
+                probes.append(Probe(page.lang, kind, page.name, text))
+    return probes, skipped
+
+
+def vocabulary(key: str, lang: str, stop: frozenset[str]) -> list[str]:
+    """The words of a folded text that (c) counts: jieba's of two characters or more in
+    Chinese; elsewhere non-stop words of 3 characters or more starting with 3 letters."""
+    if lang == "zh":
+        return [
+            word
+            for run in HAN_RUN.finditer(key)
+            for word, _, _ in jieba_words(run.group())
+            if len(word) >= 2
+        ]
+    return [w for _, w in words(key) if w not in stop and len(w) >= 3 and w[:3].isalpha()]
+
+
+def word_probes(pages: list[Page]) -> list[Probe]:
+    """(c): the most frequent words of each language's page names and headings."""
+    probes = []
+    for lang in REAL_LANGS:
+        stop, counts = stop_words(lang), Counter[str]()
+        for page in pages:
+            if page.lang == lang:
+                for text in (page.name, *map(clean, page.headings)):
+                    counts.update(vocabulary(normalize(text), lang, stop))
+        for word, _ in counts.most_common(TOP_WORDS):
+            probes.append(Probe(lang, "c", word, word[:1] if lang == "zh" else word[:3]))
+    return probes
+
+
+def has_word_start(phrase: str, prefix: str) -> bool:
+    key = normalize(phrase)
+    return any(key.startswith(prefix, s) for s in {0, *word_starts(key)})
+
+
+def hit(probe: Probe, found: list[str]) -> bool:
+    if probe.kind == "c":
+        return any(has_word_start(phrase, probe.typed) for phrase in found)
+    return normalize(probe.want) in {normalize(phrase) for phrase in found}
+
+
+@dataclass
+class Outcome:
+    hits: int = 0
+    total: int = 0
+    skipped: int = 0
+    failures: list[tuple[Probe, list[str]]] = field(default_factory=list)
+
+    @property
+    def share(self) -> float:
+        return self.hits / self.total if self.total else 0.0
+
+
+def outcomes(
+    probes: list[Probe], found: list[list[str]], skipped: Counter[tuple[str, str]]
+) -> dict[tuple[str, str], Outcome]:
+    table = {(lang, kind): Outcome() for lang in REAL_LANGS for kind in KINDS}
+    for probe, phrases in zip(probes, found):
+        outcome = table[probe.lang, probe.kind]
+        outcome.total += 1
+        if hit(probe, phrases):
+            outcome.hits += 1
+        else:
+            outcome.failures.append((probe, phrases))
+    for (lang, kind), count in skipped.items():
+        table[lang, kind].skipped = count
+    return table
+
+
+@contextmanager
+def running(command: list[str], log: Path, ready_url: str) -> Iterator[None]:
+    """A server subprocess in its own session, ready once `ready_url` answers 200; stopped by
+    SIGTERM, its process group killed after 15 s."""
+    with log.open("w") as out:
+        process = subprocess.Popen(
+            command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        try:
+            end = time.monotonic() + 60
+            while not answers(ready_url):
+                if process.poll() is not None or time.monotonic() > end:
+                    sys.exit(f"{' '.join(command)} did not come up:\n{tail(log)}")
+                time.sleep(0.2)
+            yield
+        finally:
+            process.terminate()
+            try:
+                process.wait(15)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def ask(conn: http.client.HTTPConnection, prefix: str) -> bytes:
+    conn.request("GET", "/api/suggest?" + urlencode({"q": prefix, "n": N}))
+    response = conn.getresponse()
+    body = response.read()
+    if response.status != 200:
+        sys.exit(f"/api/suggest?q={prefix!r}: HTTP {response.status}: {body[:300]!r}")
+    return body
+
+
+def over_http(work: Path, probes: list[Probe], found: list[list[str]]) -> tuple[np.ndarray, int]:
+    """Each probe's prefix sent to /api/suggest of a `filbert serve` on the crawl, one after
+    another on one keep-alive connection: the times in ms, and how many answers differ from
+    the in-process ones."""
+    port = free_port()
+    command = [filbert_command(), "serve", "--dir", str(work), "--host", "127.0.0.1"]
+    command += ["--port", str(port)]
+    times, differ = [], 0
+    with running(command, work / "bench-serve.log", f"http://127.0.0.1:{port}/healthz"):
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        for probe in probes[:WARM_UP]:
+            ask(conn, probe.typed)
+        for probe, phrases in zip(probes, found):
+            start = time.perf_counter()
+            body = ask(conn, probe.typed)
+            times.append(time.perf_counter() - start)
+            differ += [s["phrase"] for s in json.loads(body)["suggestions"]] != phrases
+        conn.close()
+    return np.array(times) * 1000, differ
+
+
+@dataclass
+class RealRun:
+    crawl: str  # crawled or reused
+    affixes: dict[str, Affixes]  # by host
+    share: tuple[float, str]  # the affixes' share of a host's titles, and its source
+    build: float  # seconds of `filbert suggest-build`
+    phrases: int
+    entries: int
+    pages: Counter[str]  # indexed pages by language ("other" for none)
+    table: dict[tuple[str, str], Outcome]
+    in_process: np.ndarray  # ms per (a)/(b) probe
+    http: np.ndarray
+    differ: int  # HTTP answers unlike the in-process ones
+
+
+def run_real(args: argparse.Namespace) -> str:
+    """The real-site part: crawl (or reuse), build, measure; its markdown report."""
+    work = args.workdir.resolve()
+    crawl = ensure_crawl(work, args.recrawl)
+    progress("building the dictionary: filbert suggest-build")
+    build = build_dictionary(work)
+    settings = load_settings(work)
+    _, suggester = load_suggester(CrawlDir(work), settings)
+    share = affix_share(settings)
+    pages, affixes = read_pages(work, share[0])
+    named, skipped = name_probes(pages)
+    probes = named + word_probes(pages)
+    found, times = [], []
+    for probe in probes:
+        start = time.perf_counter()
+        suggestions = suggester.suggest(probe.typed, N)
+        times.append(time.perf_counter() - start)
+        found.append([s.phrase for s in suggestions])
+    progress(f"timing /api/suggest over HTTP: {len(named):,} prefixes")
+    http_ms, differ = over_http(work, named, found[: len(named)])
+    run = RealRun(
+        crawl,
+        affixes,
+        share,
+        build,
+        len(suggester),
+        len(suggester.entry_phrase),
+        Counter(page.lang or "other" for page in pages),
+        outcomes(probes, found, skipped),
+        np.array(times[: len(named)]) * 1000,
+        http_ms,
+        differ,
+    )
+    return format_real(run, work)
+
+
+def verdicts(run: RealRun) -> list[str]:
+    lines = []
+    for kind, least in SHARE_TARGETS.items():
+        for lang in REAL_LANGS:
+            outcome = run.table[lang, kind]
+            passed = outcome.total > 0 and outcome.share >= least
+            lines.append(
+                f"- {'PASS' if passed else 'FAIL'}: ({kind}) {lang} {outcome.share:.1%} "
+                f"(target ≥ {least:.0%})"
+            )
+    p99 = float(np.percentile(run.http, 99))
+    mark = "PASS" if p99 <= P99_TARGET_MS else "FAIL"
+    lines.append(f"- {mark}: p99 over HTTP {p99:.2f} ms (target ≤ {P99_TARGET_MS:g} ms)")
+    return lines
+
+
+def cell(outcome: Outcome) -> str:
+    text = f"**{outcome.share:.1%}** of {outcome.total:,}"
+    return text + (f" ({outcome.skipped:,} skipped)" if outcome.skipped else "")
+
+
+def examples(run: RealRun) -> list[str]:
+    rng = random.Random(REAL_SEED)
+    lines = []
+    for kind in KINDS:
+        for lang in REAL_LANGS:
+            failures = run.table[lang, kind].failures
+            for probe, phrases in rng.sample(failures, min(EXAMPLES, len(failures))):
+                came = "; ".join(f'"{p}"' for p in phrases[:SHOWN]) or "nothing"
+                more = f" (+{len(phrases) - SHOWN})" if len(phrases) > SHOWN else ""
+                lines.append(
+                    f'- ({kind}) {lang}: "{probe.want}", typed `{probe.typed}` → {came}{more}'
+                )
+    return lines
+
+
+def quoted(texts: set[str]) -> str:
+    return " ".join(map(repr, sorted(texts))) or "–"
+
+
+def shown(path: Path) -> str:
+    """A path as the report shows it: relative to the repository if inside it."""
+    return str(path.relative_to(BENCH.parent)) if path.is_relative_to(BENCH.parent) else str(path)
+
+
+def format_real(run: RealRun, work: Path) -> str:
+    def ms(values: np.ndarray) -> str:
+        p50, p99 = np.percentile(values, [50, 99])
+        return f"p50 {p50:.2f} ms, p99 {p99:.2f} ms, max {values.max():.1f} ms"
+
+    pages = ", ".join(f"{lang} {count:,}" for lang, count in sorted(run.pages.items()))
+    summary = (
+        "The Debian handbook (en, ru, zh), the Python and the PostgreSQL docs from their "
+        f"Debian packages, served on loopback and crawled into {shown(work)} ({run.crawl}); "
+        "indexed "
+        f"pages: {pages}. Dictionary: {run.phrases:,} phrases ({run.entries:,} entries from "
+        f"word starts), `filbert suggest-build` {run.build:.1f} s. Page names: "
+        f"`phrases.clean` with each host's `site_affixes(titles, {run.share[0]:g})` "
+        f"({run.share[1]}). Typos: seeded substitution, insertion, deletion or "
+        "transposition, on the 5th character or later; names whose first word is shorter than "
+        "5 characters (a), or which have no later non-stop word of 5 or more (b), are skipped."
+    )
+    rows = [
+        ("indexed pages", *(f"{run.pages[lang]:,}" for lang in REAL_LANGS), ""),
+        *(
+            (label, *(cell(run.table[lang, kind]) for lang in REAL_LANGS), target)
+            for kind, label in KINDS.items()
+            for target in [f"≥ {SHARE_TARGETS[kind]:.0%}"]
+        ),
+    ]
+    found = "; ".join(
+        f"{host}: {quoted(a.prefixes)} … {quoted(a.suffixes)}"
+        for host, a in sorted(run.affixes.items())
+        if a.prefixes or a.suffixes
+    )
+    latency = (
+        f"/api/suggest over HTTP, the {len(run.http):,} (a)/(b) prefixes one after another on "
+        f"one keep-alive connection (after {WARM_UP} untimed): {ms(run.http)}; in process "
+        f"{ms(run.in_process)}; answers unlike the in-process ones: {run.differ}."
+    )
+    return "\n".join(
+        [
+            "### Real sites: five documentation sites on loopback",
+            "",
+            summary,
+            "",
+            f"Affixes found (prefixes … suffixes): {found or 'none'}.",
+            "",
+            "| | en | ru | zh | target |",
+            "|---|---:|---:|---:|---|",
+            *(f"| {' | '.join(row)} |" for row in rows),
+            "",
+            latency,
+            "",
+            *verdicts(run),
+            "",
+            "Failing examples (page name or word, what was typed → what came back):",
+            "",
+            *examples(run),
+        ]
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--phrases", type=int, default=1_000_000, help="0: no synthetic part")
+    parser.add_argument("--targets", type=int, default=1000, help="phrases typed")
+    parser.add_argument("--baseline-targets", type=int, default=100)
+    parser.add_argument("--repeat", type=int, default=3, help="latency passes (median)")
+    parser.add_argument(
+        "--cpu", type=int, default=max(os.sched_getaffinity(0)), help="the core to run on"
+    )
+    parser.add_argument("--synthetic", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument(
+        "--real",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="the real-site part (default: when its Debian packages are installed)",
+    )
+    parser.add_argument("--workdir", type=Path, default=BENCH / "out" / "suggest-crawl")
+    parser.add_argument("--recrawl", action="store_true", help="crawl even if --workdir holds one")
+    parser.add_argument("--no-record", action="store_true")
+    args = parser.parse_args()
+    missing = missing_packages()
+    if args.real is None:
+        args.real = not missing
+        if missing:
+            progress(f"no real-site part: missing {' '.join(missing)}")
+    elif args.real and missing:
+        sys.exit(f"the real-site part needs: sudo apt-get install {' '.join(missing)}")
+    synthetic = args.synthetic and args.phrases > 0
+    parts = [run_synthetic(args)] if synthetic else []
+    if args.real:
+        parts.append(run_real(args))
+    report = "\n\n".join(parts)
+    print(report)
+    if report and not args.no_record:
+        record("autocomplete (bench/suggest.py)", command_line(args, synthetic), report)
+
+
+def command_line(args: argparse.Namespace, synthetic: bool) -> str:
+    words = [".venv/bin/python bench/suggest.py"]
+    if synthetic:
+        words += [f"--phrases {args.phrases} --targets {args.targets}"]
+        words += [f"--baseline-targets {args.baseline_targets} --repeat {args.repeat}"]
+    else:
+        words.append("--no-synthetic")
+    words.append("--real" if args.real else "--no-real")
+    if args.real and args.workdir.resolve() != (BENCH / "out" / "suggest-crawl").resolve():
+        words.append(f"--workdir {args.workdir}")
+    return " ".join(words)
 
 
 if __name__ == "__main__":
