@@ -15,12 +15,11 @@ import numpy as np
 BLOCK = 32
 
 
-def rank_ids(order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(rank id of each item, item of each rank id), from the items in rank order."""
-    by_rank = order.astype(np.int32)
+def rank_ids(by_rank: np.ndarray) -> np.ndarray:
+    """The rank id of each item, from the items in rank order (int32)."""
     ids = np.empty_like(by_rank)
     ids[by_rank] = np.arange(len(by_rank), dtype=np.int32)
-    return ids, by_rank
+    return ids
 
 
 class RangeMin:
@@ -29,15 +28,25 @@ class RangeMin:
     the least value from each position to the block's end (and from the block's start to
     it) is, as one byte."""
 
-    def __init__(self, values: np.ndarray):
+    SAVED = ("to_end", "from_start")  # what is worth keeping rather than computing again
+
+    def __init__(
+        self,
+        values: np.ndarray,
+        to_end: np.ndarray | None = None,
+        from_start: np.ndarray | None = None,
+    ):
         self.values = values
-        padded = np.append(
-            values, np.full(-len(values) % BLOCK, np.iinfo(values.dtype).max, values.dtype)
-        ).reshape(-1, BLOCK)
-        self.to_end = _where_least(padded[:, ::-1])[:, ::-1].ravel()
-        self.to_end = (BLOCK - 1 - self.to_end).astype(np.uint8)
-        self.from_start = _where_least(padded).ravel()
-        level = padded.min(axis=1)
+        if to_end is None or from_start is None:
+            padded = np.append(
+                values, np.full(-len(values) % BLOCK, np.iinfo(values.dtype).max, values.dtype)
+            ).reshape(-1, BLOCK)
+            to_end = (BLOCK - 1 - _where_least(padded[:, ::-1])[:, ::-1]).ravel()
+            from_start = _where_least(padded).ravel()
+        self.to_end, self.from_start = to_end, from_start
+        level = (
+            np.minimum.reduceat(values, np.arange(0, len(values), BLOCK)) if len(values) else values
+        )
         self.table = [level]  # table[t][b]: least value of blocks b:b + 2**t
         while 2 ** len(self.table) <= len(level):
             half = 2 ** (len(self.table) - 1)

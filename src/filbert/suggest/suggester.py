@@ -24,7 +24,7 @@ import numpy as np
 from filbert.analysis import fold
 from filbert.analysis.analyzers import word_starts_in
 from filbert.errors import UserError
-from filbert.suggest.ranks import RangeMin, best_first, rank_ids
+from filbert.suggest.ranks import BLOCK, RangeMin, best_first, rank_ids
 from filbert.suggest.trie import ARRAYS, Trie, char_dtype
 
 FORMAT = 2
@@ -42,6 +42,11 @@ OTHER_ARRAYS = {
     "canonical": np.int32,
     "entry_phrase": np.int32,
     "entry_offset": np.uint8,
+    # the entries' ranking, computed when built (so that loading makes no large temporaries)
+    "by_rank": np.int32,
+    "node_best": np.int32,
+    "to_end": np.uint8,
+    "from_start": np.uint8,
 }
 
 
@@ -99,6 +104,10 @@ class Suggester:
         canonical: np.ndarray,
         entry_phrase: np.ndarray,
         entry_offset: np.ndarray,
+        by_rank: np.ndarray,
+        node_best: np.ndarray,
+        to_end: np.ndarray,
+        from_start: np.ndarray,
         error_lengths: Sequence[int] = ERROR_LENGTHS,
     ):
         self.trie, self.alphabet, self.rank = trie, alphabet, rank
@@ -108,13 +117,9 @@ class Suggester:
         self.canonical_of = dict(zip(synonym.tolist(), canonical.tolist()))
         self.error_lengths = tuple(error_lengths)
         self.char_ids = {chr(c): i for i, c in enumerate(alphabet.tolist())}
-        # entries best first: from the phrase's start, then by the phrase's rank and order
-        inside = entry_offset > 0
-        self.rank_id, self.by_rank = rank_ids(
-            np.lexsort((entry_phrase, -rank[entry_phrase], inside))
-        )
-        self.range_min = RangeMin(self.rank_id)
-        self.node_best = _node_best(trie, self.rank_id)
+        self.by_rank, self.node_best = by_rank, node_best  # see _ranking
+        self.rank_id = rank_ids(by_rank)
+        self.range_min = RangeMin(self.rank_id, to_end, from_start)
 
     def __len__(self) -> int:
         return len(self.rank)
@@ -122,8 +127,8 @@ class Suggester:
     @property
     def nbytes(self) -> int:
         """Bytes of the arrays (not counting the small per-character dict)."""
-        derived = [self.rank_id, self.by_rank, self.node_best]
-        return sum(a.nbytes for a in [*self._saved().values(), *derived]) + self.range_min.nbytes
+        derived = [self.rank_id, *self.range_min.table]
+        return sum(a.nbytes for a in [*self._saved().values(), *derived])
 
     # --- building -----------------------------------------------------------------------
 
@@ -150,16 +155,18 @@ class Suggester:
         pairs = sorted((position[key], position[canon]) for key, canon in rings.items())
         displays = [entries[key].display.encode() for key in keys]
         trie, alphabet, entry_phrase, entry_offset = _index_entries(keys)
+        rank = np.array([entries[key].rank for key in keys], np.float64)
         return cls(
             trie,
             alphabet,
             np.frombuffer(b"".join(displays), np.uint8),
             _starts(list(map(len, displays))),
-            np.array([entries[key].rank for key in keys], np.float64),
+            rank,
             np.array([p for p, _ in pairs], np.int32),
             np.array([c for _, c in pairs], np.int32),
             entry_phrase,
             entry_offset,
+            *_ranking(trie, rank, entry_phrase, entry_offset),
             error_lengths,
         )
 
@@ -272,10 +279,11 @@ class Suggester:
         return path
 
     def _saved(self) -> dict[str, np.ndarray]:
-        return {
-            name: getattr(self.trie if name in ARRAYS else self, name)
-            for name in (*ARRAYS, *OTHER_ARRAYS)
+        owner = {
+            **dict.fromkeys(ARRAYS, self.trie),
+            **dict.fromkeys(RangeMin.SAVED, self.range_min),
         }
+        return {name: getattr(owner.get(name, self), name) for name in (*ARRAYS, *OTHER_ARRAYS)}
 
     @classmethod
     def load(cls, directory: Path, error_lengths: Sequence[int] = ERROR_LENGTHS) -> Suggester:
@@ -382,6 +390,18 @@ def _starts(lengths: list[int]) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
 
 
+def _ranking(
+    trie: Trie, rank: np.ndarray, entry_phrase: np.ndarray, entry_offset: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The entries best first (from the phrase's start first, then by the phrase's rank,
+    then in phrase order), each node's best entry, and RangeMin's block ends."""
+    inside = entry_offset > 0
+    by_rank = np.lexsort((entry_phrase, -rank[entry_phrase], inside)).astype(np.int32)
+    rank_id = rank_ids(by_rank)
+    range_min = RangeMin(rank_id)
+    return by_rank, _node_best(trie, rank_id), range_min.to_end, range_min.from_start
+
+
 def _node_best(trie: Trie, rank_id: np.ndarray) -> np.ndarray:
     """Each node's best rank id: the least over its range. A level's ranges are disjoint
     and in order, so one reduceat per level covers them (and the gaps between, unused)."""
@@ -442,6 +462,22 @@ def _check(arrays: dict[str, np.ndarray], path: Path) -> None:
         bool(np.all((lo >= 0) & (lo <= hi) & (hi <= entries))), "a node's entries are out of range"
     )
     need(len(arrays["entry_offset"]) == entries, "entry arrays differ in length")
+    need(
+        len(arrays["by_rank"]) == entries
+        and bool(np.all((arrays["by_rank"] >= 0) & (arrays["by_rank"] < entries))),
+        "by_rank does not fit",
+    )
+    need(
+        len(arrays["node_best"]) == nodes
+        and bool(np.all((arrays["node_best"] >= 0) & (arrays["node_best"] <= entries))),
+        "node_best does not fit",
+    )
+    blocks = -(-entries // BLOCK) * BLOCK
+    for name in RangeMin.SAVED:
+        need(
+            len(arrays[name]) == blocks and bool(np.all(arrays[name] < BLOCK)),
+            f"{name} does not fit",
+        )
     need(
         bool(np.all((arrays["entry_phrase"] >= 0) & (arrays["entry_phrase"] < phrases))),
         "an entry's phrase is out of range",
