@@ -20,6 +20,14 @@ def test_defaults_have_nutch_names():
     assert DEFAULTS["http.agent.name"] == "filbert"
 
 
+def test_membership_and_unknown_keys():
+    settings = Settings()
+    assert "fetcher.threads.fetch" in settings
+    assert "fetcher.thread.fetch" not in settings
+    with pytest.raises(ConfigError, match=re.escape("unknown setting 'fetcher.thread.fetch'")):
+        settings["fetcher.thread.fetch"]
+
+
 def test_file_then_command_line(tmp_path):
     (tmp_path / "filbert.toml").write_text(
         '"fetcher.server.delay" = 1\n"http.agent.name" = "mybot"\n'

@@ -239,6 +239,9 @@ class Settings(Mapping[str, Any]):
             raise ConfigError(f"unknown setting {key!r}")
         return self._values[key]
 
+    def __contains__(self, key: object) -> bool:  # (Mapping's would see the ConfigError)
+        return key in self._values
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._values)
 
