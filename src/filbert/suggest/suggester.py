@@ -27,7 +27,7 @@ from filbert.errors import UserError
 from filbert.suggest.ranks import BLOCK, RangeMin, best_first, rank_ids
 from filbert.suggest.trie import ARRAYS, Trie, char_dtype
 
-FORMAT = 2
+FORMAT = 3
 FILE = "suggest.npz"
 MAX_LENGTH = 100  # longer phrases are not kept
 LONGEST = 255  # the most max_length may be: a word's offset in its phrase is a uint8
