@@ -110,7 +110,8 @@ SITE = {
 
 def test_build_from_a_crawl(tmp_path):
     with SiteServer(SITE) as server:
-        crawl, settings, _ = crawl_site(tmp_path / "crawl", [server.url("/")])
+        crawl, defaults, _ = crawl_site(tmp_path / "crawl", [server.url("/")])
+    settings = defaults.with_overrides({"suggest.headings.min.pages": 2})
     log = QueryLog(crawl.path / "logs" / "queries.jsonl", settings)
     search(log, "apt tool", ["192.0.2.1", "192.0.2.2", "192.0.2.3", "192.0.2.1"])
     search(log, "Debian", ["192.0.2.1", "192.0.2.2", "192.0.2.3"])
@@ -146,6 +147,9 @@ def test_build_from_a_crawl(tmp_path):
         ("handbook", "Debian Handbook"),
         ("Debian Handbook", None),  # from its second word, after phrases starting so
     ]
+    build_suggest(crawl, defaults, rings)  # by default a heading on one page enters
+    _, suggester = load_suggester(crawl, defaults)
+    assert [(s.phrase, s.rank) for s in suggester.suggest("only", 10)] == [("Only on one page", 1)]
 
 
 def test_a_rebuild_is_published_and_picked_up(tmp_path):
@@ -328,9 +332,12 @@ def test_template_headings_and_links_are_left_out(book):
     phrases = crawl_phrases(crawl, settings)
     assert "Navigation" not in phrases  # every page's heading
     assert "Next" not in phrases  # every page's link, to a different page each
-    # a heading on two pages enters (its spellings together), one on one page does not
+    # a heading on two pages counts twice (its spellings together); with
+    # suggest.headings.min.pages=2 one on one page does not enter
     assert phrases["Package management"] == 2
-    assert "dns and routing" not in phrases
+    assert phrases["dns and routing"] == 1
+    strict = load_settings(None, ["suggest.headings.min.pages=2"])
+    assert "dns and routing" not in crawl_phrases(crawl, strict)
     # the copyright page's title enters; the links to it from every page do not count
     assert phrases["Copyright"] == pytest.approx(1 + score(crawl, server.url("/copyright.html")))
     loose = load_settings(None, ["suggest.template.min.pages=100"])
@@ -362,9 +369,9 @@ def test_ranks_of_one_phrase_from_several_sources_add_up(book):
     [name] = [s for s in suggester.suggest("network infrastructure", 10) if s.distance == 0]
     title = 1 + score(crawl, server.url("/network.html"))
     # its title, the index page's link ("Chapter 10. Network Infrastructure"), and the
-    # headings of two pages ("Chapter 10. ..." on its own, "10. ..." on the Chinese one)
+    # Chinese page's heading ("10. ..."); its own page's h1 repeats its title: no count
     assert name.phrase == "Network Infrastructure"
-    assert name.rank == pytest.approx(title + 1 + 2)
+    assert name.rank == pytest.approx(title + 1 + 1)
 
 
 @pytest.mark.parametrize(

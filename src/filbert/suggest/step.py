@@ -6,7 +6,8 @@ Phrases, each with a rank; equal phrases (once folded) are one entry whose rank 
 - the anchor text of every link to such a page: 1 per link, `suggest.code.factor` per link
   if the text looks like code or a generated index entry ("pack() (in module struct)");
 - the headings (h1-h3) of such pages that `suggest.headings.min.pages` pages or more have
-  (1 per page): a heading on one page is mostly a part of that page, not a topic;
+  (by default one; 1 per page, none for a heading that repeats its page's title): the
+  names of sections;
 - terms: the words and two- or three-word groups of those titles, headings and anchor texts
   (but code's) found on `suggest.terms.min.pages` indexed pages or more, ranked pages ×
   `suggest.terms.weight` and shown in their most frequent spelling ("DNS", "apt-get");
@@ -172,9 +173,12 @@ class PagePhrases:
         links to it with their link counts (`{"anchor": ..., "links": n}`, templates left
         out)."""
         affixes = self.affixes.get(host)
-        named = self._title(title, score, affixes) + self._anchors(anchors, affixes)
+        name = self._title(title, score, affixes)
+        named = name + self._anchors(anchors, affixes)
         page_headings = _distinct(h for h in map(clean, headings) if h and not is_noise(h))
-        self.headings.update(page_headings)
+        # a heading that repeats the page's own title (its h1, mostly) names nothing new
+        own = {normalize(n) for n in name}
+        self.headings.update(h for h in page_headings if normalize(h) not in own)
         page_terms: dict[str, str] = {}
         for text in named + page_headings:
             page_terms = terms(text) | page_terms  # a page counts a term's first spelling

@@ -15,7 +15,6 @@ import re
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlencode
@@ -452,7 +451,7 @@ def create_app(crawl: CrawlDir, settings: Settings) -> ASGIApp:
         n: Annotated[int, Query(ge=1, le=settings["suggest.max.count"])] = settings[
             "suggest.count"
         ],
-    ) -> JSONResponse:
+    ) -> Response:
         """Fuzzy completions of a prefix."""
         if len(q) > settings["search.max.query.length"]:
             return error_json(
@@ -462,7 +461,9 @@ def create_app(crawl: CrawlDir, settings: Settings) -> ASGIApp:
             found = suggestions.get().suggest(q, n)
         except SuggestError as exc:
             return error_json(503, public_message(exc, crawl.path))
-        return JSONResponse({"query": q, "suggestions": [asdict(s) for s in found]})
+        # orjson writes the dataclasses itself (asdict and JSONResponse cost ~0.5 ms here)
+        body = orjson.dumps({"query": q, "suggestions": found})
+        return Response(body, media_type="application/json")
 
     @app.get("/cache")
     async def cache(request: Request) -> Response:
