@@ -786,21 +786,28 @@ class Probe:
     kind: str  # "a", "b" or "c" (see KINDS)
     want: str  # a page's name (a, b), or a frequent word (c)
     typed: str
+    clean: str = ""  # (a), (b): what was typed before the typo
 
 
-def typo_probes(key: str, lang: str, rng: random.Random) -> tuple[str | None, str | None]:
+Typed = tuple[str, str] | None  # (clean, as typed)
+
+
+def typo_probes(key: str, lang: str, rng: random.Random) -> tuple[Typed, Typed]:
     """(a) and (b) of a page name (folded); None where the name has no such word: (a) its
     first word whole, (b) the first 5 or more characters (seeded) of a later non-stop word
     of 5 or more, each with one typo on its 5th character or a later one."""
     found = words(key)
     first = found[0][1] if found else ""
-    a = typo_from(first, TYPO_FROM, rng, letters_of(first)) if len(first) >= TYPED else None
+    a = None
+    if len(first) >= TYPED:
+        a = (first, typo_from(first, TYPO_FROM, rng, letters_of(first)))
     stop = stop_words(lang)
     later = [w for _, w in found[1:] if w not in stop and len(w) >= TYPED]
     if not later:
         return a, None
     word = rng.choice(later)
-    return a, typo_from(word[: rng.randint(TYPED, len(word))], TYPO_FROM, rng, letters_of(word))
+    clean = word[: rng.randint(TYPED, len(word))]
+    return a, (clean, typo_from(clean, TYPO_FROM, rng, letters_of(word)))
 
 
 def letters_of(word: str) -> str:
@@ -809,9 +816,12 @@ def letters_of(word: str) -> str:
     return CYRILLIC if any(c in CYRILLIC for c in word) else LETTERS
 
 
-def han_probes(key: str, rng: random.Random) -> tuple[str | None, str | None]:
+def han_probes(key: str, rng: random.Random) -> tuple[Typed, Typed]:
     """(a) and (b) of a Chinese page name (folded), typed clean."""
-    a = key[: rng.choice(HAN_TYPED)] if len(key) >= HAN_TYPED[0] else None
+    a = None
+    if len(key) >= HAN_TYPED[0]:
+        text = key[: rng.choice(HAN_TYPED)]
+        a = (text, text)
     later = [
         run.start() + first
         for run in HAN_RUN.finditer(key)
@@ -821,7 +831,8 @@ def han_probes(key: str, rng: random.Random) -> tuple[str | None, str | None]:
     if not later:
         return a, None
     start = rng.choice(later)
-    return a, key[start : start + rng.choice(HAN_TYPED)]
+    text = key[start : start + rng.choice(HAN_TYPED)]
+    return a, (text, text)
 
 
 def name_probes(pages: list[Page]) -> tuple[list[Probe], Counter[tuple[str, str]]]:
@@ -835,11 +846,11 @@ def name_probes(pages: list[Page]) -> tuple[list[Probe], Counter[tuple[str, str]
             continue
         key = normalize(page.name)
         typed = han_probes(key, rng) if page.lang == "zh" else typo_probes(key, page.lang, rng)
-        for kind, text in zip("ab", typed):
-            if text is None:
+        for kind, pair in zip("ab", typed):
+            if pair is None:
                 skipped[page.lang, kind] += 1
             else:
-                probes.append(Probe(page.lang, kind, page.name, text))
+                probes.append(Probe(page.lang, kind, page.name, pair[1], pair[0]))
     return probes, skipped
 
 
@@ -982,6 +993,7 @@ class RealRun:
     in_process: np.ndarray  # ms per (a)/(b) probe
     http: np.ndarray
     differ: int  # HTTP answers unlike the in-process ones
+    ceiling: dict[str, float]  # (b) by language: see ceilings()
 
 
 def run_real(args: argparse.Namespace) -> str:
@@ -1016,8 +1028,21 @@ def run_real(args: argparse.Namespace) -> str:
         np.array(times[: len(named)]) * 1000,
         http_ms,
         differ,
+        ceilings(suggester, named),
     )
     return format_real(run, work)
+
+
+def ceilings(suggester: Suggester, probes: list[Probe]) -> dict[str, float]:
+    """(b)'s ceiling by language: the share of its page names any order of completions
+    could put in the top N, if the page is equally likely any of the phrases that a word of
+    starts with the clean prefix (1 where N or fewer do; N / their number where more do)."""
+    shares: dict[str, list[float]] = {lang: [] for lang in REAL_LANGS}
+    for probe in probes:
+        if probe.kind == "b":
+            matches = len(suggester.suggest(probe.clean, len(suggester), errors=0))
+            shares[probe.lang].append(min(1.0, N / max(matches, 1)))
+    return {lang: statistics.fmean(s) if s else 0.0 for lang, s in shares.items()}
 
 
 def verdicts(run: RealRun) -> list[str]:
@@ -1088,6 +1113,11 @@ def format_real(run: RealRun, work: Path) -> str:
             (label, *(cell(run.table[lang, kind]) for lang in REAL_LANGS), target)
             for kind, label in KINDS.items()
             for target in [f"≥ {SHARE_TARGETS[kind]:.0%}"]
+        ),
+        (
+            "(b) at most, in any order of the clean prefix's completions (see `ceilings`)",
+            *(f"{run.ceiling[lang]:.1%}" for lang in REAL_LANGS),
+            "",
         ),
     ]
     found = "; ".join(
