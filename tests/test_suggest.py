@@ -296,3 +296,10 @@ def test_error_lengths_setting():
     for bad in ("8,4", "0", "four"):
         with pytest.raises(ConfigError, match=re.escape("suggest.errors.lengths")):
             error_lengths(load_settings(None, [f"suggest.errors.lengths={bad}"]))
+
+
+def test_any_number_of_errors_is_as_many_as_the_prefix_has_characters():
+    suggester = Suggester.build([("hello world", 1), ("abc", 2)])
+    assert got(suggester, "hel", 10, 10**9) == got(suggester, "hel", 10, 3)
+    assert [p for p, _, _ in got(suggester, "hel", 10, 10**9)] == ["hello world", "abc"]
+    assert got(suggester, "x" * 300, 10, 10**6) == []  # longer than any phrase can match

@@ -31,6 +31,7 @@ FORMAT = 3
 FILE = "suggest.npz"
 MAX_LENGTH = 100  # longer phrases are not kept
 LONGEST = 255  # the most max_length may be: a word's offset in its phrase is a uint8
+MAX_ERRORS = 100  # more are as many as the prefix's length, for any prefix a phrase fits
 ERROR_LENGTHS = (4, 8)  # prefixes this long or longer allow 1, 2 errors
 # the saved arrays besides the trie's (ARRAYS), by name and dtype
 OTHER_ARRAYS = {
@@ -180,6 +181,8 @@ class Suggester:
             errors = errors_for(len(text), self.error_lengths)
         if errors < 0:
             raise ValueError(f"errors must be 0 or more, got {errors}")
+        # every phrase is within len(text) edits (of its empty start); distances are int8
+        errors = min(errors, len(text), MAX_ERRORS)
         if not text or n <= 0 or not len(self) or len(text) > LONGEST + errors:
             return []  # (no phrase is longer than LONGEST)
         query = np.array([self.char_ids.get(c, -1) for c in text], np.int32)
