@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from filbert.analysis import analyzer, fold, identify, load_user_dict, query_language
+from filbert.analysis.analyzers import HAN_RUN, jieba_words, word_starts, word_starts_in
 
 
 def terms(lang: str, text: str, query: bool = False) -> list[str]:
@@ -140,3 +145,26 @@ def test_query_language_of_other_alphabets_and_rare_languages():
     # the main languages' terms too: an Italian title over English text holds English terms
     italian = analyze_query(parse_query("guida per il nuovo maintainer"), ["en", "it"])
     assert italian.lang == "it" and {"nuov", "nuovo"} in italian.clauses
+
+
+# A word starts at a letter or digit that follows no letter, digit, underscore or apostrophe.
+WORD_START = re.compile(r"(?<![\w'’])[^\W_]")
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.text("ab _'’-.9éЖё\u2028\t(网络基础设施", max_size=12), min_size=1, max_size=4))
+def test_word_starts_in_bulk_are_the_rule_and_jiebas_words(texts):
+    which, at = word_starts_in(texts)
+    for i, text in enumerate(texts):
+        want = {m.start() for m in WORD_START.finditer(text)}
+        for run in HAN_RUN.finditer(text):
+            want.update(run.start() + first for _, first, _ in jieba_words(run.group()))
+        assert at[which == i].tolist() == sorted(want)
+
+
+def test_word_starts():
+    assert word_starts("apt-get install") == [0, 4, 8]
+    assert word_starts("don't stop") == [0, 6]
+    assert word_starts("__init__() x") == [11]
+    assert word_starts("网络基础设施配置") == [0, 2, 6]
+    assert word_starts("debian的未来") == [0, 6, 7]

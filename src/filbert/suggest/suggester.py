@@ -81,10 +81,17 @@ def errors_for(length: int, lengths: Sequence[int] = ERROR_LENGTHS) -> int:
 
 
 @dataclass
-class _Entry:
-    rank: float
-    display: str
-    display_rank: float  # the rank the display form had on its own
+class _Phrases:
+    """Distinct phrases by folded key: each one's id in `index`, display form and rank."""
+
+    index: dict[str, int]
+    display: list[str]
+    rank: list[float]
+
+    def add(self, key: str, display: str, rank: float) -> None:
+        self.index[key] = len(self.display)
+        self.display.append(display)
+        self.rank.append(rank)
 
 
 class Suggester:
@@ -149,14 +156,15 @@ class Suggester:
         """
         if not 1 <= max_length <= LONGEST:
             raise ValueError(f"max_length must be 1 to {LONGEST}, got {max_length}")
-        entries = _merge(phrases, max_length)
-        rings = _add_synonyms(entries, synonyms, max_length)
-        keys = sorted(entries)
+        merged = _merge(phrases, max_length)
+        rings = _add_synonyms(merged, synonyms, max_length)
+        keys = sorted(merged.index)
+        ids = [merged.index[key] for key in keys]
         position = {key: i for i, key in enumerate(keys)}
         pairs = sorted((position[key], position[canon]) for key, canon in rings.items())
-        displays = [entries[key].display.encode() for key in keys]
+        displays = [merged.display[i].encode() for i in ids]
         trie, alphabet, entry_phrase, entry_offset = _index_entries(keys)
-        rank = np.array([entries[key].rank for key in keys], np.float64)
+        rank = np.array(merged.rank, np.float64)[ids]
         return cls(
             trie,
             alphabet,
@@ -308,32 +316,32 @@ class Suggester:
         )
 
 
-def _merge(phrases: Iterable[tuple[str, float]], max_length: int) -> dict[str, _Entry]:
+def _merge(phrases: Iterable[tuple[str, float]], max_length: int) -> _Phrases:
+    """Phrases equal once folded as one, their ranks summed, shown as the variant of the
+    highest rank of its own (the first of equals); those longer than max_length left out.
+    In bulk: a call or an object per phrase would cost more than the work."""
     pairs = list(phrases)
     ranks = np.array([rank for _, rank in pairs], np.float64)
     if not np.all(np.isfinite(ranks) & (ranks >= 0)):
         phrase, rank = pairs[int(np.argmin(np.isfinite(ranks) & (ranks >= 0)))]
         raise ValueError(f"the rank of {phrase!r} must be a finite number >= 0, got {rank}")
     displays = _valid("\n".join(" ".join(phrase.split()) for phrase, _ in pairs)).split("\n")
-    # folded all at once: a call per phrase costs more than the folding
-    keys = fold("\n".join(displays)).split("\n")
-    entries: dict[str, _Entry] = {}
-    for rank, display, folded in zip(ranks.tolist(), displays, keys):
-        key = " ".join(folded.split())
-        if not key or len(key) > max_length:
-            continue
-        entry = entries.get(key)
-        if entry is None:
-            entries[key] = _Entry(rank, display, rank)
-            continue
-        entry.rank += rank
-        if rank > entry.display_rank:
-            entry.display, entry.display_rank = display, rank
-    return entries
+    keys = [" ".join(folded.split()) for folded in fold("\n".join(displays)).split("\n")]
+    kept = [i for i, key in enumerate(keys) if key and len(key) <= max_length]
+    index: dict[str, int] = {}
+    ids = np.array([index.setdefault(keys[i], len(index)) for i in kept], np.int64)
+    own = ranks[kept]
+    best = np.lexsort((np.arange(len(ids)), -own, ids))  # by phrase, its best variant first
+    firsts = best[np.r_[True, ids[best][1:] != ids[best][:-1]]] if len(ids) else best
+    return _Phrases(
+        index,
+        [displays[kept[j]] for j in firsts.tolist()],
+        np.bincount(ids, weights=own, minlength=len(index)).tolist(),
+    )
 
 
 def _add_synonyms(
-    entries: dict[str, _Entry], rings: Iterable[Sequence[str]], max_length: int
+    merged: _Phrases, rings: Iterable[Sequence[str]], max_length: int
 ) -> dict[str, str]:
     """Adds the rings' phrases; returns each member's canonical phrase (a phrase in several
     rings keeps the first)."""
@@ -343,9 +351,11 @@ def _add_synonyms(
         members = {k: v for k, v in members.items() if k and len(k) <= max_length}
         if len(members) < 2:
             continue
-        best = max((entries[k].rank for k in members if k in entries), default=0.0)
+        known = [merged.index[k] for k in members if k in merged.index]
+        best = max((merged.rank[i] for i in known), default=0.0)
         for key, display in members.items():
-            entries.setdefault(key, _Entry(best, display, best))
+            if key not in merged.index:
+                merged.add(key, display, best)
         first, *others = members
         for key in others:
             canonical.setdefault(key, first)
