@@ -279,6 +279,10 @@ def test_a_dictionary_of_another_shape_is_refused(tmp_path):
         ({"lo": arrays["lo"] + 5}, "out of range"),
         ({"rank": arrays["rank"][:1]}, "text_start does not fit"),
         ({"label": arrays["label"].astype(np.int64)}, "label is int64"),
+        ({"entry_phrase": arrays["entry_phrase"] + 5}, "an entry's phrase is out of range"),
+        ({"by_rank": arrays["by_rank"][:-1]}, "by_rank does not fit"),
+        ({"node_best": arrays["node_best"] - 1}, "node_best does not fit"),
+        ({"to_end": arrays["to_end"] + 40}, "to_end does not fit"),
     ]:
         np.savez(path, **{**arrays, **change})
         with pytest.raises(SuggestError, match=message):

@@ -221,27 +221,24 @@ class Suggester:
         found: list[tuple[int, int]] = []
         taken: set[int] = set()
         for dist in sorted(set(dists.tolist())):
-            candidates = nodes[dists == dist]
-            # The `enough` nodes of best rank hold the `enough` best entries of all: each
-            # node's best is better than every entry of the other nodes. Unless a phrase
-            # repeats among them (by several words) or was taken already, they suffice.
-            enough = n + len(found)
-            if len(candidates) > enough:
-                best = np.argpartition(self.node_best[candidates], enough - 1)[:enough]
-                picked = self._phrases(candidates[best], n - len(found), taken, enough)
-                if len(picked) == n - len(found):
-                    candidates = candidates[:0]
-                else:
-                    picked = []
-            else:
-                picked = []
-            if len(candidates):
-                picked = self._phrases(candidates, n - len(found), taken)
+            picked = self._at_distance(nodes[dists == dist], n - len(found), taken, n + len(found))
             found += [(phrase, dist) for phrase in picked]
             taken.update(picked)
             if len(found) == n:
                 break
         return found
+
+    def _at_distance(self, nodes: np.ndarray, n: int, taken: set[int], enough: int) -> list[int]:
+        """Up to n phrases of the nodes matched at one distance. The `enough` nodes of best
+        rank hold the `enough` best entries of all (each node's best is better than every
+        entry of the other nodes): unless a phrase repeats among those (by several words)
+        or was taken already, they suffice; else all the nodes are looked at."""
+        if len(nodes) > enough:
+            best = nodes[np.argpartition(self.node_best[nodes], enough - 1)[:enough]]
+            picked = self._phrases(best, n, taken, enough)
+            if len(picked) == n:
+                return picked
+        return self._phrases(nodes, n, taken)
 
     def _phrases(
         self, nodes: np.ndarray, n: int, taken: set[int], entries: int | None = None

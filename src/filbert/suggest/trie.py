@@ -81,11 +81,6 @@ class Trie:
         )
         return np.frombuffer(nodes, np.int32), np.frombuffer(dists, np.int8)
 
-    def exact(self, query: np.ndarray) -> int:
-        """The node of the phrases starting with `query` (-1 if none)."""
-        nodes, _ = self.matches(query, 0)
-        return int(nodes[0]) if len(nodes) else -1
-
 
 def _common_prefixes(chars: np.ndarray, start: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """lcp[i]: characters phrase i shares with phrase i - 1 at the start (lcp[0] = 0)."""

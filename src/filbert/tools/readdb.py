@@ -28,18 +28,8 @@ def _stats(crawl: CrawlDir, top_hosts: int) -> dict:
     total, min_score, avg_score, max_score = one_row(
         con.execute(f"SELECT count(*), min(score), avg(score), max(score) FROM {db.sql}", db.params)
     )
-    status = dict(
-        con.execute(
-            f"SELECT status, count(*) FROM {db.sql} GROUP BY 1 ORDER BY 2 DESC", db.params
-        ).fetchall()
-    )
-    http = {
-        str(code): n
-        for code, n in con.execute(
-            f"SELECT http_status, count(*) FROM {db.sql} WHERE http_status > 0 GROUP BY 1 ORDER BY 1",
-            db.params,
-        ).fetchall()
-    }
+    status = _tally(con, db, "status", "true", "2 DESC")
+    http = _tally(con, db, "http_status", "http_status > 0")
     hosts = con.execute(
         f"""
         SELECT host, count(*) AS urls, count(*) FILTER (WHERE status = '{schemas.DB_FETCHED}') AS fetched
@@ -82,26 +72,9 @@ def _top_domains(con, db: Relation, top: int) -> list[dict]:
 def _errors(con, db: Relation) -> dict:
     """Fetch errors: URLs whose last answer was HTTP >= 400 (by code), and URLs being retried
     (by number of retries so far, and by status)."""
-    http = {
-        str(code): n
-        for code, n in con.execute(
-            f"SELECT http_status, count(*) FROM {db.sql} WHERE http_status >= 400 GROUP BY 1 ORDER BY 1",
-            db.params,
-        ).fetchall()
-    }
-    retries = {
-        str(r): n
-        for r, n in con.execute(
-            f"SELECT retries, count(*) FROM {db.sql} WHERE retries > 0 GROUP BY 1 ORDER BY 1",
-            db.params,
-        ).fetchall()
-    }
-    retry_status = dict(
-        con.execute(
-            f"SELECT status, count(*) FROM {db.sql} WHERE retries > 0 GROUP BY 1 ORDER BY 2 DESC, 1",
-            db.params,
-        ).fetchall()
-    )
+    http = _tally(con, db, "http_status", "http_status >= 400")
+    retries = _tally(con, db, "retries", "retries > 0")
+    retry_status = _tally(con, db, "status", "retries > 0", "2 DESC, 1")
     return {
         "http": http,
         "http_total": sum(http.values()),
@@ -109,6 +82,13 @@ def _errors(con, db: Relation) -> dict:
         "retries": retries,
         "retrying_status": retry_status,
     }
+
+
+def _tally(con, db: Relation, column: str, where: str, order: str = "1") -> dict[str, int]:
+    """Rows per value of a crawldb column (as text), among the rows `where` holds; the
+    column and conditions are this module's own SQL, never input."""
+    query = f"SELECT {column}, count(*) FROM {db.sql} WHERE {where} GROUP BY 1 ORDER BY {order}"
+    return {str(value): n for value, n in con.execute(query, db.params).fetchall()}
 
 
 def jsonable(row: dict) -> dict:
