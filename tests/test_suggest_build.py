@@ -389,3 +389,51 @@ def test_choosing_a_suggestion_searches_for_it_and_finds_its_page(book, prefix, 
     _, suggester = load_suggester(crawl, settings)
     assert suggester.suggest(prefix, 1)[0].phrase == phrase
     assert Searcher(crawl, settings).search(phrase).hits[0].url == server.url(path)
+
+
+def forum_site() -> dict[str, str]:
+    """24 pages, each with a "Prev Up Home" bar; "zone transfer" in the text of 6 of them,
+    "reverse lookup" of 2, "区域传送" (Chinese) of 6; page 0 mentions "zone transfer" only
+    past the first 5,000 characters."""
+    pages = {"/": html("Forum", "".join(link(f"/p{i}.html", f"Post {i}") for i in range(24)))}
+    for i in range(24):
+        text = [f"<p>Prev Up Home</p><p>Post number {i} is about nothing in particular.</p>"]
+        if i < 6:
+            text.append("<p>We debugged a Zone Transfer; zone transfer works now. 区域传送。</p>")
+        if i < 2:
+            text.append("<p>A reverse lookup failed.</p>")
+        if i == 0:
+            text.insert(0, "<p>" + "filler words " * 500 + "</p>")
+        pages[f"/p{i}.html"] = html(f"Post {i}", "".join(text))
+    return pages
+
+
+@pytest.fixture(scope="module")
+def forum(tmp_path_factory):
+    with SiteServer(forum_site()) as server:
+        crawl, settings, _ = crawl_site(
+            tmp_path_factory.mktemp("forum") / "crawl", [server.url("/")]
+        )
+    return crawl, settings
+
+
+def test_two_word_groups_of_the_text_enter_weighted_lower(forum):
+    crawl, settings = forum
+    phrases = crawl_phrases(crawl, settings)
+    # on 6 pages but the first, whose mention lies past suggest.body.chars; counted once a
+    # page, in the spelling most pages use first
+    assert phrases["Zone Transfer"] == pytest.approx(5 * 0.02)
+    assert "zone transfer" not in phrases
+    assert "reverse lookup" not in phrases  # 2 pages, below suggest.body.min.pages
+    assert not {"Prev Up", "Up Home"} & set(phrases)  # every page's: the template
+    assert not [p for p in phrases if "区域" in p]  # Chinese words need jieba: not from text
+    weighted = crawl_phrases(crawl, load_settings(None, ["suggest.body.weight=1"]))
+    assert weighted["Zone Transfer"] == 5
+    more = load_settings(None, ["suggest.body.min.pages=2", "suggest.body.chars=100000"])
+    assert crawl_phrases(crawl, more)["Zone Transfer"] == pytest.approx(6 * 0.02)
+    assert crawl_phrases(crawl, more)["reverse lookup"] == pytest.approx(2 * 0.02)
+    none = crawl_phrases(crawl, load_settings(None, ["suggest.body.chars=0"]))
+    assert not [p for p in none if p.lower() == "zone transfer"]
+    build_suggest(crawl, settings)
+    _, suggester = load_suggester(crawl, settings)
+    assert suggester.suggest("zone tr", 1)[0].phrase == "Zone Transfer"

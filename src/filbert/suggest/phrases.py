@@ -144,7 +144,7 @@ def terms(text: str, longest: int = 3) -> dict[str, str]:
 
 def _worth(group: list[str], han: bool) -> bool:
     """Whether a group of folded words is a term (see terms)."""
-    stop = _stop_words()
+    stop = term_stop_words()
     return (
         group[0] not in stop
         and group[-1] not in stop
@@ -155,7 +155,7 @@ def _worth(group: list[str], han: bool) -> bool:
 
 
 @cache
-def _stop_words() -> frozenset[str]:
+def term_stop_words() -> frozenset[str]:
     return stop_words("en") | stop_words("ru")
 
 

@@ -11,6 +11,12 @@ Phrases, each with a rank; equal phrases (once folded) are one entry whose rank 
 - terms: the words and two- or three-word groups of those titles, headings and anchor texts
   (but code's) found on `suggest.terms.min.pages` indexed pages or more, ranked pages ×
   `suggest.terms.weight` and shown in their most frequent spelling ("DNS", "apt-get");
+- body terms: the two-word groups of the pages' text (its first
+  `suggest.body.chars` characters; not Chinese, which needs jieba) found on
+  `suggest.body.min.pages` pages of a host or more, ranked pages × `suggest.body.weight`
+  ("DNS server": its single words are the terms of the names already, or too many); a group on `suggest.body.max.share` of its host's pages (and at least
+  `suggest.template.min.pages`) is the site's template or too common to name anything
+  ("Next", "Prev Up", "database") and is left out;
 - the queries of the query log (CRAWL/logs/queries.jsonl and its rotated files): one per
   search. A query is suggested to everyone only once `suggest.queries.min.clients` distinct
   clients searched it, `suggest.queries.min.count` times in all, each search answered
@@ -49,7 +55,15 @@ from filbert import schemas
 from filbert.buckets import Relation, connect, latest_per_page, params, parquet_relation
 from filbert.config import ConfigError, Settings
 from filbert.storage import CrawlDir, GenerationHolder, Segment, reading
-from filbert.suggest.phrases import Affixes, clean, is_code, is_noise, site_affixes, terms
+from filbert.suggest.phrases import (
+    Affixes,
+    clean,
+    is_code,
+    is_noise,
+    site_affixes,
+    term_stop_words,
+    terms,
+)
 from filbert.suggest.querylog import read_query_log
 from filbert.suggest.suggester import Suggester, SuggestError, normalize
 
@@ -96,6 +110,10 @@ class Rules:
     code_factor: float
     term_pages: int
     term_weight: float
+    body_pages: int
+    body_weight: float
+    body_share: float
+    body_chars: int
 
     @classmethod
     def of(cls, settings: Settings) -> Rules:
@@ -106,21 +124,28 @@ class Rules:
             settings["suggest.code.factor"],
             settings["suggest.terms.min.pages"],
             settings["suggest.terms.weight"],
+            settings["suggest.body.min.pages"],
+            settings["suggest.body.weight"],
+            settings["suggest.body.max.share"],
+            settings["suggest.body.chars"],
         )
 
 
 def crawl_phrases(crawl: CrawlDir, settings: Settings | None = None) -> dict[str, float]:
     """The phrases of the indexed pages, with their ranks (see the module's rules; by
-    default the default settings): cleaned titles, anchor texts and headings, and terms."""
+    default the default settings): cleaned titles, anchor texts and headings, and terms of
+    those and of the pages' text."""
     rules = Rules.of(Settings() if settings is None else settings)
     segments = [seg for seg in crawl.segments() if seg.parsed]
     db_files, link_files = crawl.crawldb.files(), crawl.linkdb.files()
     data_files = [p for seg in segments for p in seg.parts(Segment.PARSE_DATA)]
+    text_files = [p for seg in segments for p in seg.parts(Segment.PARSE_TEXT)]
     db = parquet_relation("crawldb", db_files, schemas.CRAWLDB)
     links = parquet_relation("linkdb", link_files, schemas.LINKDB)
     data = parquet_relation("parse_data", data_files, schemas.PARSE_DATA, segment=True)
+    text = parquet_relation("parse_text", text_files, schemas.PARSE_TEXT, segment=True)
     con = connect()
-    with reading([*db_files, *link_files, *data_files]):
+    with reading([*db_files, *link_files, *data_files, *text_files]):
         columns = {
             row[0]
             for row in con.sql(f"DESCRIBE SELECT * FROM {data.sql}", params=data.params).fetchall()
@@ -138,7 +163,26 @@ def crawl_phrases(crawl: CrawlDir, settings: Settings | None = None) -> dict[str
         while rows := result.fetchmany(BATCH):
             for host, title, score, headings, anchors in rows:
                 found.add(host, title, score, headings or (), anchors or ())
-    return found.ranks()
+        body = _body_terms(con, _body_sql(db, data, text, columns), params(db, data, text), rules)
+    return _summed(found.ranks(), body)
+
+
+def _body_terms(
+    con: duckdb.DuckDBPyConnection, sql: str, bound: dict[str, Any], rules: Rules
+) -> dict[str, float]:
+    """The body terms (see the module's rules), by spelling, with their ranks."""
+    bound |= {
+        "stop": sorted(term_stop_words()),
+        "token": BODY_TOKEN,
+        "body_chars": rules.body_chars,
+        "body_pages": rules.body_pages,
+        "body_share": rules.body_share,
+        "template_pages": rules.template_pages,
+    }
+    ranks: defaultdict[str, float] = defaultdict(float)
+    for spelling, pages in con.execute(sql, bound).fetchall():
+        ranks[spelling] += pages * rules.body_weight
+    return ranks
 
 
 def _host_affixes(result: duckdb.DuckDBPyConnection, share: float) -> dict[str, Affixes]:
@@ -250,11 +294,11 @@ def _indexed_sql(db: Relation, data: Relation, columns: set[str]) -> str:
         SELECT fp, host, score FROM {db.sql}
         WHERE status IN ('{schemas.DB_FETCHED}', '{schemas.DB_NOTMODIFIED}')
     ), latest AS (
-        SELECT fp, title, {headings} AS headings, noindex FROM {data.sql}
+        SELECT fp, title, {headings} AS headings, noindex, segment FROM {data.sql}
         WHERE status = '{schemas.PARSE_SUCCESS}'
         {latest_per_page()}
     ), indexed AS (
-        SELECT fp, host, title, headings, coalesce(score, 0)::DOUBLE AS score
+        SELECT fp, host, title, headings, coalesce(score, 0)::DOUBLE AS score, segment
         FROM pages JOIN latest USING (fp) WHERE NOT noindex
     )"""
 
@@ -310,6 +354,40 @@ def _phrases_sql(db: Relation, links: Relation, data: Relation, columns: set[str
     )
     SELECT host, title, score, heading_list, anchor_list
     FROM indexed LEFT JOIN kept_headings USING (fp) LEFT JOIN kept_anchors USING (fp)
+    """
+
+
+# A body's words (letters and digits, inner hyphens, apostrophes, dots and underscores) and
+# its runs of punctuation, where word groups end.
+BODY_TOKEN = r"[\pL\pN]+(?:['._-][\pL\pN]+)*|[^\pL\pN\s]+"
+
+
+def _body_sql(db: Relation, data: Relation, text: Relation, columns: set[str]) -> str:
+    """The body terms of each host (see the module's rules) with the pages they are on: one
+    row per host and term, its most frequent spelling there. Parameters: `$stop` words,
+    the `$token` pattern,
+    `$body_chars`, `$body_pages`, `$body_share`, `$template_pages`."""
+    return rf"""{_indexed_sql(db, data, columns)}, host_pages AS (
+        SELECT host, count(*) AS pages FROM indexed GROUP BY host
+    ), bodies AS (
+        SELECT host, fp, regexp_extract_all(left(t.text, $body_chars), $token) AS tokens
+        FROM indexed JOIN {text.sql} t USING (fp, segment)
+    ), tokens AS (
+        SELECT host, fp, unnest(tokens) AS word, generate_subscripts(tokens, 1) AS i
+        FROM bodies
+    ), words AS (
+        SELECT host, fp, i, word, lower(word) AS folded FROM tokens
+        WHERE regexp_matches(word, '^\pL') AND NOT regexp_matches(word, '\p{{Han}}')
+          AND NOT list_contains($stop, lower(word))
+    ), groups AS (
+        SELECT a.host, a.fp, a.word || ' ' || b.word AS word, a.folded || ' ' || b.folded AS folded
+        FROM words a JOIN words b ON a.fp = b.fp AND b.i = a.i + 1
+    ), page_groups AS (
+        SELECT host, fp, folded, any_value(word) AS word FROM groups GROUP BY host, fp, folded
+    )
+    SELECT mode(word), count(*) AS n FROM page_groups JOIN host_pages USING (host)
+    GROUP BY host, folded, pages
+    HAVING n >= $body_pages AND n < greatest($body_share * pages, $template_pages)
     """
 
 
