@@ -77,7 +77,8 @@ from results import record
 from filbert.analysis.analyzers import stop_words
 from filbert.config import Settings, load_settings
 from filbert.index.schema import FIELD_NAMES, open_shards
-from filbert.index.step import ROWS_PER_GROUP, index_documents, index_writer
+from filbert.index.shards import index_writer
+from filbert.index.step import ROWS_PER_GROUP, index_documents
 from filbert.search.query import AnalyzedQuery
 from filbert.search.searcher import PENALTY_MARGIN, Hit, Searcher, SearchResults
 from filbert.search.snippets import make_snippet

@@ -130,10 +130,10 @@ def test_truncated_index_store_fails_the_health_check_and_search_says_so(
     assert (
         problem is not None
         and problem.startswith(f"{name} is damaged (")
-        and "`filbert index`" in problem
+        and "`filbert index --rebuild`" in problem
     )
     result = run_main(["search", rare_word(3), "--dir", crawl.path], tmp_path, monkeypatch, capsys)
-    assert_one_line(result, crawl, name, "`filbert index` to rebuild the index")
+    assert_one_line(result, crawl, name, "`filbert index --rebuild` to rebuild the index")
 
 
 def test_corrupt_stored_documents_are_found_by_the_health_check_and_searches(

@@ -254,17 +254,26 @@ def dedup(dir: Dir = Path("crawl"), define: Define = None) -> None:
 
 
 @app.command()
-def index(dir: Dir = Path("crawl"), define: Define = None) -> None:
-    """Rebuild the search index from the crawl, and the suggestion dictionary with it."""
+def index(
+    dir: Dir = Path("crawl"),
+    rebuild: bool = typer.Option(False, "--rebuild", help="build from nothing, not update"),
+    define: Define = None,
+) -> None:
+    """Bring the search index up to date with the crawl (new, changed and gone pages), and
+    the suggestion dictionary with it."""
     from filbert.index import build_index
     from filbert.suggest.step import build_suggest
 
     def step(crawl_dir: CrawlDir, settings: Settings) -> tuple[dict, dict]:
-        return build_index(crawl_dir, settings), build_suggest(crawl_dir, settings)
+        counts = build_index(crawl_dir, settings, rebuild=rebuild)
+        if counts["rebuilt"]:
+            console.print(f"rebuilding the index: {counts['rebuilt']}")
+        return counts, build_suggest(crawl_dir, settings)
 
     counts, suggestions = _locked(dir, define, step)
     console.print(
-        f"indexed {counts['documents']} documents into {counts['shards']} shard(s); "
+        f"indexed {counts['documents']} documents into {counts['shards']} shard(s) "
+        f"({counts['new']} new, {counts['changed']} changed, {counts['gone']} gone); "
         f"{suggestions['phrases']} phrases for suggestions"
     )
 

@@ -179,8 +179,13 @@ def run_crawl(
             f"{ranked['iterations']} iterations"
         )
         reporter.step(f"dedup: {dedup(crawl, settings)['duplicates']} duplicate pages")
-        reporter.step("index")
-        summary.documents = build_index(crawl, settings)["documents"]
+        counts = build_index(crawl, settings)
+        rebuilt = f", rebuilt: {counts['rebuilt']}" if counts["rebuilt"] else ""
+        reporter.step(
+            f"index: {counts['new']} new, {counts['changed']} changed, {counts['gone']} gone"
+            f"{rebuilt}"
+        )
+        summary.documents = counts["documents"]
         reporter.step(f"suggestions: {build_suggest(crawl, settings)['phrases']} phrases")
     summary.seconds = time.monotonic() - start
     return summary

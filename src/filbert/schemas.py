@@ -158,3 +158,18 @@ class FetchedPage:
     content_type: str | None
     headers: Mapping[str, str] | None  # the response headers
     score: float  # what the page passes on to its outlinks
+
+
+# index/<tmp>/state-*: the pages the index should hold (index step), and the key of what each
+# one's document is made of.
+INDEX_STATE = pa.schema(
+    [
+        ("fp", pa.binary()),
+        ("segment", pa.string()),
+        ("score", pa.float64()),
+        ("key", pa.string()),
+        ("uid", pa.int64()),
+        ("shard", pa.int32()),
+        ("bucket", pa.int32()),
+    ]
+)

@@ -318,7 +318,7 @@ REMEDIES = {
     "from the segments",
     "linkdb": "delete linkdb/ and run `filbert invertlinks` to rebuild it",
     "webgraph": "run `filbert pagerank` to rebuild it",
-    "index": "run `filbert index` to rebuild the index",
+    "index": "run `filbert index --rebuild` to rebuild the index",
     "suggest": "run `filbert suggest-build` to rebuild it",
     "segments": "restore it, or delete the segment",
 }

@@ -4,7 +4,7 @@ step, read by the searcher to re-rank candidates without fetching documents."""
 from __future__ import annotations
 
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from operator import attrgetter
 from pathlib import Path
 from typing import ClassVar
@@ -68,6 +68,11 @@ class Columns:
             array[seg_docs] = seg_values
             arrays.append(array)
         return arrays
+
+    def rescore(self, scores: Callable[[np.ndarray], np.ndarray]) -> None:
+        """Replaces the score column by `scores` of the uid column (the crawldb's current
+        PageRank scores: they change without the page's text)."""
+        self._flat["score"] = np.asarray(scores(self._flat["uid"]), dtype=self.DTYPES["score"])
 
     def save(self, path: Path) -> None:
         np.savez(

@@ -1,39 +1,60 @@
-"""index: build tantivy shards from the fetched pages' latest parse and their anchors.
+"""index: bring the search index up to date with the crawl.
 
-1. Bucket tasks gather each bucket's documents with DuckDB: crawldb status
-   fetched/notmodified, the latest successful parse across segments, anchor text from the
-   linkdb, no noindex pages.
-2. Analysis tasks, a row group of those files each, identify every document's language
-   and analyze its fields; they run in parallel (executor) while this process adds the
-   results to the tantivy shards.
-3. The new index generation is published atomically.
+1. Bucket tasks list the pages the index should hold (crawldb status fetched/notmodified,
+   the latest successful parse, not noindex) with a key of what each one's document is made
+   of (URL, title, headings, text signature, simhash, anchor text), reading no text.
+2. Against the previous generation's holdings (HOLDINGS_FILE), a page is new, changed (its
+   key), gone (no longer listed) or unchanged. PageRank is no part of the key: the searcher
+   reads it from the columns, written anew from the crawldb every time (shards.py).
+3. Bucket tasks gather the documents of the new and changed pages (their text from the
+   segments of their latest parse); analysis tasks analyze them in parallel while this
+   process updates the shards (shards.py).
+4. The new generation is published atomically. A rebuild (`--rebuild`, a first index, or
+   settings that change what is indexed: INDEXED_WITH) starts from nothing.
 """
 
 from __future__ import annotations
 
 import re
-from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
-import tantivy
 import xxhash
 
 from filbert import schemas
 from filbert.analysis import analyzer, identify, load_user_dict
-from filbert.buckets import connect, latest_per_page, params, parquet_relation
+from filbert.buckets import Relation, connect, latest_per_page, params, parquet_relation
 from filbert.config import Settings
 from filbert.executor import make_executor
-from filbert.index.columns import COLUMNS_FILE, Columns
-from filbert.index.schema import ALL_FIELD, index_schema, shard_name
-from filbert.storage import CrawlDir, Segment, part_name, reading
+from filbert.index.shards import update_shards
+from filbert.storage import CrawlDir, Segment, part_name, reading, write_table
 from filbert.urls import fingerprint
 
 URL_PUNCTUATION = re.compile(r"[\W_]+")  # URL words, split apart so each is analyzed once
 ROWS_PER_GROUP = 128  # documents per Parquet row group of the gathered documents
 GROUPS_PER_TASK = 1  # row groups analyzed per task
+HOLDINGS_FILE = "holdings.parquet"  # the pages an index generation holds, and their keys
+HOLDINGS = pa.schema(
+    [("fp", pa.binary()), ("uid", pa.int64()), ("shard", pa.int32()), ("key", pa.string())]
+)
+# Bumped when what a document holds changes: an index of another format is rebuilt.
+INDEX_FORMAT = 2
+# Settings that change what is indexed: a change rebuilds the index.
+INDEXED_WITH = ("index.shards", "parser.text.max.length", "analysis.zh.userdict")
+
+
+@dataclass(frozen=True)
+class StateTask:
+    bucket: int
+    crawldb: str | None
+    linkdb: str | None
+    parse_data: list[str]
+    out: str
+    shards: int
 
 
 @dataclass(frozen=True)
@@ -43,6 +64,7 @@ class DocsTask:
     linkdb: str | None
     parse_data: list[str]
     parse_text: list[str]
+    changed: str  # the pages to gather: (fp, segment, bucket)
     out: str
     max_text: int
 
@@ -54,52 +76,91 @@ class AnalyzeTask:
     user_dict: str
 
 
+def _relations(task: StateTask | DocsTask) -> tuple[Relation, Relation, Relation]:
+    db = parquet_relation("crawldb", [task.crawldb] if task.crawldb else [], schemas.CRAWLDB)
+    links = parquet_relation("linkdb", [task.linkdb] if task.linkdb else [], schemas.LINKDB)
+    data = parquet_relation("parse_data", task.parse_data, schemas.PARSE_DATA, segment=True)
+    return db, links, data
+
+
+def _headings_column(data: Relation) -> str:
+    """headings, or NULL in segments parsed by versions without them."""
+    described = connect().sql(f"DESCRIBE SELECT * FROM {data.sql}", params=data.params)
+    return "headings" if "headings" in {row[0] for row in described.fetchall()} else "NULL"
+
+
+def _anchors_sql(links: Relation) -> str:
+    """A page's distinct anchor texts, one per line (what the anchor field indexes)."""
+    return f"""SELECT fp, array_to_string(
+            list_distinct([i.anchor FOR i IN inlinks IF i.anchor <> '']), ' \n ') AS anchor
+        FROM {links.sql}"""
+
+
+def _state_bucket(task: StateTask) -> int:
+    """Lists one bucket's pages to index with their keys into task.out; how many."""
+    with reading([p for p in (task.crawldb, task.linkdb, *task.parse_data) if p]):
+        db, links, data = _relations(task)
+        sql = f"""
+        WITH pages AS (
+            SELECT fp, url, host, score, coalesce(simhash, 0) AS simhash FROM {db.sql}
+            WHERE status IN ('{schemas.DB_FETCHED}', '{schemas.DB_NOTMODIFIED}')
+        ), latest AS (
+            SELECT fp, title, {_headings_column(data)} AS headings, noindex, signature, segment
+            FROM {data.sql} WHERE status = '{schemas.PARSE_SUCCESS}'
+            {latest_per_page()}
+        ), anchors AS ({_anchors_sql(links)})
+        SELECT p.fp, l.segment, coalesce(p.score, 0)::DOUBLE AS score, md5(concat_ws(chr(0),
+            p.url, p.host, coalesce(l.title, ''), coalesce(l.headings, ''),
+            coalesce(a.anchor, ''), coalesce(hex(l.signature), ''), p.simhash::VARCHAR)) AS key
+        FROM pages p JOIN latest l USING (fp) LEFT JOIN anchors a USING (fp)
+        WHERE NOT l.noindex
+        """
+        table = connect().sql(sql, params=params(db, links, data)).to_arrow_table()
+    fps = table.column("fp").to_pylist()
+    uids = [int.from_bytes(fp[:8], "big") >> 1 for fp in fps]  # fits tantivy's i64 fields
+    table = table.append_column("uid", pa.array(uids, pa.int64()))
+    table = table.append_column("shard", pa.array([fp[0] % task.shards for fp in fps], pa.int32()))
+    table = table.append_column("bucket", pa.array([task.bucket] * len(fps), pa.int32()))
+    write_table(table, Path(task.out))
+    return table.num_rows
+
+
 def _docs_bucket(task: DocsTask) -> int:
-    with reading([p for p in (task.crawldb, task.linkdb, *task.parse_data, *task.parse_text) if p]):
+    paths = [task.crawldb, task.linkdb, *task.parse_data, *task.parse_text, task.changed]
+    with reading([p for p in paths if p]):
         return _write_docs(task)
 
 
 def _write_docs(task: DocsTask) -> int:
-    """Gather one bucket's documents into task.out; how many."""
-    db = parquet_relation("crawldb", [task.crawldb] if task.crawldb else [], schemas.CRAWLDB)
-    links = parquet_relation("linkdb", [task.linkdb] if task.linkdb else [], schemas.LINKDB)
-    data = parquet_relation("parse_data", task.parse_data, schemas.PARSE_DATA, segment=True)
+    """Gathers the documents of one bucket's changed pages into task.out; how many."""
+    db, links, data = _relations(task)
     text = parquet_relation("parse_text", task.parse_text, schemas.PARSE_TEXT, segment=True)
-    columns = {
-        row[0]
-        for row in connect()
-        .sql(f"DESCRIBE SELECT * FROM {data.sql}", params=data.params)
-        .fetchall()
-    }
-    headings = "headings" if "headings" in columns else "NULL"  # segments parsed by older versions
     sql = f"""
-    WITH pages AS (
+    WITH changed AS (
+        SELECT fp, segment FROM read_parquet($changed) WHERE bucket = $bucket
+    ), pages AS (
         SELECT fp, url, host, score, coalesce(simhash, 0) AS simhash FROM {db.sql}
-        WHERE status IN ('{schemas.DB_FETCHED}', '{schemas.DB_NOTMODIFIED}')
+        WHERE fp IN (SELECT fp FROM changed)
     ), latest AS (
-        SELECT fp, title, {headings} AS headings, noindex, segment FROM {data.sql}
-        WHERE status = '{schemas.PARSE_SUCCESS}'
-        {latest_per_page()}
+        SELECT d.fp, d.title, {_headings_column(data)} AS headings, d.segment
+        FROM {data.sql} d SEMI JOIN changed c ON d.fp = c.fp AND d.segment = c.segment
+        WHERE d.status = '{schemas.PARSE_SUCCESS}'
+        QUALIFY row_number() OVER (PARTITION BY d.fp) = 1
     ), body AS (
-        SELECT fp, text, segment FROM {text.sql}
-    ), anchors AS (
-        SELECT fp, array_to_string(list_distinct([i.anchor FOR i IN inlinks IF i.anchor <> '']), ' \n ')
-               AS anchor
-        FROM {links.sql}
-    )
+        SELECT t.fp, t.text, t.segment
+        FROM {text.sql} t SEMI JOIN changed c ON t.fp = c.fp AND t.segment = c.segment
+    ), anchors AS ({_anchors_sql(links)})
     SELECT p.url, p.host, coalesce(l.title, '') AS title, coalesce(l.headings, '') AS headings,
            coalesce(a.anchor, '') AS anchor,
            left(coalesce(b.text, ''), $max_text) AS body, l.segment, p.score, p.simhash
     FROM pages p JOIN latest l USING (fp)
     LEFT JOIN body b ON b.fp = p.fp AND b.segment = l.segment
     LEFT JOIN anchors a ON a.fp = p.fp
-    WHERE NOT l.noindex
     """
-    table = (
-        connect()
-        .sql(sql, params=params(db, links, data, text, max_text=task.max_text))
-        .to_arrow_table()
+    bound = params(
+        db, links, data, text, max_text=task.max_text, changed=task.changed, bucket=task.bucket
     )
+    table = connect().sql(sql, params=bound).to_arrow_table()
     pq.write_table(table, task.out, row_group_size=ROWS_PER_GROUP)
     return table.num_rows
 
@@ -138,7 +199,6 @@ def analyze_document(doc: dict) -> dict:
         "title_text": title.encode(),
         "body_text": body.encode(),
         **analyzed,
-        ALL_FIELD: list(analyzed.values()),
     }
 
 
@@ -156,32 +216,179 @@ def parent_domains(host: str) -> list[str]:
 
 
 def build_index(
-    crawl: CrawlDir, settings: Settings, on_doc: Callable[[int], None] | None = None
-) -> dict[str, int]:
-    """Rebuild the index from the crawl; returns document counts."""
+    crawl: CrawlDir,
+    settings: Settings,
+    on_doc: Callable[[int], None] | None = None,
+    rebuild: bool = False,
+) -> dict:
+    """Brings the index up to date with the crawl (from nothing if `rebuild`, or if the
+    settings that change what is indexed changed); returns counts, and why it was rebuilt."""
     crawl.require()
+    current, meta = crawl.index.current(), crawl.index.meta()
+    reason = rebuild_reason(current, meta, settings, rebuild)
+    previous = None if reason else current
     buckets = crawl.buckets(settings)
     segments = [seg for seg in crawl.segments() if seg.parsed]
     tmp = crawl.index.begin()
-    tasks = [
-        DocsTask(
+    executor = make_executor(settings)
+    states = [
+        StateTask(
             b,
             _existing(crawl.crawldb.bucket_path(b)),
             _existing(crawl.linkdb.bucket_path(b)),
             [str(seg.part(Segment.PARSE_DATA, b)) for seg in segments],
-            [str(seg.part(Segment.PARSE_TEXT, b)) for seg in segments],
-            str(tmp / f"docs-{part_name(b)}"),
-            settings["parser.text.max.length"],
+            str(tmp / f"state-{part_name(b)}"),
+            settings["index.shards"],
         )
         for b in range(buckets)
     ]
-    docs = sum(make_executor(settings).map(_docs_bucket, tasks))
-    doc_files = [Path(t.out) for t in tasks]
-    written = index_documents(doc_files, tmp, settings, on_doc)
-    for path in doc_files:
+    sum(executor.map(_state_bucket, states))
+    changes = Changes.between([Path(t.out) for t in states], previous, tmp)
+    docs = [
+        DocsTask(
+            state.bucket,
+            state.crawldb,
+            state.linkdb,
+            [str(seg.part(Segment.PARSE_DATA, state.bucket)) for seg in changed],
+            [str(seg.part(Segment.PARSE_TEXT, state.bucket)) for seg in changed],
+            str(changes.changed),
+            str(tmp / f"docs-{part_name(state.bucket)}"),
+            settings["parser.text.max.length"],
+        )
+        for state in states
+        if (changed := [s for s in segments if s.name in changes.segments.get(state.bucket, ())])
+    ]
+    sum(executor.map(_docs_bucket, docs))
+    doc_files = [Path(t.out) for t in docs]
+    written = update_shards(
+        previous,
+        meta if previous else {},
+        tmp,
+        analyzed_documents(doc_files, settings, on_doc),
+        changes.deletes,
+        settings,
+        changes.scores,
+    )
+    changes.save_holdings(tmp / HOLDINGS_FILE)
+    for path in [*doc_files, *(Path(t.out) for t in states), changes.changed]:
         path.unlink()
-    crawl.index.publish(tmp, {**written, "segments": [s.name for s in segments]})
-    return {"documents": docs, "shards": settings["index.shards"]}
+    crawl.index.publish(
+        tmp,
+        {
+            **written,
+            "segments": [s.name for s in segments],
+            "indexed_with": indexed_with(settings),
+        },
+    )
+    return {
+        "documents": written["documents"],
+        "shards": written["shards"],
+        **changes.counts,
+        "rebuilt": reason or "",
+    }
+
+
+def indexed_with(settings: Settings) -> dict:
+    """What an index was built with that a rebuild must follow when it changes."""
+    found: dict = {"format": INDEX_FORMAT, **{key: settings[key] for key in INDEXED_WITH}}
+    user_dict = settings["analysis.zh.userdict"]
+    if user_dict and Path(user_dict).is_file():
+        found["analysis.zh.userdict digest"] = xxhash.xxh3_64_hexdigest(
+            Path(user_dict).read_bytes()
+        )
+    return found
+
+
+def rebuild_reason(current: Path | None, meta: dict, settings: Settings, asked: bool) -> str:
+    """Why the index is built from nothing rather than updated ("" when it is updated)."""
+    if current is None:
+        return "there was no index"
+    if asked:
+        return "asked for (--rebuild)"
+    if "indexed_with" not in meta or not (current / HOLDINGS_FILE).exists():
+        return "the index was built by a version without incremental indexing"
+    was, now = meta["indexed_with"], indexed_with(settings)
+    changed = [key for key in now.keys() | was.keys() if was.get(key) != now.get(key)]
+    return f"{', '.join(sorted(changed))} changed" if changed else ""
+
+
+@dataclass
+class Changes:
+    """What changed since the previous generation: the pages to gather and analyze (fp,
+    segment, bucket and whether it is new, in a Parquet file), the uids to delete by shard,
+    counts, and every indexed page's current PageRank score."""
+
+    state: list[Path]
+    changed: Path
+    segments: dict[int, set[str]]  # by bucket: the segments of its changed pages' parses
+    deletes: dict[int, np.ndarray]
+    counts: dict[str, int]
+    uids: np.ndarray  # sorted
+    uid_scores: np.ndarray
+
+    @classmethod
+    def between(cls, state: list[Path], previous: Path | None, tmp: Path) -> Changes:
+        now = parquet_relation("state", state, schemas.INDEX_STATE)
+        held = [previous / HOLDINGS_FILE] if previous else []
+        was = parquet_relation("holdings", held, HOLDINGS)
+        changed = tmp / "changed.parquet"
+        con = connect()
+        found = con.sql(
+            f"""SELECT s.fp, s.segment, s.bucket, h.key IS NULL AS new
+                FROM {now.sql} s LEFT JOIN {was.sql} h USING (fp)
+                WHERE h.key IS DISTINCT FROM s.key""",
+            params=params(now, was),
+        ).to_arrow_table()
+        write_table(found, changed)
+        segments: dict[int, set[str]] = {}
+        counts = {"new": 0, "changed": 0, "gone": 0}
+        for bucket, segment, new, pages in con.execute(
+            "SELECT bucket, segment, count_if(new), count(*) FROM found GROUP BY ALL"
+        ).fetchall():
+            segments.setdefault(bucket, set()).add(segment)
+            counts["new"] += new
+            counts["changed"] += pages - new
+        dropped = con.execute(
+            f"""SELECT h.uid, h.shard, s.fp IS NULL AS gone
+                FROM {was.sql} h LEFT JOIN {now.sql} s USING (fp)
+                WHERE s.key IS DISTINCT FROM h.key""",
+            params(now, was),
+        ).fetchnumpy()
+        counts["gone"] = int(dropped["gone"].sum())
+        deletes = {
+            int(shard): dropped["uid"][dropped["shard"] == shard]
+            for shard in np.unique(dropped["shard"])
+        }
+        ranked = con.execute(f"SELECT uid, score FROM {now.sql} ORDER BY uid", now.params)
+        uids, scores = ranked.fetchnumpy().values()
+        return cls(state, changed, segments, deletes, counts, uids, scores)
+
+    def scores(self, uids: np.ndarray) -> np.ndarray:
+        """The current PageRank scores of `uids` (0 for a uid the index does not hold)."""
+        if not len(self.uids):
+            return np.zeros(len(uids))
+        at = np.minimum(np.searchsorted(self.uids, uids), len(self.uids) - 1)
+        return np.where(self.uids[at] == uids, self.uid_scores[at], 0.0)
+
+    def save_holdings(self, path: Path) -> None:
+        now = parquet_relation("state", self.state, schemas.INDEX_STATE)
+        held = connect().sql(f"SELECT fp, uid, shard, key FROM {now.sql}", params=now.params)
+        write_table(held.to_arrow_table(), path)
+
+
+def analyzed_documents(
+    doc_files: list[Path], settings: Settings, on_doc: Callable[[int], None] | None = None
+) -> Iterator[list[dict]]:
+    """The gathered documents analyzed in parallel, a batch at a time."""
+    tasks = [
+        AnalyzeTask(str(path), groups, settings["analysis.zh.userdict"])
+        for path in doc_files
+        for groups in _row_group_chunks(path)
+    ]
+    for docs in make_executor(settings).map(_analyze, tasks):
+        if on_doc:
+            on_doc(len(docs))
+        yield docs
 
 
 def index_documents(
@@ -192,48 +399,14 @@ def index_documents(
 ) -> dict:
     """Analyzes gathered documents in parallel and writes them into new shards under `out`.
     Returns the index metadata: documents, shards, and documents per language."""
-    shards = settings["index.shards"]
-    writers = []
-    for shard in range(shards):
-        (out / shard_name(shard)).mkdir()
-        writers.append(
-            index_writer(tantivy.Index(index_schema(), str(out / shard_name(shard))), settings)
-        )
-    tasks = [
-        AnalyzeTask(str(path), groups, settings["analysis.zh.userdict"])
-        for path in doc_files
-        for groups in _row_group_chunks(path)
-    ]
-    languages: Counter[str] = Counter()
-    for docs in make_executor(settings).map(_analyze, tasks):
-        for row in docs:
-            writers[hash_shard(row["url"], shards)].add_document(tantivy.Document(**row))
-        languages.update(doc["lang"] for doc in docs)
-        if on_doc:
-            on_doc(len(docs))
-    for shard, writer in enumerate(writers):
-        writer.commit()
-        writer.wait_merging_threads()
-        index = tantivy.Index.open(str(out / shard_name(shard)))
-        Columns.read(index.searcher()).save(out / shard_name(shard) / COLUMNS_FILE)
-    documents = languages.total()
-    del languages[""]  # pages too short to tell
-    return {"documents": documents, "shards": shards, "languages": dict(languages.most_common())}
-
-
-def index_writer(index: tantivy.Index, settings: Settings) -> tantivy.IndexWriter:
-    """A writer with index.writer.heap.mb of memory (tantivy wants 3 MB per thread, one
-    thread per core up to 8)."""
-    return index.writer(heap_size=settings["index.writer.heap.mb"] * 1_000_000)
+    return update_shards(
+        None, {}, out, analyzed_documents(doc_files, settings, on_doc), {}, settings
+    )
 
 
 def _row_group_chunks(path: Path) -> list[list[int]]:
     groups = list(range(pq.ParquetFile(path).num_row_groups))
     return [groups[i : i + GROUPS_PER_TASK] for i in range(0, len(groups), GROUPS_PER_TASK)]
-
-
-def hash_shard(url: str, shards: int) -> int:
-    return fingerprint(url)[0] % shards
 
 
 def _existing(path: Path | None) -> str | None:

@@ -14,7 +14,6 @@ import json
 import re
 from dataclasses import dataclass
 from itertools import repeat
-from operator import attrgetter
 
 import numpy as np
 import tantivy
@@ -81,7 +80,8 @@ class Reranker:
             pagerank = max(candidate.pagerank, 0.0)
             candidate.pagerank_score = self.weight * pagerank / (pagerank + self.half)
             candidate.score = candidate.text_score + candidate.proximity + candidate.pagerank_score
-        ordered = sorted(candidates, key=attrgetter("score"), reverse=True)  # stable
+        # equal scores in the order of the pages' ids: the same however the index was written
+        ordered = sorted(candidates, key=lambda c: (-c.score, c.uid))
         return self._crowd(self._collapse(ordered))
 
     def _collapse(self, ordered: list[Candidate]) -> list[Candidate]:

@@ -1,0 +1,295 @@
+"""Incremental indexing: after rounds in which pages change, go, duplicate, redirect, turn
+noindex and gain anchors, the updated index answers every query as a rebuild of the same
+crawl does; the previous generation stays as it was; settings that change what is indexed
+rebuild it."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+import shutil
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from sites import Page, SiteServer, html, link
+
+from filbert.config import load_settings
+from filbert.crawl import fetch_step
+from filbert.crawldb.dedup import dedup
+from filbert.crawldb.generate import generate
+from filbert.crawldb.inject import inject
+from filbert.crawldb.updatedb import updatedb
+from filbert.index import build_index
+from filbert.links.invertlinks import invertlinks
+from filbert.links.pagerank import compute_pagerank
+from filbert.parse.step import parse_segment
+from filbert.search import Searcher
+from filbert.storage import CrawlDir
+
+DAY = 86400
+WORDS = [
+    "apple",
+    "river",
+    "stone",
+    "cloud",
+    "garden",
+    "engine",
+    "paper",
+    "window",
+    "silver",
+    "forest",
+    "candle",
+    "mirror",
+    "harbor",
+    "ladder",
+    "meadow",
+    "violin",
+    "rocket",
+    "pepper",
+    "castle",
+    "wander",
+]
+SETTINGS = [
+    "fetcher.server.delay=0",
+    "executor.kind=sequential",
+    f"db.fetch.interval.default={DAY}",
+    "index.shards=2",
+    # tantivy matches and counts sloppy phrases (the near and far proximity bins) in the
+    # order of each segment's term frequencies, so they depend on how documents are split
+    # into segments, in a rebuild as in an update; exact phrases do not
+    "search.proximity.near.weight=0",
+    "search.proximity.far.weight=0",
+]
+
+
+def text(seed: int, words: int = 40) -> str:
+    rng = random.Random(seed)
+    return " ".join(rng.choice(WORDS) for _ in range(words))
+
+
+class Site:
+    """A site of 16 pages whose pages change between rounds."""
+
+    def __init__(self, server: SiteServer):
+        self.server = server
+        self.anchors = {i: f"page {i}" for i in range(16)}
+        self.bodies = {i: text(i) for i in range(16)}
+        self.extra: dict[int, str] = {}  # a page's head additions (noindex)
+        self.serve()
+
+    def serve(self) -> None:
+        links = "".join(link(f"/p{i}.html", a) for i, a in self.anchors.items())
+        self.server.add("/", html("Home", f"<p>{text(99, 10)}</p>{links}"))
+        for i, body in self.bodies.items():
+            head = self.extra.get(i, "")
+            self.server.add(f"/p{i}.html", html(f"Page {i} {WORDS[i]}", f"{head}<p>{body}</p>"))
+
+
+def crawl_round(crawl: CrawlDir, settings, now: datetime) -> None:
+    segment = generate(crawl, settings, now=now).segment
+    assert segment is not None
+    fetch_step(crawl, segment, settings)
+    parse_segment(crawl, segment, settings)
+    updatedb(crawl, settings)
+    invertlinks(crawl, settings)
+    compute_pagerank(crawl, settings)
+    dedup(crawl, settings)
+
+
+QUERIES = [
+    *WORDS,
+    "apple river",
+    "stone cloud garden",
+    '"silver forest"',
+    "candle -mirror",
+    "page",
+    "special anchor",
+    "home",
+    "zzznothing",
+]
+
+
+def answers(crawl: CrawlDir, settings) -> dict[str, tuple[int, list[tuple[str, float, str]]]]:
+    searcher = Searcher(crawl, settings)
+    found = {}
+    for query in QUERIES:
+        result = searcher.search(query, n=50)
+        found[query] = (result.total, [(hit.url, hit.score, hit.snippet) for hit in result.hits])
+    return found
+
+
+def assert_same(updated: dict, rebuilt: dict) -> None:
+    for query, (total, hits) in rebuilt.items():
+        got_total, got_hits = updated[query]
+        assert got_total == total, query
+        assert [(url, snippet) for url, _, snippet in got_hits] == [
+            (url, snippet) for url, _, snippet in hits
+        ], query
+        assert [s for _, s, _ in got_hits] == pytest.approx([s for _, s, _ in hits], rel=1e-6)
+
+
+def rebuilt_answers(crawl: CrawlDir, settings, tmp: Path) -> dict:
+    copy = CrawlDir(tmp / "rebuilt")
+    shutil.rmtree(copy.path, ignore_errors=True)
+    shutil.copytree(crawl.path, copy.path)
+    build_index(copy, settings, rebuild=True)
+    return answers(copy, settings)
+
+
+def changes(site: Site, round_no: int) -> None:
+    """What the site does before round `round_no`."""
+    if round_no == 1:
+        site.bodies[1] = text(101)  # changed
+        site.server.add("/p2.html", Page("gone", status=404))  # gone
+        del site.bodies[2]
+        site.bodies[3] = site.bodies[4]  # a duplicate of p4
+        site.server.add("/p5.html", Page("", status=301, headers={"Location": "/p6.html"}))
+        del site.bodies[5]  # redirected
+        site.anchors[7] = "special anchor"  # p7's anchor text changes
+        site.extra[8] = '<meta name="robots" content="noindex">'
+        site.bodies[16] = text(116)  # new pages
+        site.bodies[17] = text(117)
+        site.anchors.update({16: "page 16", 17: "page 17"})
+    elif round_no == 2:
+        site.bodies[9] = text(109)
+        site.bodies[2] = text(102)  # back
+        del site.extra[8]  # indexed again
+        site.bodies[16] = text(216)
+
+
+@pytest.fixture(scope="module")
+def rounds(tmp_path_factory):
+    root = tmp_path_factory.mktemp("rounds")
+    settings = load_settings(None, SETTINGS)
+    crawl = CrawlDir(root / "crawl")
+    with SiteServer() as server:
+        site = Site(server)
+        inject(crawl, [server.url("/")], settings)
+        now = datetime.now(UTC)
+        for _ in range(2):  # the home page, then its links
+            crawl_round(crawl, settings, now)
+            now += timedelta(days=2)
+        build_index(crawl, settings)
+        results = []
+        for round_no in (1, 2):
+            changes(site, round_no)
+            site.serve()
+            for _ in range(2):  # changed pages, then what they link to
+                crawl_round(crawl, settings, now)
+                now += timedelta(days=2)
+            counts = build_index(crawl, settings)
+            results.append(
+                (counts, answers(crawl, settings), rebuilt_answers(crawl, settings, root))
+            )
+    return crawl, settings, results
+
+
+def test_updates_answer_as_rebuilds(rounds):
+    _, _, results = rounds
+    for counts, updated, rebuilt in results:
+        assert counts["rebuilt"] == ""
+        assert_same(updated, rebuilt)
+
+
+def test_updates_index_only_what_changed(rounds):
+    _, _, results = rounds
+    (first, updated, _), (second, _, _) = results
+    # round 1: new p16 and p17; changed the home page (its links), p1, p7 (its anchor) and
+    # p3 (now p4's text); gone p2 (404), p5 (a redirect), p8 (noindex) and the duplicate of
+    # p3 and p4 that dedup marked
+    assert (first["new"], first["changed"], first["gone"]) == (2, 4, 4)
+    # round 2: p8 is indexed again (p2 is re-checked only after db.fetch.interval.max);
+    # p9 and p16 changed
+    assert (second["new"], second["changed"], second["gone"]) == (1, 2, 0)
+    assert updated["special anchor"][1][0][0].endswith("/p7.html")
+    assert not [u for u, _, _ in updated["page"][1] if u.endswith(("/p2.html", "/p5.html"))]
+
+
+def test_unchanged_crawl_indexes_nothing_and_keeps_answers(rounds, tmp_path):
+    crawl, settings, _ = rounds
+    before = answers(crawl, settings)
+    counts = build_index(crawl, settings)
+    assert (counts["new"], counts["changed"], counts["gone"]) == (0, 0, 0)
+    assert_same(answers(crawl, settings), before)
+
+
+def file_digests(directory: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(directory)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(directory.rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_the_previous_generation_is_left_as_it_was(site_server, tmp_path):
+    settings = load_settings(None, SETTINGS)
+    site = Site(site_server())
+    crawl = CrawlDir(tmp_path / "crawl")
+    inject(crawl, [site.server.url("/")], settings)
+    now = datetime.now(UTC)
+    for _ in range(2):
+        crawl_round(crawl, settings, now)
+        now += timedelta(days=2)
+    build_index(crawl, settings)
+    previous = crawl.index.current()
+    assert previous is not None
+    kept = tmp_path / "kept"  # the same files (inodes), kept once the generation is dropped
+    kept.mkdir()
+    digests = file_digests(previous)
+    for name in digests:
+        (kept / name).parent.mkdir(parents=True, exist_ok=True)
+        os.link(previous / name, kept / name)
+    site.bodies[0] = text(300)
+    site.serve()
+    crawl_round(crawl, settings, now)
+    counts = build_index(crawl, settings, on_doc=None)
+    assert counts["changed"] == 1
+    assert crawl.index.current() != previous
+    assert file_digests(kept) == digests
+
+
+def test_settings_that_change_the_index_rebuild_it(rounds, tmp_path):
+    crawl, settings, _ = rounds
+    copy = CrawlDir(tmp_path / "crawl")
+    shutil.copytree(crawl.path, copy.path)
+    more = load_settings(None, [*SETTINGS, "index.shards=3"])
+    counts = build_index(copy, more)
+    assert counts["rebuilt"] == "index.shards changed"
+    assert (
+        Searcher(copy, more).search("apple").total
+        == Searcher(crawl, settings).search("apple").total
+    )
+    assert build_index(copy, more)["rebuilt"] == ""
+
+
+def test_deletes_stay_in_place_within_the_merge_share(site_server, tmp_path):
+    settings = load_settings(
+        None, [*SETTINGS, "index.shards=1", "index.merge.deletes=0.2", "index.rewrite.max.docs=0"]
+    )
+    site = Site(site_server())
+    crawl = CrawlDir(tmp_path / "crawl")
+    inject(crawl, [site.server.url("/")], settings)
+    now = datetime.now(UTC)
+    for _ in range(2):
+        crawl_round(crawl, settings, now)
+        now += timedelta(days=2)
+    build_index(crawl, settings)
+
+    def gone(*pages: int) -> dict:
+        nonlocal now
+        for i in pages:
+            site.server.add(f"/p{i}.html", Page("gone", status=404))
+        crawl_round(crawl, settings, now)
+        now += timedelta(days=2)
+        build_index(crawl, settings)
+        return crawl.index.meta()
+
+    meta = gone(10)  # 1 of 17 pages: deleted in place
+    assert (meta["deleted"], meta["rewritten"], meta["documents"]) == ([1], 0, 16)
+    assert not Searcher(crawl, settings).search(f"page {10}").hits[0].url.endswith("/p10.html")
+    meta = gone(11, 12, 13)  # 4 of 17: the shard is written anew without them
+    assert (meta["deleted"], meta["rewritten"], meta["documents"]) == ([0], 1, 13)
+    urls = [h.url for h in Searcher(crawl, settings).search("page", n=50).hits]
+    assert len(urls) == 13 and not [u for u in urls if u.endswith(("10.html", "13.html"))]
