@@ -213,6 +213,19 @@ def invertlinks(dir: Dir = Path("crawl"), define: Define = None) -> None:
 
 
 @app.command()
+def mergesegs(dir: Dir = Path("crawl"), define: Define = None) -> None:
+    """Merge the segments every step has finished with into one that keeps the latest fetch
+    and parse of each URL."""
+    from filbert.segments.mergesegs import merge_segments
+
+    counts = _locked(dir, define, merge_segments)
+    if counts["segments"]:
+        console.print(f"merged {counts['segments']} segments into {counts['merged']}")
+    else:
+        console.print("nothing to merge: fewer than two segments are fully processed")
+
+
+@app.command()
 def pagerank(dir: Dir = Path("crawl"), define: Define = None) -> None:
     """Compute PageRank over the link graph into webgraph/ and the crawldb scores."""
     from filbert.links.pagerank import compute_pagerank

@@ -28,6 +28,7 @@ from filbert.fetch.fetcher import HostClock
 from filbert.fetch.robots import RobotsCache
 from filbert.links.invertlinks import invertlinks
 from filbert.parse.step import SegmentParser, parse_segment
+from filbert.segments.mergesegs import merge_segments, mergeable
 from filbert.storage import CrawlDir
 
 
@@ -97,7 +98,7 @@ def _finish_segments(
     """Bring every unfinished segment through fetch, parse and updatedb."""
     applied = set(crawl.crawldb.meta().get("segments", []))
     for segment in crawl.segments():
-        if segment.name in applied:
+        if segment.included_in(applied):
             continue
         if not segment.fetched:
             reporter.step(f"fetch {segment.name}")
@@ -168,6 +169,10 @@ def run_crawl(
         summary.rounds = round_no
     reporter.step("invertlinks")
     invertlinks(crawl, settings)
+    over = settings["segments.merge.over"]
+    if over and len(mergeable(crawl)) > over:
+        merged = merge_segments(crawl, settings)
+        reporter.step(f"mergesegs: {merged['segments']} segments into {merged['merged']}")
     if index:
         from filbert.index import build_index  # tantivy is only needed here
         from filbert.links.pagerank import compute_pagerank  # and scipy here

@@ -245,6 +245,7 @@ class Segment:
     # Each step's last output, whose presence says the step finished; published in this
     # order and removed in the reverse one, so a parse is never there without its fetch.
     MARKERS = (FETCH, PARSE)
+    MERGED = "merged.json"  # in a merged segment: the segments it replaces
 
     def __init__(self, path: Path):
         self.path = path
@@ -267,6 +268,18 @@ class Segment:
 
     def has(self, sub: str) -> bool:
         return (self.path / sub).is_dir()
+
+    @property
+    def merged_from(self) -> list[str]:
+        """The segments a merged segment replaces (mergesegs); none for others."""
+        path = self.path / self.MERGED
+        return json.loads(path.read_text()) if path.exists() else []
+
+    def included_in(self, done: set[str]) -> bool:
+        """Whether a step that recorded the segments `done` has done this one: it is among
+        them, or it was merged from segments all among them."""
+        merged = self.merged_from
+        return self.name in done or (bool(merged) and done.issuperset(merged))
 
     @property
     def generated(self) -> bool:
@@ -442,7 +455,8 @@ class CrawlDir:
         stamp = datetime.now(UTC).replace(microsecond=0)
         names = [s.name for s in self.segments()]
         if names and names[-1] >= stamp.strftime(SEGMENT_FORMAT):
-            stamp = datetime.strptime(names[-1], SEGMENT_FORMAT) + timedelta(seconds=1)
+            last = names[-1][: len(stamp.strftime(SEGMENT_FORMAT))]  # a merged one's too
+            stamp = datetime.strptime(last, SEGMENT_FORMAT) + timedelta(seconds=1)
         return stamp.strftime(SEGMENT_FORMAT)
 
     @contextmanager

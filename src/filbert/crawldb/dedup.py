@@ -139,7 +139,10 @@ def _new_simhashes(con, crawl: CrawlDir) -> pa.Table:
     segments the crawldb holds."""
     applied = set(crawl.crawldb.meta().get("segments", []))
     files = [
-        p for seg in crawl.segments() if seg.name in applied for p in seg.parts(Segment.PARSE_TEXT)
+        p
+        for seg in crawl.segments()
+        if seg.included_in(applied)
+        for p in seg.parts(Segment.PARSE_TEXT)
     ]
     texts = parquet_relation("texts", files, schemas.PARSE_TEXT, segment=True)
     with reading(files):

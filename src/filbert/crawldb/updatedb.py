@@ -158,7 +158,7 @@ def _update_bucket(task: UpdateTask) -> dict[str, int]:
 def pending_segments(crawl: CrawlDir) -> list[Segment]:
     """Parsed segments not yet folded into the crawldb."""
     applied = set(crawl.crawldb.meta().get("segments", []))
-    return [seg for seg in crawl.segments() if seg.parsed and seg.name not in applied]
+    return [seg for seg in crawl.segments() if seg.parsed and not seg.included_in(applied)]
 
 
 def updatedb(
@@ -168,7 +168,7 @@ def updatedb(
     crawl.require()
     applied = set(crawl.crawldb.meta().get("segments", []))
     if names:
-        segments = [crawl.segment(n) for n in names if n not in applied]
+        segments = [s for s in map(crawl.segment, names) if not s.included_in(applied)]
         for seg in segments:
             if not seg.parsed:
                 raise CrawlDirError(

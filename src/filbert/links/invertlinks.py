@@ -51,7 +51,7 @@ def _invert_bucket(task: InvertTask) -> dict[str, int]:
 def invertlinks(crawl: CrawlDir, settings: Settings) -> dict[str, int]:
     """Add the links of every parsed segment not yet inverted to the linkdb."""
     done = set(crawl.linkdb.meta().get("segments", []))
-    segments = [seg for seg in crawl.segments() if seg.parsed and seg.name not in done]
+    segments = [seg for seg in crawl.segments() if seg.parsed and not seg.included_in(done)]
     if not segments and crawl.linkdb.exists():
         return {"segments": 0, "urls": count_rows(crawl.linkdb.files())}
     buckets = crawl.buckets(settings)

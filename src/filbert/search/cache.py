@@ -35,7 +35,17 @@ def cached_page(
     for shard, searcher in enumerate(shards):
         for _, address in searcher.search(query, limit=1).hits:
             segment = stored_str(stored_doc(searcher, address, generation, shard), "segment")
-            return _content(crawl, url, segment)
+            return _content(crawl, url, segment) or _latest_content(crawl, url)
+    return None
+
+
+def _latest_content(crawl: CrawlDir, url: str) -> CachedPage | None:
+    """The content of the URL's latest fetch in any segment: the segment its indexed version
+    came from may have been merged into another since (mergesegs)."""
+    for segment in reversed(crawl.segments()):
+        page = _content(crawl, url, segment.name)
+        if page is not None:
+            return page
     return None
 
 
@@ -43,7 +53,7 @@ def _content(crawl: CrawlDir, url: str, name: str) -> CachedPage | None:
     try:
         segment = crawl.segment(name)
     except CrawlDirError:
-        return None  # the segment was deleted after indexing
+        return None  # the segment was deleted or merged after indexing
     parts = segment.parts(Segment.CONTENT)
     content = parquet_relation("content", parts, schemas.CONTENT)
     with reading(parts):
