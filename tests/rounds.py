@@ -45,11 +45,6 @@ SETTINGS = [
     "executor.kind=sequential",
     f"db.fetch.interval.default={DAY}",
     "index.shards=2",
-    # tantivy matches and counts sloppy phrases (the near and far proximity bins) in the
-    # order of each segment's term frequencies, so they depend on how documents are split
-    # into segments, in a rebuild as in an update; exact phrases do not
-    "search.proximity.near.weight=0",
-    "search.proximity.far.weight=0",
 ]
 
 
@@ -66,14 +61,16 @@ class Site:
         self.anchors = {i: f"page {i}" for i in range(16)}
         self.bodies = {i: text(i) for i in range(16)}
         self.extra: dict[int, str] = {}  # a page's head additions (noindex)
+        self.home_head = ""
         self.serve()
 
     def serve(self) -> None:
         links = "".join(link(f"/p{i}.html", a) for i, a in self.anchors.items())
-        self.server.add("/", html("Home", f"<p>{text(99, 10)}</p>{links}"))
+        self.server.add("/", html("Home", f"{self.home_head}<p>{text(99, 10)}</p>{links}"))
         for i, body in self.bodies.items():
             head = self.extra.get(i, "")
-            self.server.add(f"/p{i}.html", html(f"Page {i} {WORDS[i]}", f"{head}<p>{body}</p>"))
+            title = f"Page {i} {WORDS[i % len(WORDS)]}"
+            self.server.add(f"/p{i}.html", html(title, f"{head}<p>{body}</p>"))
 
 
 def crawl_round(crawl: CrawlDir, settings, now: datetime) -> None:

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from rounds import SETTINGS, WORDS, Site, crawl_round, text
+from rounds import SETTINGS, WORDS, Site, crawl_round, crawl_rounds, text
 from sites import Page, SiteServer
 
 from filbert.config import load_settings
@@ -216,3 +216,47 @@ def test_deletes_stay_in_place_within_the_merge_share(site_server, tmp_path):
     assert (meta["deleted"], meta["rewritten"], meta["documents"]) == ([0], 1, 13)
     urls = [h.url for h in Searcher(crawl, settings).search("page", n=50).hits]
     assert len(urls) == 13 and not [u for u in urls if u.endswith(("10.html", "13.html"))]
+
+
+def test_updates_keep_one_delta_segment_and_exact_answers(site_server, tmp_path):
+    """Pages added and changed after the base was written live in the delta, written again
+    each update in one segment: no deleted documents, a bounded number of segments."""
+    # large shards (index.rewrite.max.docs=0) hold their documents in several segments,
+    # and tantivy matches sloppy phrases (the near and far proximity bins) in the order of
+    # each segment's term frequencies: compared without them
+    overrides = ["search.proximity.near.weight=0", "search.proximity.far.weight=0"]
+    settings = load_settings(None, [*SETTINGS, "index.rewrite.max.docs=0", *overrides])
+    site = Site(site_server())
+    site.home_head = '<meta name="robots" content="noindex">'  # its links change every round
+    site.serve()
+    crawl = CrawlDir(tmp_path / "crawl")
+    inject(crawl, [site.server.url("/")], settings)
+    now = crawl_rounds(crawl, settings, datetime.now(UTC))
+    build_index(crawl, settings)
+    base = [s.num_segments for s in Searcher(crawl, settings).shards]
+    for round_no in range(3):
+        site.bodies[20 + round_no] = text(400 + round_no)  # a new page
+        site.anchors[20 + round_no] = f"new page {round_no}"
+        if round_no:
+            site.bodies[19 + round_no] = text(500 + round_no)  # last round's page changes
+        site.serve()
+        now = crawl_rounds(crawl, settings, now)
+        counts = build_index(crawl, settings)
+        assert (counts["new"], counts["changed"], counts["gone"]) == (1, min(round_no, 1), 0)
+        segments = [s.num_segments for s in Searcher(crawl, settings).shards]
+        assert all(n <= b + 1 for n, b in zip(segments, base)), (segments, base)
+    meta = crawl.index.meta()
+    assert meta["rewritten"] == 0
+    assert_same(answers(crawl, settings), rebuilt_answers(crawl, settings, tmp_path))
+
+
+def test_an_index_missing_its_forward_index_is_rebuilt(rounds, tmp_path):
+    crawl, settings, _ = rounds
+    copy = CrawlDir(tmp_path / "crawl")
+    shutil.copytree(crawl.path, copy.path)
+    current = copy.index.current()
+    assert current is not None
+    (current / "forward" / "shard-001" / "live.parquet").unlink()
+    counts = build_index(copy, settings)
+    assert counts["rebuilt"] == "the index's forward index is incomplete"
+    assert_same(answers(copy, settings), answers(crawl, settings))

@@ -16,6 +16,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import typer
 from rich.markup import escape
+from rich.table import Table
 
 from filbert.config import Settings, load_settings
 from filbert.errors import UserError
@@ -190,15 +191,25 @@ def updatedb(
         list[str] | None, typer.Argument(help="Segments (default: all pending).")
     ] = None,
     dir: Dir = Path("crawl"),
+    filter: bool = typer.Option(
+        False, "--filter", help="then apply the current URL normalizers and filters to it all"
+    ),
     define: Define = None,
 ) -> None:
     """Fold fetched and parsed segments into the crawldb."""
+    from filbert.crawldb.updatedb import filter_crawldb
     from filbert.crawldb.updatedb import updatedb as run
 
-    counts = _locked(dir, define, lambda crawl_dir, settings: run(crawl_dir, settings, segments))
+    def step(crawl_dir: CrawlDir, settings: Settings) -> tuple[dict, dict | None]:
+        counts = run(crawl_dir, settings, segments)
+        return counts, filter_crawldb(crawl_dir, settings) if filter else None
+
+    counts, filtered = _locked(dir, define, step)
     console.print(
         f"applied {counts['segments']} segment(s); crawldb has {counts.get('rows', '-')} URLs"
     )
+    if filtered is not None:
+        console.print(f"filters: {filtered['removed']} URLs removed, {filtered['renamed']} renamed")
 
 
 @app.command()
@@ -494,6 +505,96 @@ def readdb(
                 },
             )
         )
+
+
+@app.command()
+def hostdb(
+    dir: Dir = Path("crawl"),
+    reset: Annotated[
+        list[str] | None, typer.Option("--reset", help="Forget this host's failures.")
+    ] = None,
+    reset_all: bool = typer.Option(False, "--reset-all", help="Forget every host's failures."),
+    define: Define = None,
+) -> None:
+    """Fold the fetched segments into the host database (per-host counts and health)."""
+    from filbert.crawldb.hostdb import reset_hosts, update_hostdb
+
+    def step(crawl_dir: CrawlDir, settings: Settings) -> dict:
+        counts = update_hostdb(crawl_dir, settings)
+        if reset or reset_all:
+            counts["reset"] = reset_hosts(crawl_dir, None if reset_all else reset)
+        return counts
+
+    counts = _locked(dir, define, step)
+    console.print(f"folded in {counts['segments']} segment(s); hostdb has {counts['hosts']} hosts")
+    if "reset" in counts:
+        console.print(f"{counts['reset']} unreachable host(s) will be generated again")
+
+
+@app.command()
+def readhostdb(
+    host: Annotated[str | None, typer.Argument(help="One host (name:port as crawled).")] = None,
+    dir: Dir = Path("crawl"),
+    unreachable: bool = typer.Option(
+        False, "--unreachable", help="Only hosts that failed to resolve or connect lately."
+    ),
+    as_json: AsJson = False,
+    define: Define = None,
+) -> None:
+    """Inspect the host database: pages, fetch outcomes, response times, unreachable hosts."""
+    from filbert.tools.readdb import hostdb_rows
+
+    crawl_dir, settings = _open(dir, define)
+    crawl_dir.require()
+    rows = hostdb_rows(crawl_dir, settings, host, unreachable)
+    if host and not rows:
+        console.print(f"{host} is not in the hostdb (run `filbert hostdb`)", markup=False)
+        raise typer.Exit(1)
+    if as_json:
+        print(json.dumps(rows, ensure_ascii=False, indent=1))
+        return
+    columns = {
+        "host": "host",
+        "pages": "pages",
+        "fetched": "fetched",
+        "attempts": "requests",
+        "dns_failures": "DNS fail",
+        "connect_failures": "connect fail",
+        "timeouts": "timeouts",
+        "http_4xx": "4xx",
+        "http_5xx": "5xx",
+        "robots_denied": "robots",
+        "mean_response_ms": "mean ms",
+        "unreachable": "unreachable",
+        "skipped_until": "skipped until",
+    }
+    table = Table(title="hostdb", title_justify="left")
+    for title in columns.values():
+        table.add_column(title, overflow="fold")
+    for row in rows:
+        table.add_row(*(escape(str(row[key] if row[key] is not None else "-")) for key in columns))
+    console.print(table)
+
+
+@app.command()
+def readlinkdb(
+    url: Annotated[str, typer.Argument(help="The URL whose inlinks to show.")],
+    dir: Dir = Path("crawl"),
+    as_json: AsJson = False,
+) -> None:
+    """Show a URL's inlinks and their anchor texts (the linkdb)."""
+    from filbert.tools.readdb import linkdb_url
+
+    found = linkdb_url(CrawlDir(dir), url)
+    if found is None:
+        console.print(f"{url} has no inlinks in the linkdb", markup=False)
+        raise typer.Exit(1)
+    if as_json:
+        print(json.dumps(found, ensure_ascii=False, indent=1))
+        return
+    console.print(f"{found['url']}: {len(found['inlinks'])} inlinks", markup=False)
+    for link in found["inlinks"]:
+        console.print(f"  {link['from_url']}  anchor: {link['anchor']!r}", markup=False)
 
 
 @app.command()

@@ -76,6 +76,7 @@ CRAWL_FETCH = pa.schema(
         ("score", pa.float32()),
         ("etag", pa.string()),
         ("last_modified", pa.string()),
+        ("response_ms", pa.int32()),  # None for a URL not requested (robots.txt, a dropped queue)
     ]
 )
 

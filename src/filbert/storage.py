@@ -330,6 +330,7 @@ REMEDIES = {
     "crawldb": "move crawldb/ away, then `filbert inject` your seeds and `filbert updatedb` to rebuild it "
     "from the segments",
     "linkdb": "delete linkdb/ and run `filbert invertlinks` to rebuild it",
+    "hostdb": "delete hostdb/ and run `filbert hostdb` to rebuild it from the segments",
     "webgraph": "run `filbert pagerank` to rebuild it",
     "index": "run `filbert index --rebuild` to rebuild the index",
     "suggest": "run `filbert suggest-build` to rebuild it",
@@ -402,6 +403,7 @@ class CrawlDir:
         self.path = Path(path)
         self.crawldb = VersionedTable(self.path / "crawldb")
         self.linkdb = VersionedTable(self.path / "linkdb")
+        self.hostdb = VersionedTable(self.path / "hostdb")
         self.webgraph = WebGraph(self.path / "webgraph")
         self.index = VersionedTable(self.path / "index")
         self.suggest = VersionedTable(self.path / "suggest")

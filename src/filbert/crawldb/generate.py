@@ -12,6 +12,7 @@ import pyarrow.compute as pc
 from filbert import schemas
 from filbert.buckets import BucketTask, connect, params, parquet_relation
 from filbert.config import Settings
+from filbert.crawldb.hostdb import skipped_hosts
 from filbert.executor import make_executor
 from filbert.storage import (
     CrawlDir,
@@ -22,7 +23,7 @@ from filbert.storage import (
     remove_tmp_dirs,
     write_table,
 )
-from filbert.urls import bucket_of
+from filbert.urls import UrlFilter, bucket_of
 
 
 @dataclass
@@ -37,29 +38,36 @@ class GenerateTask(BucketTask):
     now: datetime
     max_count: int  # generate.max.count: URLs per host, <= 0 for no limit
     top_n: int | None  # URLs in all, None or 0 for no limit
+    skipped: list[str]  # hosts left out (hostdb: unreachable)
+    url_filter: UrlFilter | None  # applied to the due URLs (generate.filter)
 
 
 def _candidates(task: GenerateTask) -> pa.Table:
-    """This bucket's due URLs, best first, at most max.count per host and topN in all."""
-    top_n = task.top_n
+    """This bucket's due URLs that the filters allow on hosts not left out, best first, at
+    most max.count per host and topN in all."""
+    db = parquet_relation("crawldb", [task.old] if task.old else [], schemas.CRAWLDB)
+    con = connect()
+    due = con.sql(
+        f"""SELECT url, fp, host, score, etag, last_modified FROM {db.sql}
+            WHERE fetch_time <= $now AND NOT list_contains($skipped, host)""",
+        params=params(db, now=task.now, skipped=task.skipped),
+    ).to_arrow_table()
+    if task.url_filter is not None:
+        urls = due.column("url").to_pylist()
+        due = due.filter(pa.array([task.url_filter.accepts(url) for url in urls], pa.bool_()))
     limits: dict[str, object] = {}
+    per_host = ""
     if task.max_count > 0:
         limits["max_count"] = task.max_count
-    if top_n:
-        limits["top_n"] = top_n
-    per_host = (
-        "QUALIFY row_number() OVER (PARTITION BY host ORDER BY score DESC, url) <= $max_count"
-        if task.max_count > 0
-        else ""
-    )
-    db = parquet_relation("crawldb", [task.old] if task.old else [], schemas.CRAWLDB)
-    sql = f"""
-        SELECT url, fp, host, score, etag, last_modified FROM {db.sql}
-        WHERE fetch_time <= $now
-        {per_host}
-        ORDER BY score DESC, url {"LIMIT $top_n" if top_n else ""}
-    """
-    table = connect().sql(sql, params=params(db, now=task.now, **limits)).to_arrow_table()
+        per_host = (
+            "QUALIFY row_number() OVER (PARTITION BY host ORDER BY score DESC, url) <= $max_count"
+        )
+    if task.top_n:
+        limits["top_n"] = task.top_n
+    con.register("due", due)
+    sql = f"""SELECT * FROM due {per_host}
+        ORDER BY score DESC, url {"LIMIT $top_n" if task.top_n else ""}"""
+    table = con.sql(sql, params=limits).to_arrow_table()
     return table.select(schemas.FETCHLIST.names).cast(schemas.FETCHLIST, safe=False)
 
 
@@ -70,8 +78,10 @@ def generate(
     crawl.require()
     now = now or datetime.now(UTC)
     buckets = crawl.buckets(settings)
+    skipped = skipped_hosts(crawl, settings, now)
+    url_filter = UrlFilter.from_settings(settings) if settings["generate.filter"] else None
     tasks = [
-        GenerateTask(b, str(p), "", now, settings["generate.max.count"], top_n)
+        GenerateTask(b, str(p), "", now, settings["generate.max.count"], top_n, skipped, url_filter)
         for b in range(buckets)
         if (p := crawl.crawldb.bucket_path(b)) is not None and p.exists()
     ]

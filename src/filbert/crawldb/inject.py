@@ -13,7 +13,6 @@ from filbert.buckets import (
     BucketTask,
     connect,
     one_row,
-    params,
     parquet_relation,
     rewrite,
     write_result,
@@ -68,16 +67,22 @@ class NewUrl:
 class MergeTask(BucketTask):
     now: datetime
     new: pa.Table  # this bucket's new URLs (rows of the crawldb, with lastmod)
+    drop: pa.Table  # fps of this bucket's URLs to remove
 
 
 def _merge_bucket(task: MergeTask) -> dict[str, int]:
     con = connect()
     con.register("new", task.new)
+    con.register("dropped", task.drop)
     old = parquet_relation("crawldb", [task.old] if task.old else [], schemas.CRAWLDB)
     con.execute(
-        f"""CREATE TEMP TABLE unseen AS SELECT * EXCLUDE (lastmod) FROM new
-                    WHERE fp NOT IN (SELECT fp FROM {old.sql})""",
+        f"""CREATE TEMP TABLE kept AS SELECT * FROM {old.sql}
+            WHERE fp NOT IN (SELECT fp FROM dropped)""",
         old.params,
+    )
+    con.execute(
+        """CREATE TEMP TABLE unseen AS SELECT * EXCLUDE (lastmod) FROM new
+           WHERE fp NOT IN (SELECT fp FROM kept)"""
     )
     # a known page whose sitemap lastmod is newer than its last change is due now
     sql = f"""
@@ -85,14 +90,20 @@ def _merge_bucket(task: MergeTask) -> dict[str, int]:
             WHEN n.lastmod > coalesce(o.modified_time, TIMESTAMPTZ '1970-01-01')
                  AND o.status IN ('{schemas.DB_FETCHED}', '{schemas.DB_NOTMODIFIED}')
             THEN least(o.fetch_time, $now) ELSE o.fetch_time END AS fetch_time)
-        FROM {old.sql} o LEFT JOIN (SELECT fp AS nfp, lastmod FROM new) n ON n.nfp = o.fp
+        FROM kept o LEFT JOIN (SELECT fp AS nfp, lastmod FROM new) n ON n.nfp = o.fp
         UNION ALL BY NAME SELECT * FROM unseen"""
-    write_result(con, sql, schemas.CRAWLDB, task.out, params(old, now=task.now))
+    write_result(con, sql, schemas.CRAWLDB, task.out, {"now": task.now})
     return {"injected": one_row(con.execute("SELECT count(*) FROM unseen"))[0]}
 
 
-def merge_urls(crawl: CrawlDir, settings: Settings, urls: list[NewUrl]) -> int:
-    """Add URLs the crawldb does not know yet as unfetched; returns how many were new."""
+def merge_urls(
+    crawl: CrawlDir,
+    settings: Settings,
+    urls: list[NewUrl],
+    drop: dict[int, list[bytes]] | None = None,
+) -> int:
+    """Add URLs the crawldb does not know yet as unfetched, and remove the `drop` ones (fps
+    by bucket), in one new generation; returns how many URLs were new."""
     crawl.init(settings)
     buckets = crawl.buckets(settings)
     by_bucket: dict[int, list[NewUrl]] = {}
@@ -100,14 +111,21 @@ def merge_urls(crawl: CrawlDir, settings: Settings, urls: list[NewUrl]) -> int:
         by_bucket.setdefault(bucket_of(host_of(entry.url), buckets), []).append(entry)
     now = datetime.now(UTC)
     tables = {b: _new_rows(entries, now, settings) for b, entries in by_bucket.items()}
+    drop = drop or {}
+
+    def task(bucket: int, old: str | None, out: str) -> MergeTask:
+        new = tables.get(bucket, _new_rows([], now, settings))
+        gone = pa.table({"fp": pa.array(drop.get(bucket, []), pa.binary())})
+        return MergeTask(bucket, old, out, now, new, gone)
+
     totals = rewrite(
         crawl.crawldb,
         buckets,
         settings,
         _merge_bucket,
-        lambda b, old, out: MergeTask(b, old, out, now, tables[b]),
+        task,
         {},
-        only_buckets=set(tables),
+        only_buckets=set(tables) | set(drop),
     )
     return totals.get("injected", 0)
 

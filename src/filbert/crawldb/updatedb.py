@@ -3,7 +3,7 @@
 Fetched pages get their next fetch time, transient failures are retried up to
 db.fetch.retry.max and then marked gone, redirects and new outlinks enter as unfetched.
 Segments already folded in are recorded in the crawldb's metadata and skipped, so
-re-running updatedb never applies a segment twice.
+re-running updatedb never applies a segment twice. The hostdb folds them in after it.
 """
 
 from __future__ import annotations
@@ -15,7 +15,12 @@ from pathlib import Path
 from filbert import schemas as s
 from filbert.buckets import BucketTask, connect, params, parquet_relation, rewrite, write_result
 from filbert.config import Settings
+from filbert.crawldb.hostdb import update_hostdb
+from filbert.crawldb.inject import NewUrl, merge_urls
 from filbert.storage import CrawlDir, CrawlDirError, Segment, count_rows, reading
+from filbert.urls import InvalidUrl, UrlFilter, UrlNormalizer, bucket_of, normalize_url
+
+FILTER_BATCH = 100_000  # crawldb rows read at a time by filter_crawldb
 
 
 @dataclass(frozen=True)
@@ -206,4 +211,43 @@ def updatedb(
             meta,
             touched,
         )
+    update_hostdb(crawl, settings)
     return {"segments": len(segments), "rows": count_rows(crawl.crawldb.files())}
+
+
+def filter_crawldb(crawl: CrawlDir, settings: Settings) -> dict[str, int]:
+    """`updatedb --filter` (Nutch's CrawlDbFilter): the current URL normalizers and filters
+    applied to every URL the crawldb holds. A URL they deny is removed (and leaves the index
+    at its next update); one they rewrite is replaced by its new form, unfetched unless known.
+    One new generation, so a kill leaves the crawldb as it was."""
+    crawl.require()
+    url_filter = UrlFilter.from_settings(settings)
+    normalizer = UrlNormalizer.from_settings(settings)
+    buckets = crawl.buckets(settings)
+    drop: dict[int, list[bytes]] = {}
+    renamed: list[NewUrl] = []
+    files = crawl.crawldb.files()
+    db = parquet_relation("crawldb", files, s.CRAWLDB)
+    with reading(files):
+        result = connect().execute(f"SELECT url, fp, host, score FROM {db.sql}", db.params)
+        while rows := result.fetchmany(FILTER_BATCH):
+            for url, fp, host, score in rows:
+                new = _filtered(url, url_filter, normalizer)
+                if new != url:
+                    drop.setdefault(bucket_of(host, buckets), []).append(fp)
+                    if new is not None:
+                        renamed.append(NewUrl(new, score or 0.0))
+    if not drop:
+        return {"removed": 0, "renamed": 0}
+    merge_urls(crawl, settings, renamed, drop)
+    removed = sum(map(len, drop.values()))
+    return {"removed": removed - len(renamed), "renamed": len(renamed)}
+
+
+def _filtered(url: str, url_filter: UrlFilter, normalizer: UrlNormalizer) -> str | None:
+    """The URL as the current normalizers write it, or None if it is invalid or denied."""
+    try:
+        new = normalizer.normalize(normalize_url(url))
+    except InvalidUrl:
+        return None
+    return None if url_filter.why_rejected(new) else new

@@ -83,6 +83,7 @@ class FetchResult:
     truncated: bool = False
     etag: str | None = None
     last_modified: str | None = None
+    response_ms: int | None = None  # from the request to the whole answer (or failure)
 
 
 class HostClock:
@@ -357,6 +358,12 @@ class Fetcher:
         return headers
 
     async def _fetch(self, item: FetchItem) -> FetchResult:
+        start = time.monotonic()
+        result = await self._request(item)
+        result.response_ms = round((time.monotonic() - start) * 1000)
+        return result
+
+    async def _request(self, item: FetchItem) -> FetchResult:
         if not self.ip_filter.allows(strip_port(item.host)):
             return FetchResult(
                 item, schemas.FETCH_GONE, message="address excluded by the IP filter"

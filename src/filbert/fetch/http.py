@@ -42,6 +42,14 @@ class BadUrl(HttpError):
     """libcurl refused the URL itself."""
 
 
+class DnsFailure(HttpError):
+    """The host name did not resolve."""
+
+
+class ConnectFailure(HttpError):
+    """No address of the host accepted a connection."""
+
+
 class BlockedAddress(HttpError):
     """Every address of the host is excluded by the IP filter."""
 
@@ -272,6 +280,10 @@ def _error(code: int, message: str, transfer: _Transfer) -> HttpError:
         return HttpTimeout(message or "timeout")
     if code in (pycurl.E_URL_MALFORMAT, pycurl.E_UNSUPPORTED_PROTOCOL):
         return BadUrl(message)
+    if code == pycurl.E_COULDNT_RESOLVE_HOST:
+        return DnsFailure(message or "could not resolve the host")
+    if code == pycurl.E_COULDNT_CONNECT:
+        return ConnectFailure(message or "could not connect")
     return HttpError(message or f"libcurl error {code}")
 
 

@@ -235,6 +235,7 @@ def _fetch_row(result: FetchResult) -> dict:
         "score": item.score,
         "etag": result.etag,
         "last_modified": result.last_modified,
+        "response_ms": result.response_ms,
     }
 
 

@@ -2,23 +2,27 @@
 
 A shard is a tantivy index (pages split by URL fingerprint) with, beside it, a forward index
 (seed 004): the analyzed documents it was given, as Parquet files under forward/shard-NNN/,
-and live.parquet naming the file that holds each live document (uid, file, language). So a
-shard can be written again without analyzing its pages again (analysis is ~80 % of the
-time indexing takes).
+and live.parquet naming the file that holds each live document (uid, file, language). So
+documents can be written again without analyzing their pages again (analysis is ~80 % of
+the time indexing takes).
 
-An update starts from the previous generation. A shard that loses no document is linked
-into the new generation (tantivy never rewrites a file: new segments, deletes and meta.json
-are new files, so hard links leave the previous generation as it was) and gets the new
-documents. A shard that loses documents (replaced or gone) is written again from its
-forward index without them when it is small (`index.rewrite.max.docs`) or when it would
-otherwise hold more than `index.merge.deletes` of deleted documents; else they are deleted in
-place. tantivy's BM25 counts deleted documents in its statistics until their segments
-merge, so a shard written again scores as a rebuild does, and one with documents deleted in
-place scores as Elasticsearch does before a merge (the deleted share of the statistics).
+A shard's documents are its base (written when the shard was last written anew) and its
+delta (added by the updates since, in one segment: the last update's). An update links the
+base's files into the new generation (tantivy never rewrites a file: new segments, deletes
+and meta.json are new files, so hard links leave the previous generation as it was),
+deletes the delta and what the base loses, and writes the kept delta and the new documents
+as the new delta. tantivy drops a segment whose documents are all deleted, statistics and
+all, so the delta never holds deleted documents and a shard stays at its base's segments
+plus one. What the base loses stays deleted in place, counted in tantivy's BM25 statistics
+until it is written again (as in Elasticsearch before a merge). A shard is written anew from
+its forward index, as base only, when it is small (`index.rewrite.max.docs`), when its base
+would hold more than `index.merge.deletes` of deleted documents, or when its delta
+outgrows DELTA_SHARE of it.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import uuid
 from collections import Counter
@@ -58,7 +62,11 @@ FORWARD = pa.schema(
 )
 LIVE = pa.schema([("uid", pa.int64()), ("file", pa.string()), ("lang", pa.string())])
 LIVE_FILE = "live.parquet"
-REWRITE_BATCH = 1024  # forward rows read at a time when a shard is written again
+REWRITE_BATCH = 1024  # forward rows read at a time when documents are written again
+DELTA = "delta-"  # forward files of a shard's delta; the others are its base's
+# A shard whose delta would pass this share of its documents is written anew: an update
+# writes its delta again, so the delta must stay small next to what a rewrite costs.
+DELTA_SHARE = 0.2
 NOT_LINKED = frozenset({COLUMNS_FILE, ".tantivy-writer.lock", ".tantivy-meta.lock"})
 
 Scores = Callable[[np.ndarray], np.ndarray]  # uids -> their PageRank scores
@@ -78,10 +86,13 @@ def tantivy_document(row: dict) -> tantivy.Document:
     return tantivy.Document(**fields, **{ALL_FIELD: [row[name] for name in TEXT_FIELDS]})
 
 
-def index_writer(index: tantivy.Index, settings: Settings) -> tantivy.IndexWriter:
-    """A writer with index.writer.heap.mb of memory (tantivy wants 3 MB per thread, one
-    thread per core up to 8)."""
-    return index.writer(heap_size=settings["index.writer.heap.mb"] * 1_000_000)
+def index_writer(
+    index: tantivy.Index, settings: Settings, threads: int | None = None
+) -> tantivy.IndexWriter:
+    """A writer with index.writer.heap.mb of memory (tantivy wants 3 MB per thread), with
+    one thread per core up to 8 unless told: each thread writes its own segment."""
+    heap = settings["index.writer.heap.mb"] * 1_000_000
+    return index.writer(heap_size=heap, num_threads=threads or 0)
 
 
 @dataclass
@@ -91,21 +102,29 @@ class ShardUpdate:
     shard: int
     live: pa.Table  # LIVE rows of the previous generation's shard
     dropped: np.ndarray  # uids of those that go
-    deleted: int  # documents left deleted in place (tantivy still counts them)
+    deleted: int  # base documents left deleted in place (tantivy still counts them)
     rewrite: bool  # written anew (from the forward index) rather than linked and changed
     forward_name: str
+    canonical: bool = False  # small: written in uid order by one thread (see _canonical)
     writer: tantivy.IndexWriter | None = None
     forward: pq.ParquetWriter | None = None
     added: list[pa.Table] = field(default_factory=list)  # LIVE rows of what was added
 
-    def kept(self) -> pa.Table:
-        """The LIVE rows of the documents it keeps."""
-        return self.live.filter(pc.invert(pc.is_in(self.live["uid"], pa.array(self.dropped))))
+    def kept(self, delta: bool | None = None) -> pa.Table:
+        """The LIVE rows of the documents it keeps (of its delta's only, or its base's)."""
+        keep = pc.invert(pc.is_in(self.live["uid"], pa.array(self.dropped)))
+        if delta is not None:
+            in_delta = pc.starts_with(self.live["file"], DELTA)
+            keep = pc.and_(keep, in_delta if delta else pc.invert(in_delta))
+        return self.live.filter(keep)
 
     def add(self, rows: list[dict], out: Path) -> None:
-        assert self.writer is not None
-        for row in rows:
-            self.writer.add_document(tantivy_document(row))
+        """Writes documents to the shard's forward file and, unless it is written in
+        canonical order at the end, to tantivy."""
+        if not self.canonical:
+            assert self.writer is not None
+            for row in rows:
+                self.writer.add_document(tantivy_document(row))
         table = pa.Table.from_pylist(rows, schema=FORWARD)
         if self.forward is None:
             path = forward_dir(out, self.shard) / self.forward_name
@@ -122,18 +141,20 @@ def update_shards(
     analyzed: Iterable[list[dict]],
     deletes: dict[int, np.ndarray],
     settings: Settings,
+    adding: int,
     scores: Scores | None = None,
 ) -> dict:
     """Writes the shards of a new generation into `out`: the previous generation's (None: a
     rebuild) without the `deletes` (uids by shard; a replaced page's too), plus the
-    `analyzed` pages (batches of analyze_document's rows). `scores` gives the current
-    PageRank scores of uids for the columns (a page's score changes without its text).
+    `analyzed` pages (batches of analyze_document's rows; `adding` of them in all). `scores`
+    gives the current PageRank scores of uids for the columns (a page's score changes
+    without its text).
     Returns the index metadata: documents, shards, languages, each shard's documents left
     deleted in place, and how many shards were written anew."""
     shards = settings["index.shards"]
     stamp = uuid.uuid4().hex[:12]
     updates = [
-        _plan(previous, previous_meta, shard, deletes.get(shard), settings, stamp)
+        _plan(previous, previous_meta, shard, deletes.get(shard), settings, stamp, adding)
         for shard in range(shards)
     ]
     for update in updates:
@@ -146,7 +167,7 @@ def update_shards(
             updates[shard].add(rows, out)
     languages: Counter[str] = Counter()
     for update in updates:
-        languages.update(_close(update, out).column("lang").to_pylist())
+        languages.update(_close(update, previous, out, settings).column("lang").to_pylist())
         _save_columns(out / shard_name(update.shard), scores)
     documents = languages.total()
     del languages[""]  # pages too short to tell
@@ -166,23 +187,36 @@ def _plan(
     deletes: np.ndarray | None,
     settings: Settings,
     stamp: str,
+    adding: int,
 ) -> ShardUpdate:
-    """Whether the shard is written anew: when it loses documents and holds at most
-    `index.rewrite.max.docs` (seconds of work), or when what it would hold deleted exceeds
-    `index.merge.deletes` of all it holds."""
+    """How the shard is written (see the module's rules)."""
     live = _read_live(previous, shard)
     gone = np.empty(0, np.int64) if deletes is None else deletes
     dropped = np.intersect1d(live.column("uid").to_numpy(), gone)
+    update = ShardUpdate(shard, live, dropped, 0, False, "")
+    expected = live.num_rows - len(dropped) + math.ceil(adding / settings["index.shards"])
+    if expected <= settings["index.rewrite.max.docs"]:
+        update.canonical = True
+        update.rewrite = previous is not None
+        update.forward_name = f"new-{stamp}.parquet"
+        return update
     before = previous_meta.get("deleted", [])
-    deleted = (before[shard] if shard < len(before) else 0) + len(dropped)
-    held = live.num_rows + deleted - len(dropped)  # what tantivy holds, deleted ones too
-    rewrite = deleted > 0 and (
-        live.num_rows <= settings["index.rewrite.max.docs"]
-        or deleted > settings["index.merge.deletes"] * held
+    base = update.kept(delta=False).num_rows
+    deleted = (before[shard] if shard < len(before) else 0) + base_losses(update)
+    update.rewrite = previous is not None and (
+        deleted > settings["index.merge.deletes"] * (base + deleted)
+        or update.kept(delta=True).num_rows > DELTA_SHARE * live.num_rows
     )
-    return ShardUpdate(
-        shard, live, dropped, 0 if rewrite else deleted, rewrite, f"forward-{stamp}.parquet"
-    )
+    linked = previous is not None and not update.rewrite and live.num_rows > 0
+    update.deleted = deleted if linked else 0
+    update.forward_name = f"{DELTA if linked else 'base-'}{stamp}.parquet"
+    return update
+
+
+def base_losses(update: ShardUpdate) -> int:
+    """How many of the dropped documents are its base's."""
+    base = update.live.filter(pc.invert(pc.starts_with(update.live["file"], DELTA)))
+    return len(np.intersect1d(base.column("uid").to_numpy(), update.dropped))
 
 
 def _read_live(previous: Path | None, shard: int) -> pa.Table:
@@ -196,26 +230,32 @@ def _read_live(previous: Path | None, shard: int) -> pa.Table:
 
 
 def _open(update: ShardUpdate, previous: Path | None, out: Path, settings: Settings) -> None:
-    """The shard's directory and writer: linked from the previous generation with its
-    dropped documents deleted, or new with the previous shard's kept documents added."""
+    """The shard's directory and writer: its base linked from the previous generation with
+    its delta and dropped documents deleted, the kept delta added again; or new with the
+    previous shard's kept documents added."""
     shard_dir = out / shard_name(update.shard)
     shard_dir.mkdir()
     forward_dir(out, update.shard).mkdir(parents=True)
-    linked = previous is not None and not update.rewrite and update.live.num_rows > 0
+    if update.canonical:
+        return  # written at the end (_canonical)
+    linked = update.forward_name.startswith(DELTA)
     if linked:
         assert previous is not None
         _link(previous / shard_name(update.shard), shard_dir, NOT_LINKED)
-        files = set(update.live.column("file").to_pylist())
+        files = set(update.kept(delta=False).column("file").to_pylist())
         _link(forward_dir(previous, update.shard), forward_dir(out, update.shard), files=files)
         index = tantivy.Index.open(str(shard_dir))
     else:
         index = tantivy.Index(index_schema(), str(shard_dir))
-    update.writer = index_writer(index, settings)
+    # one thread, one segment: the base, and then each update's delta, is one segment
+    update.writer = index_writer(index, settings, threads=1 if previous is not None else None)
     if linked:
-        for uid in update.dropped.tolist():
+        delta = update.live.filter(pc.starts_with(update.live["file"], DELTA))
+        gone = np.union1d(update.dropped, delta.column("uid").to_numpy())
+        for uid in gone.tolist():
             update.writer.delete_documents_by_term("uid", uid)
-    elif previous is not None:
-        for rows in _kept_rows(previous, update):
+    if previous is not None:
+        for rows in _rows(previous, update.shard, update.kept(delta=True if linked else None)):
             update.add(rows, out)
 
 
@@ -228,12 +268,11 @@ def _link(
             os.link(path, target / path.name)
 
 
-def _kept_rows(previous: Path, update: ShardUpdate) -> Iterator[list[dict]]:
-    """The previous shard's documents but the dropped ones, from its forward index."""
-    keep = update.kept()
+def _rows(previous: Path, shard: int, keep: pa.Table) -> Iterator[list[dict]]:
+    """The previous shard's documents that `keep` (LIVE rows) names, from its forward index."""
     if keep.num_rows == 0:
         return
-    folder = forward_dir(previous, update.shard)
+    folder = forward_dir(previous, shard)
     files = sorted({str(folder / name) for name in keep.column("file").to_pylist()})
     con = connect()
     con.register("keep", keep)
@@ -246,17 +285,69 @@ def _kept_rows(previous: Path, update: ShardUpdate) -> Iterator[list[dict]]:
         yield batch.to_pylist()
 
 
-def _close(update: ShardUpdate, out: Path) -> pa.Table:
+def _close(update: ShardUpdate, previous: Path | None, out: Path, settings: Settings) -> pa.Table:
     """Commits the shard and writes its live documents; returns them."""
+    if update.canonical:
+        return _canonical(update, previous, out, settings)
     assert update.writer is not None
     update.writer.commit()
     update.writer.wait_merging_threads()
     if update.forward is not None:
         update.forward.close()
-    kept = [] if update.rewrite else [update.kept()]  # a rewrite added them again
+    linked = update.forward_name.startswith(DELTA)
+    kept = [update.kept(delta=False)] if linked else []  # the others were added again
     live = pa.concat_tables([LIVE.empty_table(), *kept, *update.added])
     pq.write_table(live, forward_dir(out, update.shard) / LIVE_FILE)
     return live
+
+
+def _canonical(
+    update: ShardUpdate, previous: Path | None, out: Path, settings: Settings
+) -> pa.Table:
+    """Writes a small shard from all its documents (the previous shard's kept ones and the
+    new ones) in uid order, by one tantivy thread into one segment, and as one base forward
+    file: the same documents make the same shard, whatever came before. (tantivy matches
+    sloppy phrases in the order of each segment's term frequencies, so two shards that hold
+    the same documents in other segments can score the proximity bins apart.)"""
+    if update.forward is not None:
+        update.forward.close()
+    folder = forward_dir(out, update.shard)
+    new = folder / update.forward_name
+    sources = []
+    bound: dict[str, object] = {}
+    con = connect()
+    if previous is not None and (keep := update.kept()).num_rows:
+        con.register("keep", keep)
+        old = forward_dir(previous, update.shard)
+        bound["old"] = sorted({str(old / name) for name in keep.column("file").to_pylist()})
+        sources.append(
+            "SELECT f.* EXCLUDE (filename) FROM read_parquet($old, filename=true) f "
+            "SEMI JOIN keep k ON f.uid = k.uid AND parse_filename(f.filename) = k.file"
+        )
+    if new.exists():
+        bound["new"] = str(new)
+        sources.append("SELECT * FROM read_parquet($new)")
+    name = update.forward_name.replace("new-", "base-")
+    writer = index_writer(
+        tantivy.Index(index_schema(), str(out / shard_name(update.shard))), settings, 1
+    )
+    live = []
+    with pq.ParquetWriter(folder / name, FORWARD, compression="zstd") as forward:
+        if sources:
+            sql = f"SELECT * FROM ({' UNION ALL '.join(sources)}) ORDER BY uid"
+            for batch in con.sql(sql, params=bound).to_arrow_reader(REWRITE_BATCH):
+                table = pa.Table.from_batches([batch]).cast(FORWARD)
+                for row in table.to_pylist():
+                    writer.add_document(tantivy_document(row))
+                forward.write_table(table)
+                names = pa.array([name] * table.num_rows, pa.string())
+                live.append(pa.table([table["uid"], names, table["lang"]], schema=LIVE))
+    writer.commit()
+    writer.wait_merging_threads()
+    new.unlink(missing_ok=True)
+    table = pa.concat_tables([LIVE.empty_table(), *live])
+    pq.write_table(table, folder / LIVE_FILE)
+    return table
 
 
 def _save_columns(shard_dir: Path, scores: Scores | None) -> None:

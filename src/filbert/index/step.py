@@ -30,7 +30,7 @@ from filbert.analysis import analyzer, identify, load_user_dict
 from filbert.buckets import Relation, connect, latest_per_page, params, parquet_relation
 from filbert.config import Settings
 from filbert.executor import make_executor
-from filbert.index.shards import update_shards
+from filbert.index.shards import LIVE_FILE, forward_dir, update_shards
 from filbert.storage import CrawlDir, Segment, part_name, reading, write_table
 from filbert.urls import fingerprint
 
@@ -267,6 +267,7 @@ def build_index(
         analyzed_documents(doc_files, settings, on_doc),
         changes.deletes,
         settings,
+        changes.counts["new"] + changes.counts["changed"],
         changes.scores,
     )
     changes.save_holdings(tmp / HOLDINGS_FILE)
@@ -307,6 +308,9 @@ def rebuild_reason(current: Path | None, meta: dict, settings: Settings, asked: 
         return "asked for (--rebuild)"
     if "indexed_with" not in meta or not (current / HOLDINGS_FILE).exists():
         return "the index was built by a version without incremental indexing"
+    shards = range(meta.get("shards", 0))
+    if not all((forward_dir(current, shard) / LIVE_FILE).exists() for shard in shards):
+        return "the index's forward index is incomplete"
     was, now = meta["indexed_with"], indexed_with(settings)
     changed = [key for key in now.keys() | was.keys() if was.get(key) != now.get(key)]
     return f"{', '.join(sorted(changed))} changed" if changed else ""
@@ -399,9 +403,9 @@ def index_documents(
 ) -> dict:
     """Analyzes gathered documents in parallel and writes them into new shards under `out`.
     Returns the index metadata: documents, shards, and documents per language."""
-    return update_shards(
-        None, {}, out, analyzed_documents(doc_files, settings, on_doc), {}, settings
-    )
+    adding = sum(pq.ParquetFile(path).metadata.num_rows for path in doc_files)
+    analyzed = analyzed_documents(doc_files, settings, on_doc)
+    return update_shards(None, {}, out, analyzed, {}, settings, adding)
 
 
 def _row_group_chunks(path: Path) -> list[list[int]]:

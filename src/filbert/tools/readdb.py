@@ -1,12 +1,16 @@
-"""readdb: statistics, single-URL lookup and dumps of the crawldb (Nutch's CrawlDbReader)."""
+"""readdb: statistics, single-URL lookup and dumps of the crawldb (Nutch's CrawlDbReader),
+and lookups in the hostdb and the linkdb (readhostdb, readlinkdb)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 
 from filbert import schemas
 from filbert.buckets import Relation, connect, one_row, params, parquet_relation
+from filbert.config import Settings
+from filbert.crawldb.hostdb import read_hostdb, skipped_hosts
 from filbert.storage import CrawlDir, reading
 from filbert.urls import domain_of, fingerprint, normalize_url
 
@@ -128,3 +132,43 @@ def crawldb_dump(crawl: CrawlDir, status: str | None = None) -> Iterator[str]:
         for batch in reader:
             for row in batch.to_pylist():
                 yield json.dumps(jsonable(row), ensure_ascii=False)
+
+
+def hostdb_rows(
+    crawl: CrawlDir, settings: Settings, host: str | None = None, unreachable: bool = False
+) -> list[dict]:
+    """The hostdb's rows (one host's, or the unreachable ones), most pages first, with their
+    mean response time and, for a host generate leaves out, until when."""
+    now = datetime.now(UTC)
+    skipped = set(skipped_hosts(crawl, settings, now))
+    recheck = timedelta(seconds=settings["hostdb.recheck.interval"])
+    rows = []
+    for row in read_hostdb(crawl):
+        if (host is not None and row["host"] != host) or (unreachable and not row["unreachable"]):
+            continue
+        responses = row.pop("responses")
+        total = row.pop("response_ms_total")
+        row["mean_response_ms"] = round(total / responses) if responses else None
+        row["skipped_until"] = row["last_failure"] + recheck if row["host"] in skipped else None
+        rows.append(jsonable(row))
+    return sorted(rows, key=lambda row: (-row["pages"], row["host"]))
+
+
+def linkdb_url(crawl: CrawlDir, url: str) -> dict | None:
+    """A URL's inlinks with their anchor texts, from the linkdb."""
+    fp = fingerprint(normalize_url(url))
+    files = crawl.linkdb.files()
+    links = parquet_relation("linkdb", files, schemas.LINKDB)
+    with reading(files):
+        rows = (
+            connect()
+            .sql(
+                f"SELECT url, inlinks FROM {links.sql} WHERE fp = $fp", params=params(links, fp=fp)
+            )
+            .to_arrow_table()
+            .to_pylist()
+        )
+    if not rows:
+        return None
+    inlinks = sorted(rows[0]["inlinks"] or [], key=lambda link: link["from_url"])
+    return {"url": rows[0]["url"], "inlinks": inlinks}
