@@ -16,7 +16,7 @@ crawldb, parse_data and linkdb, reading no page text), and gathering the documen
 Each round is indexed twice from the same previous generation: with `index.merge.deletes=0`
 (every shard that loses documents is written again from its forward index, so answers equal
 a rebuild's) and with the defaults (a shard over `index.rewrite.max.docs` keeps deleted
-documents deleted in place while they are at most `index.merge.deletes`, a tenth, of it).
+documents deleted in place while they are at most `index.merge.deletes`, 5 %, of it).
 Then --rounds rounds are applied one after another (defaults), and query latency (Searcher.search, 10 hits, bench/query_latency.py's query set) is compared
 with a fresh build of the same final pages, the queries interleaved.
 

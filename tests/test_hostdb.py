@@ -207,3 +207,15 @@ def test_readlinkdb_shows_inlinks_and_anchors(crawled):
         check=False,
     )
     assert missing.returncode == 1 and "no inlinks" in missing.stderr
+
+
+def test_generate_adddays_takes_pages_due_later(crawled):
+    crawl, _, _, _ = crawled
+
+    def generate_cli(*extra: str) -> subprocess.CompletedProcess[str]:
+        command = [str(FILBERT), "generate", "--dir", str(crawl.path), *extra]
+        return subprocess.run(command, capture_output=True, text=True, check=False)
+
+    assert generate_cli().returncode == 1  # everything fetched, due in a month
+    later = generate_cli("--adddays", "31")
+    assert later.returncode == 0 and "17 URLs" in later.stderr

@@ -225,7 +225,8 @@ def test_updates_keep_one_delta_segment_and_exact_answers(site_server, tmp_path)
     # and tantivy matches sloppy phrases (the near and far proximity bins) in the order of
     # each segment's term frequencies: compared without them
     overrides = ["search.proximity.near.weight=0", "search.proximity.far.weight=0"]
-    settings = load_settings(None, [*SETTINGS, "index.rewrite.max.docs=0", *overrides])
+    large = ["index.rewrite.max.docs=0", "index.merge.delta=1"]
+    settings = load_settings(None, [*SETTINGS, *large, *overrides])
     site = Site(site_server())
     site.home_head = '<meta name="robots" content="noindex">'  # its links change every round
     site.serve()

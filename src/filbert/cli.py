@@ -7,6 +7,7 @@ import json
 import os
 import sys
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, TypeVar
 
@@ -37,6 +38,9 @@ Threads = Annotated[
     int | None, typer.Option("--threads", help="Concurrent requests (fetcher.threads.fetch).")
 ]
 TopN = Annotated[int | None, typer.Option("--topN", help="At most this many URLs per round.")]
+AddDays = Annotated[
+    float, typer.Option("--adddays", help="Generate as if this many days later (Nutch's).")
+]
 AsJson = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 USER_ERRORS = (UserError, FileNotFoundError)
@@ -67,6 +71,7 @@ def crawl(
     threads: Threads = None,
     no_index: bool = typer.Option(False, "--no-index", help="Stop after invertlinks."),
     sitemaps: bool = typer.Option(False, "--sitemaps", help="First read the hosts' sitemaps."),
+    adddays: AddDays = 0,
     define: Define = None,
 ) -> None:
     """Run inject → (generate → fetch → parse → updatedb) × depth → invertlinks → pagerank → dedup → index."""
@@ -85,6 +90,7 @@ def crawl(
             threads,
             index=not no_index,
             sitemaps=sitemaps,
+            adddays=adddays,
         )
     ok = summary.fetched.get("fetch_success", 0)
     table = counts_table(
@@ -125,11 +131,14 @@ def inject(
 
 
 @app.command()
-def generate(dir: Dir = Path("crawl"), top_n: TopN = None, define: Define = None) -> None:
+def generate(
+    dir: Dir = Path("crawl"), top_n: TopN = None, adddays: AddDays = 0, define: Define = None
+) -> None:
     """Select due URLs into a new segment's fetch list."""
     from filbert.crawldb.generate import generate as run
 
-    stats = _locked(dir, define, lambda crawl_dir, settings: run(crawl_dir, settings, top_n))
+    now = datetime.now(UTC) + timedelta(days=adddays)
+    stats = _locked(dir, define, lambda crawl_dir, settings: run(crawl_dir, settings, top_n, now))
     if stats.segment is None:
         console.print("nothing is due: no segment generated")
         raise typer.Exit(1)

@@ -15,6 +15,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from filbert.config import Settings
@@ -137,6 +138,7 @@ def run_crawl(
     threads: int | None = None,
     index: bool = True,
     sitemaps: bool = False,
+    adddays: float = 0,
 ) -> CrawlSummary:
     start = time.monotonic()
     summary = CrawlSummary()
@@ -157,7 +159,7 @@ def run_crawl(
         reporter.step(f"sitemaps: {found.sitemaps} read, {found.injected} new URLs")
     _finish_segments(crawl, settings, threads, reporter, summary, robots, clock)
     for round_no in range(1, depth + 1):
-        stats = generate(crawl, settings, top_n)
+        stats = generate(crawl, settings, top_n, datetime.now(UTC) + timedelta(days=adddays))
         if stats.segment is None:
             reporter.step(f"round {round_no}: nothing due, stopping")
             break

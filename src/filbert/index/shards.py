@@ -6,18 +6,20 @@ and live.parquet naming the file that holds each live document (uid, file, langu
 documents can be written again without analyzing their pages again (analysis is ~80 % of
 the time indexing takes).
 
-A shard's documents are its base (written when the shard was last written anew) and its
-delta (added by the updates since, in one segment: the last update's). An update links the
+A shard that will hold at most `index.rewrite.max.docs` documents is written anew at every
+update, in uid order by one thread into one segment (_canonical): the same documents make
+the same shard, whatever came before, so its answers equal a rebuild's exactly. A larger
+shard's documents are its base (written when it was last written anew) and its delta
+(added by the updates since, in one segment: the last update's). An update links the
 base's files into the new generation (tantivy never rewrites a file: new segments, deletes
 and meta.json are new files, so hard links leave the previous generation as it was),
 deletes the delta and what the base loses, and writes the kept delta and the new documents
 as the new delta. tantivy drops a segment whose documents are all deleted, statistics and
-all, so the delta never holds deleted documents and a shard stays at its base's segments
-plus one. What the base loses stays deleted in place, counted in tantivy's BM25 statistics
-until it is written again (as in Elasticsearch before a merge). A shard is written anew from
-its forward index, as base only, when it is small (`index.rewrite.max.docs`), when its base
-would hold more than `index.merge.deletes` of deleted documents, or when its delta
-outgrows DELTA_SHARE of it.
+all, so the delta never holds deleted documents. What the base loses stays deleted in
+place, counted in tantivy's BM25 statistics until it is written again (as in Elasticsearch
+before a merge): the shard is written anew, as base only, when its base would hold more
+than `index.merge.deletes` of deleted documents, or when its delta outgrows
+`index.merge.delta` of it (every update writes the delta again).
 """
 
 from __future__ import annotations
@@ -64,9 +66,6 @@ LIVE = pa.schema([("uid", pa.int64()), ("file", pa.string()), ("lang", pa.string
 LIVE_FILE = "live.parquet"
 REWRITE_BATCH = 1024  # forward rows read at a time when documents are written again
 DELTA = "delta-"  # forward files of a shard's delta; the others are its base's
-# A shard whose delta would pass this share of its documents is written anew: an update
-# writes its delta again, so the delta must stay small next to what a rewrite costs.
-DELTA_SHARE = 0.2
 NOT_LINKED = frozenset({COLUMNS_FILE, ".tantivy-writer.lock", ".tantivy-meta.lock"})
 
 Scores = Callable[[np.ndarray], np.ndarray]  # uids -> their PageRank scores
@@ -205,7 +204,7 @@ def _plan(
     deleted = (before[shard] if shard < len(before) else 0) + base_losses(update)
     update.rewrite = previous is not None and (
         deleted > settings["index.merge.deletes"] * (base + deleted)
-        or update.kept(delta=True).num_rows > DELTA_SHARE * live.num_rows
+        or update.kept(delta=True).num_rows > settings["index.merge.delta"] * live.num_rows
     )
     linked = previous is not None and not update.rewrite and live.num_rows > 0
     update.deleted = deleted if linked else 0
