@@ -261,3 +261,35 @@ def test_an_index_missing_its_forward_index_is_rebuilt(rounds, tmp_path):
     counts = build_index(copy, settings)
     assert counts["rebuilt"] == "the index's forward index is incomplete"
     assert_same(answers(copy, settings), answers(crawl, settings))
+
+
+def test_suggestions_are_refreshed_for_the_hosts_that_changed(tmp_path):
+    from filbert.storage import read_parts
+    from filbert.suggest.step import TALLY, TALLY_FILE, Rules, build_suggest, crawl_phrases, ranks
+
+    settings = load_settings(None, SETTINGS)
+    crawl = CrawlDir(tmp_path / "crawl")
+    with SiteServer() as one, SiteServer() as two:
+        first, second = Site(one), Site(two)
+        # no page of the second is a duplicate of one of the first (dedup keeps one of two)
+        second.bodies = {i: text(1000 + i) for i in second.bodies}
+        second.anchors = {i: f"second page {i}" for i in second.anchors}
+        second.serve()
+        inject(crawl, [one.url("/"), two.url("/")], settings)
+        now = crawl_rounds(crawl, settings, datetime.now(UTC))
+        build_index(crawl, settings)
+        build_suggest(crawl, settings)
+        first.bodies[1] = text(700)
+        first.anchors[2] = "a renamed link"
+        first.bodies[30] = text(701)
+        first.anchors[30] = "brand new page"
+        first.serve()
+        crawl_rounds(crawl, settings, now)
+        counts = build_index(crawl, settings)
+        assert counts["hosts"] == [one.url("/").split("/")[2]]  # the other's are unchanged
+        build_suggest(crawl, settings, hosts=counts["hosts"])
+    current = crawl.suggest.current()
+    assert current is not None
+    refreshed = ranks(read_parts([current / TALLY_FILE], TALLY), Rules.of(settings))
+    assert refreshed == pytest.approx(crawl_phrases(crawl, settings))
+    assert "brand new page" in refreshed and "a renamed link" in refreshed

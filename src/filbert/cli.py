@@ -301,7 +301,8 @@ def index(
         counts = build_index(crawl_dir, settings, rebuild=rebuild)
         if counts["rebuilt"]:
             console.print(f"rebuilding the index: {counts['rebuilt']}")
-        return counts, build_suggest(crawl_dir, settings)
+        changed = None if counts["rebuilt"] else counts["hosts"]
+        return counts, build_suggest(crawl_dir, settings, hosts=changed)
 
     counts, suggestions = _locked(dir, define, step)
     console.print(

@@ -193,6 +193,8 @@ def run_crawl(
             f"{rebuilt}"
         )
         summary.documents = counts["documents"]
-        reporter.step(f"suggestions: {build_suggest(crawl, settings)['phrases']} phrases")
+        changed = None if counts["rebuilt"] else counts["hosts"]
+        suggestions = build_suggest(crawl, settings, hosts=changed)
+        reporter.step(f"suggestions: {suggestions['phrases']} phrases")
     summary.seconds = time.monotonic() - start
     return summary

@@ -166,6 +166,7 @@ class FetchedPage:
 INDEX_STATE = pa.schema(
     [
         ("fp", pa.binary()),
+        ("host", pa.string()),
         ("segment", pa.string()),
         ("score", pa.float64()),
         ("key", pa.string()),

@@ -39,10 +39,16 @@ ROWS_PER_GROUP = 128  # documents per Parquet row group of the gathered document
 GROUPS_PER_TASK = 1  # row groups analyzed per task
 HOLDINGS_FILE = "holdings.parquet"  # the pages an index generation holds, and their keys
 HOLDINGS = pa.schema(
-    [("fp", pa.binary()), ("uid", pa.int64()), ("shard", pa.int32()), ("key", pa.string())]
+    [
+        ("fp", pa.binary()),
+        ("host", pa.string()),
+        ("uid", pa.int64()),
+        ("shard", pa.int32()),
+        ("key", pa.string()),
+    ]
 )
 # Bumped when what a document holds changes: an index of another format is rebuilt.
-INDEX_FORMAT = 2
+INDEX_FORMAT = 3
 # Settings that change what is indexed: a change rebuilds the index.
 INDEXED_WITH = ("index.shards", "parser.text.max.length", "analysis.zh.userdict")
 
@@ -109,7 +115,7 @@ def _state_bucket(task: StateTask) -> int:
             FROM {data.sql} WHERE status = '{schemas.PARSE_SUCCESS}'
             {latest_per_page()}
         ), anchors AS ({_anchors_sql(links)})
-        SELECT p.fp, l.segment, coalesce(p.score, 0)::DOUBLE AS score, md5(concat_ws(chr(0),
+        SELECT p.fp, p.host, l.segment, coalesce(p.score, 0)::DOUBLE AS score, md5(concat_ws(chr(0),
             p.url, p.host, coalesce(l.title, ''), coalesce(l.headings, ''),
             coalesce(a.anchor, ''), coalesce(hex(l.signature), ''), p.simhash::VARCHAR)) AS key
         FROM pages p JOIN latest l USING (fp) LEFT JOIN anchors a USING (fp)
@@ -286,6 +292,7 @@ def build_index(
         "shards": written["shards"],
         **changes.counts,
         "rebuilt": reason or "",
+        "hosts": sorted(changes.hosts),  # whose pages changed
     }
 
 
@@ -329,6 +336,7 @@ class Changes:
     counts: dict[str, int]
     uids: np.ndarray  # sorted
     uid_scores: np.ndarray
+    hosts: set[str]  # of the new, changed and gone pages
 
     @classmethod
     def between(cls, state: list[Path], previous: Path | None, tmp: Path) -> Changes:
@@ -338,12 +346,13 @@ class Changes:
         changed = tmp / "changed.parquet"
         con = connect()
         found = con.sql(
-            f"""SELECT s.fp, s.segment, s.bucket, h.key IS NULL AS new
+            f"""SELECT s.fp, s.host, s.segment, s.bucket, h.key IS NULL AS new
                 FROM {now.sql} s LEFT JOIN {was.sql} h USING (fp)
                 WHERE h.key IS DISTINCT FROM s.key""",
             params=params(now, was),
         ).to_arrow_table()
         write_table(found, changed)
+        hosts = set(found.column("host").unique().to_pylist())
         segments: dict[int, set[str]] = {}
         counts = {"new": 0, "changed": 0, "gone": 0}
         for bucket, segment, new, pages in con.execute(
@@ -353,19 +362,20 @@ class Changes:
             counts["new"] += new
             counts["changed"] += pages - new
         dropped = con.execute(
-            f"""SELECT h.uid, h.shard, s.fp IS NULL AS gone
+            f"""SELECT h.uid, h.shard, s.fp IS NULL AS gone, h.host
                 FROM {was.sql} h LEFT JOIN {now.sql} s USING (fp)
                 WHERE s.key IS DISTINCT FROM h.key""",
             params(now, was),
         ).fetchnumpy()
         counts["gone"] = int(dropped["gone"].sum())
+        hosts.update(dropped["host"].tolist())
         deletes = {
             int(shard): dropped["uid"][dropped["shard"] == shard]
             for shard in np.unique(dropped["shard"])
         }
         ranked = con.execute(f"SELECT uid, score FROM {now.sql} ORDER BY uid", now.params)
         uids, scores = ranked.fetchnumpy().values()
-        return cls(state, changed, segments, deletes, counts, uids, scores)
+        return cls(state, changed, segments, deletes, counts, uids, scores, hosts)
 
     def scores(self, uids: np.ndarray) -> np.ndarray:
         """The current PageRank scores of `uids` (0 for a uid the index does not hold)."""
@@ -376,7 +386,9 @@ class Changes:
 
     def save_holdings(self, path: Path) -> None:
         now = parquet_relation("state", self.state, schemas.INDEX_STATE)
-        held = connect().sql(f"SELECT fp, uid, shard, key FROM {now.sql}", params=now.params)
+        held = connect().sql(
+            f"SELECT fp, host, uid, shard, key FROM {now.sql}", params=now.params
+        )
         write_table(held.to_arrow_table(), path)
 
 

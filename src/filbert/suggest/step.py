@@ -37,7 +37,12 @@ anchor text its pages use for links to `suggest.template.min.pages` different pa
 ("Next"); and noise (phrases.is_noise): no letter, an opening bracket ("(package
 variable)"), a bare reference ("Section 5.14").
 
-The dictionary is written into CRAWL/suggest/ as a new generation and published atomically.
+What each host's pages add is tallied per host (TALLY: names with their ranks, the pages
+of headings, terms and body terms) and kept with the dictionary, which is written into
+CRAWL/suggest/ as a new generation and published atomically. `filbert index` refreshes it in
+proportion to what changed: the hosts whose pages changed are tallied anew, the others'
+tallies are kept (their titles ranked by the current PageRank scores), and the thresholds
+apply to the sum, so the result is a full build's.
 """
 
 from __future__ import annotations
@@ -50,11 +55,13 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from filbert import schemas
 from filbert.buckets import Relation, connect, latest_per_page, params, parquet_relation
 from filbert.config import ConfigError, Settings
-from filbert.storage import CrawlDir, GenerationHolder, Segment, reading
+from filbert.storage import CrawlDir, GenerationHolder, Segment, read_parts, reading, write_table
 from filbert.suggest.phrases import (
     Affixes,
     clean,
@@ -68,15 +75,36 @@ from filbert.suggest.querylog import read_query_log
 from filbert.suggest.suggester import Suggester, SuggestError, normalize
 
 BATCH = 10_000  # page rows read at a time
+# What each host adds to the dictionary (host_tallies), kept with it for the next build.
+TALLY = pa.schema(
+    [
+        ("host", pa.string()),
+        ("kind", pa.string()),  # see KINDS
+        ("spelling", pa.string()),
+        ("value", pa.float64()),
+        ("page", pa.binary()),  # a title's page (its value is 1 + the page's PageRank score)
+    ]
+)
+TallyRow = tuple[str, str, str, float, bytes | None]
+KINDS = ("name", "heading", "term", "body")  # a rank; then pages each
+TALLY_FILE = "phrases.parquet"
+PHRASE_SETTINGS = ("suggest.", "analysis.")  # what a tally depends on
+# A query's rows of the hosts `$hosts`, or of all when `$all_hosts`.
+HOST_FILTER = "($all_hosts OR list_contains($hosts, host))"
 
 
 def build_suggest(
-    crawl: CrawlDir, settings: Settings, synonyms: Path | None = None
+    crawl: CrawlDir,
+    settings: Settings,
+    synonyms: Path | None = None,
+    hosts: Iterable[str] | None = None,
 ) -> dict[str, int]:
     """Build the dictionary from the crawl, the query log and the synonyms file (by default
-    `suggest.synonyms.file`); returns counts."""
+    `suggest.synonyms.file`); returns counts. With `hosts` (those whose pages changed since
+    the last build), the other hosts' phrases come from the last build (TALLY_FILE)."""
     crawl.require()
-    pages = crawl_phrases(crawl, settings)
+    tally = _tally(crawl, settings, None if hosts is None else set(hosts))
+    pages = ranks(tally, Rules.of(settings))
     queries = logged_queries(
         crawl.query_log,
         settings["suggest.queries.min.count"],
@@ -96,8 +124,47 @@ def build_suggest(
     table = crawl.suggest
     tmp = table.begin()
     suggester.save(tmp)
-    table.publish(tmp, counts)
+    write_table(tally, tmp / TALLY_FILE)
+    table.publish(tmp, {**counts, "settings": _phrase_settings(settings)})
     return counts
+
+
+def _phrase_settings(settings: Settings) -> dict[str, Any]:
+    """The settings a build's page phrases depend on: another value means a full build."""
+    return {key: settings[key] for key in sorted(settings) if key.startswith(PHRASE_SETTINGS)}
+
+
+def _tally(crawl: CrawlDir, settings: Settings, hosts: set[str] | None) -> pa.Table:
+    """The page phrases' tally: of all hosts, or of `hosts` anew and of the others as the
+    last build counted them (when it was made with the same settings)."""
+    current = crawl.suggest.current()
+    fresh = (
+        hosts is None
+        or current is None
+        or not (current / TALLY_FILE).exists()
+        or crawl.suggest.meta().get("settings") != _phrase_settings(settings)
+    )
+    if fresh:
+        return host_tallies(crawl, settings)
+    assert current is not None and hosts is not None
+    old = read_parts([current / TALLY_FILE], TALLY)
+    kept = old.filter(pc.invert(pc.is_in(old["host"], pa.array(sorted(hosts), pa.string()))))
+    return pa.concat_tables([_rescored(crawl, kept), host_tallies(crawl, settings, hosts)])
+
+
+def _rescored(crawl: CrawlDir, tally: pa.Table) -> pa.Table:
+    """The tally with its titles ranked by their pages' current PageRank scores (they
+    change with every round, pages unchanged or not)."""
+    files = crawl.crawldb.files()
+    db = parquet_relation("crawldb", files, schemas.CRAWLDB)
+    con = connect()
+    con.register("tally", tally)
+    sql = f"""SELECT t.host, t.kind, t.spelling,
+        CASE WHEN t.page IS NULL THEN t.value ELSE 1 + coalesce(d.score, 0)::DOUBLE END AS value,
+        t.page
+        FROM tally t LEFT JOIN (SELECT fp, score FROM {db.sql}) d ON d.fp = t.page"""
+    with reading(files):
+        return con.sql(sql, params=db.params).to_arrow_table().cast(TALLY)
 
 
 @dataclass(frozen=True)
@@ -135,7 +202,16 @@ def crawl_phrases(crawl: CrawlDir, settings: Settings | None = None) -> dict[str
     """The phrases of the indexed pages, with their ranks (see the module's rules; by
     default the default settings): cleaned titles, anchor texts and headings, and terms of
     those and of the pages' text."""
-    rules = Rules.of(Settings() if settings is None else settings)
+    settings = Settings() if settings is None else settings
+    return ranks(host_tallies(crawl, settings), Rules.of(settings))
+
+
+def host_tallies(crawl: CrawlDir, settings: Settings, hosts: set[str] | None = None) -> pa.Table:
+    """What the pages of each host (of `hosts`; None: all) add to the dictionary, as TALLY
+    rows: a page name's rank, and the pages a heading, a term or a body term is on. A
+    host's phrases depend on its own pages, and on other hosts' only through the anchor
+    texts of their links to its pages, which change its pages' keys."""
+    rules = Rules.of(settings)
     segments = [seg for seg in crawl.segments() if seg.parsed]
     db_files, link_files = crawl.crawldb.files(), crawl.linkdb.files()
     data_files = [p for seg in segments for p in seg.parts(Segment.PARSE_DATA)]
@@ -144,13 +220,14 @@ def crawl_phrases(crawl: CrawlDir, settings: Settings | None = None) -> dict[str
     links = parquet_relation("linkdb", link_files, schemas.LINKDB)
     data = parquet_relation("parse_data", data_files, schemas.PARSE_DATA, segment=True)
     text = parquet_relation("parse_text", text_files, schemas.PARSE_TEXT, segment=True)
+    only = {"all_hosts": hosts is None, "hosts": sorted(hosts or ())}
     con = connect()
     with reading([*db_files, *link_files, *data_files, *text_files]):
         columns = {
             row[0]
             for row in con.sql(f"DESCRIBE SELECT * FROM {data.sql}", params=data.params).fetchall()
         }
-        titles = con.execute(_titles_sql(db, data, columns), params(db, data))
+        titles = con.execute(_titles_sql(db, data, columns), params(db, data, **only))
         found = PagePhrases(rules, _host_affixes(titles, rules.template_share))
         bound = params(
             db,
@@ -158,19 +235,38 @@ def crawl_phrases(crawl: CrawlDir, settings: Settings | None = None) -> dict[str
             data,
             template_share=rules.template_share,
             template_pages=rules.template_pages,
+            **only,
         )
         result = con.execute(_phrases_sql(db, links, data, columns), bound)
         while rows := result.fetchmany(BATCH):
-            for host, title, score, headings, anchors in rows:
-                found.add(host, title, score, headings or (), anchors or ())
-        body = _body_terms(con, _body_sql(db, data, text, columns), params(db, data, text), rules)
-    return _summed(found.ranks(), body)
+            for host, fp, title, score, headings, anchors in rows:
+                found.add(host, fp, title, score, headings or (), anchors or ())
+        body_sql = _body_sql(db, data, text, columns)
+        body = _body_terms(con, body_sql, params(db, data, text, **only), rules)
+    return pa.concat_tables([found.tally(), body])
+
+
+def ranks(tally: pa.Table, rules: Rules) -> dict[str, float]:
+    """Every page phrase that enters, by spelling, with its rank: names ranked as tallied,
+    headings and terms on enough pages of all hosts together (their spellings together),
+    body terms pages × `suggest.body.weight`."""
+    by_kind: dict[str, Counter[str]] = {kind: Counter() for kind in KINDS}
+    for kind, spelling, value in zip(
+        tally["kind"].to_pylist(), tally["spelling"].to_pylist(), tally["value"].to_pylist()
+    ):
+        by_kind[kind][spelling] += value
+    return _summed(
+        by_kind["name"],
+        _frequent(by_kind["heading"], rules.heading_pages, 1.0),
+        _frequent(by_kind["term"], rules.term_pages, rules.term_weight),
+        {spelling: pages * rules.body_weight for spelling, pages in by_kind["body"].items()},
+    )
 
 
 def _body_terms(
     con: duckdb.DuckDBPyConnection, sql: str, bound: dict[str, Any], rules: Rules
-) -> dict[str, float]:
-    """The body terms (see the module's rules), by spelling, with their ranks."""
+) -> pa.Table:
+    """The body terms (see the module's rules) as TALLY rows: host, spelling, pages."""
     bound |= {
         "stop": sorted(term_stop_words()),
         "token": BODY_TOKEN,
@@ -179,10 +275,12 @@ def _body_terms(
         "body_share": rules.body_share,
         "template_pages": rules.template_pages,
     }
-    ranks: defaultdict[str, float] = defaultdict(float)
-    for spelling, pages in con.execute(sql, bound).fetchall():
-        ranks[spelling] += pages * rules.body_weight
-    return ranks
+    rows = con.execute(sql, bound).fetchall()
+    return _tally_table([(host, "body", word, float(pages), None) for host, word, pages in rows])
+
+
+def _tally_table(rows: list[TallyRow]) -> pa.Table:
+    return pa.Table.from_pylist([dict(zip(TALLY.names, row)) for row in rows], schema=TALLY)
 
 
 def _host_affixes(result: duckdb.DuckDBPyConnection, share: float) -> dict[str, Affixes]:
@@ -197,17 +295,21 @@ def _host_affixes(result: duckdb.DuckDBPyConnection, share: float) -> dict[str, 
 
 @dataclass
 class PagePhrases:
-    """The phrases of the indexed pages, counted page by page."""
+    """The phrases of the indexed pages, counted page by page, per host."""
 
     rules: Rules
     affixes: dict[str, Affixes]
-    names: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
-    headings: Counter[str] = field(default_factory=Counter)  # spelling -> pages
-    terms: Counter[str] = field(default_factory=Counter)  # spelling -> pages
+    titles: list[tuple[str, str, float, bytes]] = field(
+        default_factory=list
+    )  # host, name, rank, fp
+    names: defaultdict[tuple[str, str], float] = field(default_factory=lambda: defaultdict(float))
+    headings: Counter[tuple[str, str]] = field(default_factory=Counter)  # (host, spelling)
+    terms: Counter[tuple[str, str]] = field(default_factory=Counter)  # -> pages
 
     def add(
         self,
         host: str,
+        fp: bytes,
         title: str | None,
         score: float,
         headings: Sequence[str],
@@ -217,26 +319,30 @@ class PagePhrases:
         links to it with their link counts (`{"anchor": ..., "links": n}`, templates left
         out)."""
         affixes = self.affixes.get(host)
-        name = self._title(title, score, affixes)
-        named = name + self._anchors(anchors, affixes)
+        name = self._title(host, fp, title, score, affixes)
+        named = name + self._anchors(host, anchors, affixes)
         page_headings = _distinct(h for h in map(clean, headings) if h and not is_noise(h))
         # a heading that repeats the page's own title (its h1, mostly) names nothing new
         own = {normalize(n) for n in name}
-        self.headings.update(h for h in page_headings if normalize(h) not in own)
+        self.headings.update((host, h) for h in page_headings if normalize(h) not in own)
         page_terms: dict[str, str] = {}
         for text in named + page_headings:
             page_terms = terms(text) | page_terms  # a page counts a term's first spelling
-        self.terms.update(page_terms.values())
+        self.terms.update((host, term) for term in page_terms.values())
 
-    def _title(self, title: str | None, score: float, affixes: Affixes | None) -> list[str]:
+    def _title(
+        self, host: str, fp: bytes, title: str | None, score: float, affixes: Affixes | None
+    ) -> list[str]:
         """Counts a page's cleaned title; returns it (if it is no noise)."""
         name = clean(title or "", affixes)
         if not name or is_noise(name):
             return []
-        self.names[name] += 1.0 + score
+        self.titles.append((host, name, 1.0 + score, fp))
         return [name]
 
-    def _anchors(self, anchors: Sequence[dict[str, Any]], affixes: Affixes | None) -> list[str]:
+    def _anchors(
+        self, host: str, anchors: Sequence[dict[str, Any]], affixes: Affixes | None
+    ) -> list[str]:
         """Counts the cleaned anchor texts of the links to a page; returns those whose terms
         count (code's terms are mostly an index's kinds: "method", "attribute")."""
         texts = []
@@ -245,18 +351,23 @@ class PagePhrases:
             if not name or is_noise(name):
                 continue
             code = is_code(name)
-            self.names[name] += anchor["links"] * (self.rules.code_factor if code else 1.0)
+            self.names[host, name] += anchor["links"] * (self.rules.code_factor if code else 1.0)
             texts += [] if code else [name]
         return texts
 
-    def ranks(self) -> dict[str, float]:
-        """Every phrase that enters, by spelling, with its rank."""
-        rules = self.rules
-        return _summed(
-            self.names,
-            _frequent(self.headings, rules.heading_pages, 1.0),
-            _frequent(self.terms, rules.term_pages, rules.term_weight),
-        )
+    def tally(self) -> pa.Table:
+        """What was counted, as TALLY rows."""
+        counted: list[TallyRow] = [
+            (host, kind, spelling, float(value), None)
+            for kind, counts in (
+                ("name", self.names),
+                ("heading", self.headings),
+                ("term", self.terms),
+            )
+            for (host, spelling), value in counts.items()
+        ]
+        titles: list[TallyRow] = [(h, "name", name, rank, fp) for h, name, rank, fp in self.titles]
+        return _tally_table(titles + counted)
 
 
 def _distinct(texts: Iterable[str]) -> list[str]:
@@ -306,7 +417,7 @@ def _indexed_sql(db: Relation, data: Relation, columns: set[str]) -> str:
 def _titles_sql(db: Relation, data: Relation, columns: set[str]) -> str:
     """The indexed pages' titles by host, ordered by host."""
     return f"""{_indexed_sql(db, data, columns)}
-    SELECT host, title FROM indexed WHERE title IS NOT NULL ORDER BY host
+    SELECT host, title FROM indexed WHERE title IS NOT NULL AND {HOST_FILTER} ORDER BY host
     """
 
 
@@ -352,8 +463,9 @@ def _phrases_sql(db: Relation, links: Relation, data: Relation, columns: set[str
               GROUP BY fp, anchor)
         GROUP BY fp
     )
-    SELECT host, title, score, heading_list, anchor_list
+    SELECT host, fp, title, score, heading_list, anchor_list
     FROM indexed LEFT JOIN kept_headings USING (fp) LEFT JOIN kept_anchors USING (fp)
+    WHERE {HOST_FILTER}
     """
 
 
@@ -371,7 +483,7 @@ def _body_sql(db: Relation, data: Relation, text: Relation, columns: set[str]) -
         SELECT host, count(*) AS pages FROM indexed GROUP BY host
     ), bodies AS (
         SELECT host, fp, regexp_extract_all(left(t.text, $body_chars), $token) AS tokens
-        FROM indexed JOIN {text.sql} t USING (fp, segment)
+        FROM indexed JOIN {text.sql} t USING (fp, segment) WHERE {HOST_FILTER}
     ), tokens AS (
         SELECT host, fp, unnest(tokens) AS word, generate_subscripts(tokens, 1) AS i
         FROM bodies
@@ -385,7 +497,7 @@ def _body_sql(db: Relation, data: Relation, text: Relation, columns: set[str]) -
     ), page_groups AS (
         SELECT host, fp, folded, any_value(word) AS word FROM groups GROUP BY host, fp, folded
     )
-    SELECT mode(word), count(*) AS n FROM page_groups JOIN host_pages USING (host)
+    SELECT host, mode(word), count(*) AS n FROM page_groups JOIN host_pages USING (host)
     GROUP BY host, folded, pages
     HAVING n >= $body_pages AND n < greatest($body_share * pages, $template_pages)
     """
