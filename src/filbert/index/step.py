@@ -386,9 +386,7 @@ class Changes:
 
     def save_holdings(self, path: Path) -> None:
         now = parquet_relation("state", self.state, schemas.INDEX_STATE)
-        held = connect().sql(
-            f"SELECT fp, host, uid, shard, key FROM {now.sql}", params=now.params
-        )
+        held = connect().sql(f"SELECT fp, host, uid, shard, key FROM {now.sql}", params=now.params)
         write_table(held.to_arrow_table(), path)
 
 
