@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -267,20 +268,28 @@ def _link(
             os.link(path, target / path.name)
 
 
+KEPT_SQL = (  # the forward rows that `keep` (LIVE rows) names, in the files $kept_files
+    "SELECT f.* EXCLUDE (filename) FROM read_parquet($kept_files, filename=true) f "
+    "SEMI JOIN keep k ON f.uid = k.uid AND parse_filename(f.filename) = k.file"
+)
+
+
+def _kept(
+    con: duckdb.DuckDBPyConnection, previous: Path, shard: int, keep: pa.Table
+) -> dict[str, object]:
+    """Registers `keep` on the connection for KEPT_SQL; returns KEPT_SQL's parameters."""
+    con.register("keep", keep)
+    folder = forward_dir(previous, shard)
+    return {"kept_files": sorted({str(folder / name) for name in keep["file"].to_pylist()})}
+
+
 def _rows(previous: Path, shard: int, keep: pa.Table) -> Iterator[list[dict]]:
     """The previous shard's documents that `keep` (LIVE rows) names, from its forward index."""
     if keep.num_rows == 0:
         return
-    folder = forward_dir(previous, shard)
-    files = sorted({str(folder / name) for name in keep.column("file").to_pylist()})
     con = connect()
-    con.register("keep", keep)
-    reader = con.sql(
-        "SELECT f.* EXCLUDE (filename) FROM read_parquet($files, filename=true) f "
-        "SEMI JOIN keep k ON f.uid = k.uid AND parse_filename(f.filename) = k.file",
-        params={"files": files},
-    ).to_arrow_reader(REWRITE_BATCH)
-    for batch in reader:
+    bound = _kept(con, previous, shard, keep)
+    for batch in con.sql(KEPT_SQL, params=bound).to_arrow_reader(REWRITE_BATCH):
         yield batch.to_pylist()
 
 
@@ -316,13 +325,8 @@ def _canonical(
     bound: dict[str, object] = {}
     con = connect()
     if previous is not None and (keep := update.kept()).num_rows:
-        con.register("keep", keep)
-        old = forward_dir(previous, update.shard)
-        bound["old"] = sorted({str(old / name) for name in keep.column("file").to_pylist()})
-        sources.append(
-            "SELECT f.* EXCLUDE (filename) FROM read_parquet($old, filename=true) f "
-            "SEMI JOIN keep k ON f.uid = k.uid AND parse_filename(f.filename) = k.file"
-        )
+        bound |= _kept(con, previous, update.shard, keep)
+        sources.append(KEPT_SQL)
     if new.exists():
         bound["new"] = str(new)
         sources.append("SELECT * FROM read_parquet($new)")
