@@ -4,7 +4,9 @@ real pipeline (generate, fetch, parse, updatedb, invertlinks, pagerank, dedup)."
 from __future__ import annotations
 
 import random
+import shutil
 from datetime import datetime, timedelta
+from pathlib import Path
 
 from sites import SiteServer, html, link
 
@@ -91,3 +93,9 @@ def crawl_rounds(crawl: CrawlDir, settings, now: datetime, rounds: int = 2) -> d
         crawl_round(crawl, settings, now)
         now += timedelta(days=2)
     return now
+
+
+def copy_of(crawl: CrawlDir, path: Path) -> CrawlDir:
+    """A copy of a crawl directory, to change without touching the original."""
+    shutil.copytree(crawl.path, path)
+    return CrawlDir(path)

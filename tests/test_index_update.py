@@ -8,11 +8,11 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from rounds import SETTINGS, WORDS, Site, crawl_round, crawl_rounds, text
+from rounds import SETTINGS, WORDS, Site, copy_of, crawl_rounds, text
 from sites import Page, SiteServer
 
 from filbert.config import load_settings
@@ -54,9 +54,8 @@ def assert_same(updated: dict, rebuilt: dict) -> None:
 
 
 def rebuilt_answers(crawl: CrawlDir, settings, tmp: Path) -> dict:
-    copy = CrawlDir(tmp / "rebuilt")
-    shutil.rmtree(copy.path, ignore_errors=True)
-    shutil.copytree(crawl.path, copy.path)
+    shutil.rmtree(tmp / "rebuilt", ignore_errors=True)
+    copy = copy_of(crawl, tmp / "rebuilt")
     build_index(copy, settings, rebuild=True)
     return answers(copy, settings)
 
@@ -90,18 +89,13 @@ def rounds(tmp_path_factory):
     with SiteServer() as server:
         site = Site(server)
         inject(crawl, [server.url("/")], settings)
-        now = datetime.now(UTC)
-        for _ in range(2):  # the home page, then its links
-            crawl_round(crawl, settings, now)
-            now += timedelta(days=2)
+        now = crawl_rounds(crawl, settings, datetime.now(UTC))  # the home page, then its links
         build_index(crawl, settings)
         results = []
         for round_no in (1, 2):
             changes(site, round_no)
             site.serve()
-            for _ in range(2):  # changed pages, then what they link to
-                crawl_round(crawl, settings, now)
-                now += timedelta(days=2)
+            now = crawl_rounds(crawl, settings, now)  # changed pages, then what they link to
             counts = build_index(crawl, settings)
             results.append(
                 (counts, answers(crawl, settings), rebuilt_answers(crawl, settings, root))
@@ -151,10 +145,7 @@ def test_the_previous_generation_is_left_as_it_was(site_server, tmp_path):
     site = Site(site_server())
     crawl = CrawlDir(tmp_path / "crawl")
     inject(crawl, [site.server.url("/")], settings)
-    now = datetime.now(UTC)
-    for _ in range(2):
-        crawl_round(crawl, settings, now)
-        now += timedelta(days=2)
+    now = crawl_rounds(crawl, settings, datetime.now(UTC))
     build_index(crawl, settings)
     previous = crawl.index.current()
     assert previous is not None
@@ -166,8 +157,8 @@ def test_the_previous_generation_is_left_as_it_was(site_server, tmp_path):
         os.link(previous / name, kept / name)
     site.bodies[0] = text(300)
     site.serve()
-    crawl_round(crawl, settings, now)
-    counts = build_index(crawl, settings, on_doc=None)
+    crawl_rounds(crawl, settings, now, 1)
+    counts = build_index(crawl, settings)
     assert counts["changed"] == 1
     assert crawl.index.current() != previous
     assert file_digests(kept) == digests
@@ -175,8 +166,7 @@ def test_the_previous_generation_is_left_as_it_was(site_server, tmp_path):
 
 def test_settings_that_change_the_index_rebuild_it(rounds, tmp_path):
     crawl, settings, _ = rounds
-    copy = CrawlDir(tmp_path / "crawl")
-    shutil.copytree(crawl.path, copy.path)
+    copy = copy_of(crawl, tmp_path / "crawl")
     more = load_settings(None, [*SETTINGS, "index.shards=3"])
     counts = build_index(copy, more)
     assert counts["rebuilt"] == "index.shards changed"
@@ -194,18 +184,14 @@ def test_deletes_stay_in_place_within_the_merge_share(site_server, tmp_path):
     site = Site(site_server())
     crawl = CrawlDir(tmp_path / "crawl")
     inject(crawl, [site.server.url("/")], settings)
-    now = datetime.now(UTC)
-    for _ in range(2):
-        crawl_round(crawl, settings, now)
-        now += timedelta(days=2)
+    now = crawl_rounds(crawl, settings, datetime.now(UTC))
     build_index(crawl, settings)
 
     def gone(*pages: int) -> dict:
         nonlocal now
         for i in pages:
             site.server.add(f"/p{i}.html", Page("gone", status=404))
-        crawl_round(crawl, settings, now)
-        now += timedelta(days=2)
+        now = crawl_rounds(crawl, settings, now, 1)
         build_index(crawl, settings)
         return crawl.index.meta()
 
@@ -253,8 +239,7 @@ def test_updates_keep_one_delta_segment_and_exact_answers(site_server, tmp_path)
 
 def test_an_index_missing_its_forward_index_is_rebuilt(rounds, tmp_path):
     crawl, settings, _ = rounds
-    copy = CrawlDir(tmp_path / "crawl")
-    shutil.copytree(crawl.path, copy.path)
+    copy = copy_of(crawl, tmp_path / "crawl")
     current = copy.index.current()
     assert current is not None
     (current / "forward" / "shard-001" / "live.parquet").unlink()

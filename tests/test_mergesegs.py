@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from rounds import SETTINGS, Site, crawl_rounds, text
+from rounds import SETTINGS, Site, copy_of, crawl_rounds, text
 from sites import Page, SiteServer
 
 from filbert import schemas
@@ -70,11 +70,6 @@ def crawled(tmp_path_factory):
         crawl_rounds(crawl, settings, now, 1)
     build_index(crawl, settings)
     return crawl, settings
-
-
-def copy_of(crawl: CrawlDir, path: Path) -> CrawlDir:
-    shutil.copytree(crawl.path, path)
-    return CrawlDir(path)
 
 
 def test_merged_segment_keeps_the_latest_of_each_url(crawled, tmp_path):
