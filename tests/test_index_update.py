@@ -220,7 +220,7 @@ def test_updates_keep_one_delta_segment_and_exact_answers(site_server, tmp_path)
     inject(crawl, [site.server.url("/")], settings)
     now = crawl_rounds(crawl, settings, datetime.now(UTC))
     build_index(crawl, settings)
-    base = [s.num_segments for s in Searcher(crawl, settings).shards]
+    base = [s.num_segments for s in Searcher(crawl, settings).shards.shards.values()]
     for round_no in range(3):
         site.bodies[20 + round_no] = text(400 + round_no)  # a new page
         site.anchors[20 + round_no] = f"new page {round_no}"
@@ -230,7 +230,7 @@ def test_updates_keep_one_delta_segment_and_exact_answers(site_server, tmp_path)
         now = crawl_rounds(crawl, settings, now)
         counts = build_index(crawl, settings)
         assert (counts["new"], counts["changed"], counts["gone"]) == (1, min(round_no, 1), 0)
-        segments = [s.num_segments for s in Searcher(crawl, settings).shards]
+        segments = [s.num_segments for s in Searcher(crawl, settings).shards.shards.values()]
         assert all(n <= b + 1 for n, b in zip(segments, base)), (segments, base)
     meta = crawl.index.meta()
     assert meta["rewritten"] == 0

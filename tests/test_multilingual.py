@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from filbert.cli import app
 from filbert.index.schema import ALL_FIELD, has_field, index_schema
 from filbert.search import Searcher
-from filbert.search import searcher as searcher_module
+from filbert.search import shards as shards_module
 from filbert.search.query import QueryBuilder
 from filbert.tools import evaluation as ev
 
@@ -150,10 +150,11 @@ def test_nearby_words_rank_first(site):
 
 def test_language_preference_as_a_penalty_on_the_other_languages_ranks_the_same(site):
     _, _, searcher = site
-    assert searcher.other_languages(searcher.analyze("walrus")) is not None  # English: most
+    shards = searcher.shards
+    assert shards.other_languages(shards.analyze("walrus")) is not None  # English: most
 
     def ranked(others) -> list[tuple[str, float]]:
-        searcher.other_languages = others
+        shards.other_languages = others
         try:
             return [
                 (h.url, h.score)
@@ -161,9 +162,9 @@ def test_language_preference_as_a_penalty_on_the_other_languages_ranks_the_same(
                 for h in searcher.search(q, n=20).hits
             ]
         finally:
-            del searcher.other_languages
+            del shards.other_languages
 
-    penalty = ranked(lambda q: [lang for lang in searcher.language_counts if lang != q.lang] + [""])
+    penalty = ranked(lambda q: [lang for lang in shards.language_counts if lang != q.lang] + [""])
     boost = ranked(lambda q: None)
     assert [url for url, _ in penalty] == [url for url, _ in boost]
     assert [score for _, score in penalty] == pytest.approx([score for _, score in boost], abs=1e-3)
@@ -178,7 +179,7 @@ def test_language_penalty_after_tantivy_ranks_the_same(site, monkeypatch, depth)
     queries = ("html", "ru html", "html notes", "walrus", "tusk html")
 
     def ranked(margin: float) -> list[tuple[str, float, str]]:
-        monkeypatch.setattr(searcher_module, "PENALTY_MARGIN", margin)
+        monkeypatch.setattr(shards_module, "PENALTY_MARGIN", margin)
         fresh = Searcher(crawl, settings)
         return [
             (h.url, h.signals["text"], h.lang)
@@ -219,10 +220,10 @@ def test_words_found_in_the_all_field_are_scored_as_in_each_field(site, monkeypa
         results = [searcher.search(q, n=20) for q in queries]
         return [(r.total, [(h.url, h.signals["text"]) for h in r.hits]) for r in results]
 
-    assert searcher.builder.all_field
+    assert searcher.shards.builder.all_field
     chained = ranked()
     assert len(built) == len(queries) - 1  # every query but the one with no page for both
-    monkeypatch.setattr(searcher.builder, "all_field", False)
+    monkeypatch.setattr(searcher.shards.builder, "all_field", False)
     flat = ranked()
     assert [total for total, _ in chained] == [total for total, _ in flat]
     assert all(hits for total, hits in chained if total)
@@ -336,7 +337,7 @@ def test_explain_adds_up_to_the_score(site):
 
 def test_site_names_and_query_languages():
     from filbert.index.step import parent_domains
-    from filbert.search.searcher import main_languages
+    from filbert.search.shards import main_languages
 
     assert parent_domains("www.debian.org") == ["www.debian.org", "debian.org"]
     assert parent_domains("a.b.example.org:8080") == [

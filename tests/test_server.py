@@ -31,7 +31,7 @@ from filbert.search.query import QueryError, analyze_query, parse_query
 from filbert.storage import CrawlDir
 from filbert.web import create_app
 from filbert.web.app import safe_media_type
-from filbert.web.workers import Lane, Overloaded, WorkerPool
+from filbert.web.broker import Broker, Group, Overloaded, Replica
 
 WORD = "river"
 EVIL_TYPE_PATH = "/evil-type.html"
@@ -90,11 +90,19 @@ def app_with(crawled: Crawl, **overrides: object):
     return create_app(crawled.crawl, settings)
 
 
-def pool_of(client: TestClient) -> WorkerPool:
+def broker_of(client: TestClient) -> Broker:
     app = client.app
     while not isinstance(app, FastAPI):  # inside the middleware
         app = app.app
-    return app.state.pool
+    return app.state.broker
+
+
+def searcher_pid(client: TestClient, heavy: bool = False) -> int:
+    """The process id of the (first) local light or heavy searcher."""
+    broker = broker_of(client)
+    replica = next(r for r in broker.replicas if (r in broker.heavy) == heavy)
+    assert replica.process is not None and replica.process.pid is not None
+    return replica.process.pid
 
 
 def stopped(worker_pid: int):
@@ -152,10 +160,8 @@ def test_word_caches_are_bounded() -> None:
 
 def test_heavy_search_does_not_hold_up_light_ones(crawled: Crawl) -> None:
     with TestClient(app_with(crawled, search_deadline_seconds=1.0)) as client:
-        pool = pool_of(client)
         assert client.get("/api/search", params=HEAVY).status_code == 200
-        heavy_pid = pool.heavy.workers[0].process.pid
-        with stopped(heavy_pid):
+        with stopped(searcher_pid(client, heavy=True)):
             start = time.monotonic()
             response = client.get("/api/search", params=HEAVY)
             waited = time.monotonic() - start
@@ -168,15 +174,20 @@ def test_heavy_search_does_not_hold_up_light_ones(crawled: Crawl) -> None:
 
 
 def test_the_deadline_counts_from_arrival_and_late_searches_are_logged(crawled: Crawl) -> None:
+    """A searcher that misses the deadline is taken out (what follows is refused at once)
+    and rejoins when it answers again."""
     log = crawled.crawl.path / "logs" / "queries.jsonl"
     with TestClient(app_with(crawled, search_deadline_seconds=0.5)) as client:
-        with stopped(pool_of(client).light.workers[0].process.pid):
-            for path in ("/api/search", "/"):
-                start = time.monotonic()
-                late = client.get(path, params={"q": WORD})
-                assert late.status_code == 503 and "try again" in late.text
-                assert 0.45 < time.monotonic() - start < 1.0
-        deadline = time.monotonic() + 10  # the worker finishes its late search, then serves
+        with stopped(searcher_pid(client)):
+            start = time.monotonic()
+            late = client.get("/api/search", params={"q": WORD})
+            assert late.status_code == 503 and "try again" in late.text
+            assert 0.45 < time.monotonic() - start < 1.0
+            start = time.monotonic()
+            refused = client.get("/", params={"q": WORD})
+            assert refused.status_code == 503 and refused.headers["retry-after"] == "1"
+            assert time.monotonic() - start < 0.3
+        deadline = time.monotonic() + 10  # the searcher finishes its late search, rejoins
         while client.get("/api/search", params={"q": WORD}).status_code != 200:
             assert time.monotonic() < deadline
     statuses = [orjson.loads(line)["status"] for line in log.read_text().splitlines()]
@@ -184,31 +195,36 @@ def test_the_deadline_counts_from_arrival_and_late_searches_are_logged(crawled: 
 
 
 def test_overload_is_shed_quickly_with_retry_after(crawled: Crawl) -> None:
-    with TestClient(app_with(crawled, server_queue_max=0)) as client:
-        light_pid = pool_of(client).light.workers[0].process.pid
-        with stopped(light_pid):
-            # the stopped worker takes one request (it waits out its deadline)...
-            start = time.monotonic()
-            first = client.get("/api/search", params={"q": WORD})
-            assert first.status_code == 503 and time.monotonic() - start < 2.6
-            # ...it is still busy, and nothing may wait: refused at once
-            start = time.monotonic()
-            shed = client.get("/api/search", params={"q": WORD})
-            assert shed.status_code == 503 and time.monotonic() - start < 0.2
-            assert shed.headers["retry-after"] == "1" and "busy" in shed.json()["error"]
+    app = app_with(crawled, server_queue_max=0, search_searcher_connections=1)
+    with TestClient(app) as client, stopped(searcher_pid(client)):
+        # the stopped searcher takes one request (it waits out its deadline)...
+        first: list[httpx.Response] = []
+        waiting = threading.Thread(
+            target=lambda: first.append(client.get("/api/search", params={"q": WORD}))
+        )
+        waiting.start()
+        time.sleep(0.3)
+        # ...it is busy, and nothing may wait: refused at once
+        start = time.monotonic()
+        shed = client.get("/api/search", params={"q": WORD})
+        assert shed.status_code == 503 and time.monotonic() - start < 0.2
+        assert shed.headers["retry-after"] == "1" and "busy" in shed.json()["error"]
+        waiting.join()
+        assert first[0].status_code == 503
 
 
-def test_a_worker_that_dies_is_replaced(crawled: Crawl) -> None:
+def test_a_searcher_that_dies_is_started_again(crawled: Crawl) -> None:
     with TestClient(app_with(crawled)) as client:
-        pool = pool_of(client)
-        os.kill(pool.light.workers[0].process.pid, signal.SIGKILL)
+        os.kill(searcher_pid(client), signal.SIGKILL)
+        time.sleep(0.2)
         failed = client.get("/api/search", params={"q": WORD})
-        assert failed.status_code == 500 and "worker" in failed.json()["error"]
+        assert failed.status_code == 503 and failed.headers["retry-after"] == "1"
+        assert "down" in failed.json()["error"] or "answering" in failed.json()["error"]
         deadline = time.monotonic() + 30
         while client.get("/api/search", params={"q": WORD}).status_code != 200:
-            assert time.monotonic() < deadline, "the worker was not replaced"
+            assert time.monotonic() < deadline, "the searcher was not started again"
             time.sleep(0.1)
-        assert pool.stats()["light"]["alive"] == 1
+        assert broker_of(client).stats()["alive"] == 1
 
 
 # --- item 5: slow clients ------------------------------------------------------------------
@@ -430,17 +446,20 @@ def test_search_answers_when_the_query_log_cannot_be_written(
 
 def test_a_request_that_would_wait_past_its_deadline_is_refused_at_once() -> None:
     async def scenario() -> None:
-        lane = Lane("light", 1, queue_max=10, spawn=None)  # no worker: all are busy
-        lane.service_time = 1.0  # a search takes 1 s lately
+        group = Group((0,), queue_max=10)
+        busy = Replica("127.0.0.1:9", capacity=1)  # one searcher, busy
+        busy.alive, busy.busy = True, 1
+        group.replicas = [busy]
+        group.service_time = 1.0  # a call takes 1 s lately
         loop = asyncio.get_running_loop()
-        lane.waiting.extend(loop.create_future() for _ in range(2))
+        group.waiting.extend(loop.create_future() for _ in range(2))
         start = time.monotonic()
         with pytest.raises(Overloaded, match="would take too long"):
-            await lane.acquire(start + 2.5)  # 3 searches of 1 s before it: too late
+            await group.acquire(start + 2.5, set())  # 3 searches of 1 s before it: too late
         assert time.monotonic() - start < 0.05
-        waiter = asyncio.ensure_future(lane.acquire(time.monotonic() + 3.5))  # in time: waits
+        waiter = asyncio.ensure_future(group.acquire(time.monotonic() + 3.5, set()))  # waits
         await asyncio.sleep(0.01)
-        assert not waiter.done() and len(lane.waiting) == 3
+        assert not waiter.done() and len(group.waiting) == 3
         waiter.cancel()
 
     asyncio.run(scenario())

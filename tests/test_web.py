@@ -80,8 +80,10 @@ def api(site: Site, **params: object) -> dict:
 
 def test_api_shape_and_unique_word_is_top(site: Site) -> None:
     body = api(site, q=rare_word(7))
-    assert set(body) == {"query", "total", "offset", "matched_all", "hits"}
-    assert body["matched_all"] is True
+    assert set(body) == {"query", "total", "offset", "matched_all", "partial", "shards", "hits"}
+    assert body["matched_all"] is True and body["partial"] is False
+    shards = site.crawl.index.meta()["shards"]
+    assert body["shards"] == {"total": shards, "successful": shards, "failed": 0}
     assert (body["query"], body["total"], body["offset"]) == (rare_word(7), 1, 0)
     hit = body["hits"][0]
     assert set(hit) == {"url", "title", "lang", "score", "snippet", "snippet_html", "signals"}
@@ -198,7 +200,7 @@ def test_page_shows_query_error_with_400(site: Site) -> None:
 def test_healthz(site: Site) -> None:
     body = site.client.get("/healthz").json()
     assert (body["status"], body["documents"]) == ("ok", PAGES + 2)
-    assert body["workers"]["light"]["alive"] == body["workers"]["light"]["workers"] > 0
+    assert body["searchers"]["alive"] == body["searchers"]["searchers"] > 0
 
 
 def test_static_css(site: Site) -> None:

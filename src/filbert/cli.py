@@ -439,15 +439,67 @@ def eval_(
 
 @app.command()
 def serve(
-    dir: Dir = Path("crawl"), host: str = "127.0.0.1", port: int = 8080, define: Define = None
+    dir: Dir = Path("crawl"),
+    host: str = "127.0.0.1",
+    port: int = 8080,
+    workers: int | None = typer.Option(
+        None,
+        "--workers",
+        help="Local searcher processes, each over every shard (server.search.workers; "
+        "0: one per core).",
+    ),
+    searchers: str | None = typer.Option(
+        None,
+        "--searchers",
+        help="Search through these `filbert searcher`s instead, host:port,host:port,... "
+        "(search.searchers); those serving the same shards are replicas.",
+    ),
+    define: Define = None,
 ) -> None:
-    """Serve the search page and JSON API."""
+    """Serve the search page and JSON API: a broker over searcher processes."""
     from filbert.web.app import run_server
 
-    crawl_dir, settings = _open(dir, define)
+    options = [f"server.search.workers={workers}"] if workers is not None else []
+    options += [f"search.searchers={searchers}"] if searchers is not None else []
+    crawl_dir, settings = _open(dir, [*options, *(define or [])])
     crawl_dir.require_directory()
     console.print(f"filbert is serving {crawl_dir.path} at [bold]http://{host}:{port}/[/]")
     run_server(crawl_dir, settings, host, port)
+
+
+@app.command()
+def searcher(
+    dir: Dir = Path("crawl"),
+    shards: str | None = typer.Option(
+        None, "--shards", help="The index's shards to serve, e.g. 0,1 or 0-3 (default: all)."
+    ),
+    host: str = "127.0.0.1",
+    port: int = 8090,
+    define: Define = None,
+) -> None:
+    """Serve some of the index's shards to `filbert serve --searchers`."""
+    from filbert.web.searchers import run_searcher
+
+    crawl_dir, settings = _open(dir, define)
+    crawl_dir.require_directory()
+    run_searcher(crawl_dir, settings, _shard_numbers(shards), host, port)
+
+
+def _shard_numbers(text: str | None) -> list[int] | None:
+    """`--shards`: numbers and ranges (2-5), comma-separated; None for all."""
+    if text is None:
+        return None
+    numbers: set[int] = set()
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        first, _, last = part.partition("-")
+        if not first.isdigit() or not (last or first).isdigit() or int(last or first) < int(first):
+            raise UserError(
+                f"--shards takes shard numbers and ranges like 0,1 or 2-5, not {part!r}"
+            )
+        numbers.update(range(int(first), int(last or first) + 1))
+    if not numbers:
+        raise UserError("--shards names no shard")
+    return sorted(numbers)
 
 
 @app.command()

@@ -170,6 +170,7 @@ PARSERS: dict[str, Callable[[Mapping[str, Any], str], object]] = {
     "analysis.zh.userdict": _of_path("filbert.analysis.analyzers:read_user_dict"),
     "suggest.errors.lengths": _of_settings("filbert.suggest.step:error_lengths"),
     "suggest.synonyms.file": _of_path("filbert.suggest.step:read_synonyms"),
+    "search.searchers": _of_settings("filbert.web.broker:searcher_addresses"),
 }
 
 

@@ -8,6 +8,7 @@ result page shows is stored apart, as bytes, so it is kept but not indexed a sec
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import tantivy
@@ -104,19 +105,19 @@ def _damaged(shard_dir: Path, exc: ValueError) -> DamagedFileError:
     return damaged_file(shard_dir / file.group(1) if file else shard_dir, problem.split(". ")[0])
 
 
-def check_index(crawl: CrawlDir) -> str | None:
-    """None when every shard of the current index opens, answers a one-document query and
-    reads that document back; else what is wrong, in one line without absolute paths (for
-    a health check: it costs a few milliseconds)."""
+def check_index(crawl: CrawlDir, numbers: Sequence[int] | None = None) -> str | None:
+    """None when every shard of the current index (or those `numbers`) opens, answers a
+    one-document query and reads that document back; else what is wrong, in one line
+    without absolute paths (for a health check: it costs a few milliseconds)."""
     current = crawl.index.current()
     if current is None:
         return "no index yet: run `filbert index`"
     try:
-        shards = open_shards(current)
-        if not shards:
+        dirs = sorted(current.glob("shard-*"))
+        if not dirs:
             return f"index/{current.name} has no shards: run `filbert index` to rebuild the index"
-        for shard, index in enumerate(shards):
-            searcher = index.searcher()
+        for shard in range(len(dirs)) if numbers is None else numbers:
+            searcher = open_shard(current / shard_name(shard)).searcher()
             for _, address in searcher.search(tantivy.Query.all_query(), limit=1).hits:
                 stored_doc(searcher, address, current, shard)
     except DamagedFileError as exc:

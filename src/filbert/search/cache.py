@@ -25,14 +25,14 @@ class CachedPage:
 def cached_page(
     crawl: CrawlDir,
     generation: Path,
-    shards: list[tantivy.Searcher],
+    shards: dict[int, tantivy.Searcher],
     schema: tantivy.Schema,
     url: str,
 ) -> CachedPage | None:
     """The stored content of an indexed URL, or None when it is not in the index
-    (`shards`: the searchers of the index generation `generation`)."""
+    (`shards`: searchers of shards of the index generation `generation`, by number)."""
     query = tantivy.Query.term_query(schema, "url", url)
-    for shard, searcher in enumerate(shards):
+    for shard, searcher in shards.items():
         for _, address in searcher.search(query, limit=1).hits:
             segment = stored_str(stored_doc(searcher, address, generation, shard), "segment")
             return _content(crawl, url, segment) or _latest_content(crawl, url)

@@ -15,7 +15,8 @@ import numpy as np
 import pyarrow.parquet as pq
 from scipy import sparse
 
-from filbert.storage import WebGraph
+from filbert.search.query import QueryError
+from filbert.storage import CrawlDir, WebGraph, reading
 
 
 @dataclass(frozen=True)
@@ -71,3 +72,29 @@ class LinkGraph:
     def hits(self, nodes: list[int]) -> Hits:
         index = np.array(nodes)
         return hits(self.out[index][:, index].tocsr())
+
+    def hubs_and_authorities(
+        self, urls: list[str | None], max_inlinks: int
+    ) -> list[tuple[float, float]]:
+        """Each URL's hub and authority score over the base set of the root set `urls`
+        (0 for a URL the graph lacks)."""
+        base = self.base_set([self.ids[url] for url in urls if url in self.ids], max_inlinks)
+        result = self.hits(base)
+        position = {node: i for i, node in enumerate(base)}
+        scores = []
+        for url in urls:
+            i = position.get(self.ids[url]) if url in self.ids else None
+            scores.append(
+                (0.0, 0.0) if i is None else (float(result.hubs[i]), float(result.authorities[i]))
+            )
+        return scores
+
+
+def load_link_graph(crawl: CrawlDir) -> LinkGraph:
+    """The link graph `filbert pagerank` stored last; QueryError when there is none."""
+    webgraph = crawl.webgraph.current()
+    if webgraph is None:
+        raise QueryError("HITS needs the link graph: run `filbert pagerank` first")
+    with reading([webgraph / WebGraph.SCORES, webgraph / WebGraph.EDGES]):
+        urls = pq.read_table(webgraph / WebGraph.SCORES, columns=["url"]).column("url")
+        return LinkGraph(webgraph, urls.to_pylist())

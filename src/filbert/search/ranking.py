@@ -110,44 +110,27 @@ class Reranker:
             (first if count <= self.per_host else later).append(candidate)
         return first + later
 
-    def explain(
-        self,
-        query: tantivy.Query,
-        proximity: tantivy.Query | None,
-        searcher: tantivy.Searcher,
-        candidate: Candidate,
-    ) -> dict:
-        """The score as a tree, like the Google paper's debug mode: children add up."""
-        parts = [_explained(query, searcher, candidate, "text score (tantivy)")]
-        if proximity is not None and candidate.proximity:
-            parts.append(_explained(proximity, searcher, candidate, "proximity bins"))
-        elif proximity is not None:  # tantivy cannot explain a page its query does not match
-            parts.append(
-                {
-                    "value": 0.0,
-                    "description": "proximity bins: none (the query words "
-                    "are not near each other here, or the page was not among the best "
-                    "by text)",
-                }
-            )
-        parts.append(
-            {
-                "value": round(candidate.pagerank_score, 6),
-                "description": f"PageRank score = {self.weight} × pr / (pr + {self.half}) "
-                f"with pr = {candidate.pagerank:.6g}",
-            }
-        )
+    def explain(self, candidate: Candidate, parts: list[dict]) -> dict:
+        """The score as a tree, like the Google paper's debug mode: children add up.
+        `parts`: what tantivy explains (the text score, the proximity bins:
+        ShardSearcher._explain); PageRank's part is added here."""
+        pagerank = {
+            "value": round(candidate.pagerank_score, 6),
+            "description": f"PageRank score = {self.weight} × pr / (pr + {self.half}) "
+            f"with pr = {candidate.pagerank:.6g}",
+        }
         return {
             "value": round(candidate.score, 6),
             "description": "score = text score + proximity + PageRank score",
-            "details": parts,
+            "details": [*parts, pagerank],
         }
 
 
-def _explained(
-    query: tantivy.Query, searcher: tantivy.Searcher, candidate: Candidate, what: str
+def explained(
+    query: tantivy.Query, searcher: tantivy.Searcher, address: tantivy.DocAddress, what: str
 ) -> dict:
-    tree = json.loads(_named_fields(query.explain(searcher, candidate.address).to_json()))
+    """tantivy's explanation of a page's score for `query`, its fields named, under `what`."""
+    tree = json.loads(_named_fields(query.explain(searcher, address).to_json()))
     return {"value": tree["value"], "description": what, "details": [tree]}
 
 

@@ -1,8 +1,9 @@
 """The web application serving the index: `/` (HTML), `/api/search` and `/api/suggest`
 (JSON), `/cache` (a page as it was fetched), `/healthz`.
 
-Searches and cached pages are answered by worker processes (workers.py), so the event loop
-keeps answering while they run; they follow new index generations by themselves. Every
+Searches and cached pages are answered through the broker (broker.py) by searcher processes
+(searchers.py), local ones or those of `search.searchers`, so the event loop keeps answering
+while they run; they follow new index generations by themselves. Every
 request has a deadline from its arrival to its last byte: a request that cannot be answered
 in time, or finds too many waiting before it, gets a quick 503 with Retry-After. Every
 search is logged to CRAWL/logs/queries.jsonl (truncated, rate-limited, rotated). Errors are
@@ -34,19 +35,18 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from filbert.config import Settings
 from filbert.errors import public_message
-from filbert.index.schema import check_index
 from filbert.search.searcher import MAX_RESULTS, SearchResults
-from filbert.storage import CrawlDir, GenerationHolder
+from filbert.storage import CrawlDir
 from filbert.suggest import SuggestError
 from filbert.suggest.querylog import QueryLog
 from filbert.suggest.step import SuggesterHolder
-from filbert.web.workers import INTERNAL_ERROR, Overloaded, Reply, WorkerFailed, WorkerPool
+from filbert.web.broker import Broker, Reply
+from filbert.web.searchers import INTERNAL_ERROR
 
 HERE = Path(__file__).parent
 PAGE_SIZE = 10
 MAX_OFFSET = 10_000  # deeper pages cost memory in the collector and nobody reads them
 SEND_GRACE = 0.5  # seconds past the deadline a started response may take to be sent
-HEALTH_TTL = 5.0  # seconds an index health check is trusted
 RETRY_AFTER = "1"  # seconds a client told 503 should wait before it asks again
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; style-src 'self'; img-src 'self'; "
@@ -242,23 +242,22 @@ def safe_media_type(value: str) -> str:
 
 
 class SearchService:
-    """Searches through the worker pool, each logged."""
+    """Searches through the broker, each logged."""
 
-    def __init__(self, pool: WorkerPool, log: QueryLog):
-        self.pool = pool
+    def __init__(self, broker: Broker, log: QueryLog):
+        self.broker = broker
         self.log = log
 
     async def search(self, params: SearchParams, client: str, deadline: float) -> Reply:
         start = time.perf_counter()
         request = {
-            "kind": "search",
             "q": params.q,
             "n": params.n,
             "offset": params.offset,
             "ranking": params.ranking,
             "explain": params.explain,
         }
-        reply = await call_pool(self.pool, request, params.heavy, deadline)
+        reply = await self.broker.search(request, params.heavy, deadline)
         self.log.write(
             params.q,
             reply.head.get("total"),
@@ -270,20 +269,10 @@ class SearchService:
         return reply
 
 
-async def call_pool(pool: WorkerPool, request: dict, heavy: bool, deadline: float) -> Reply:
-    """The workers' reply, or the reply that says why there is none."""
-    try:
-        return await pool.call(request, heavy, deadline)
-    except Overloaded as exc:
-        return Reply(503, {"error": f"the server is busy: {exc}; try again"}, b"")
-    except WorkerFailed:
-        return Reply(500, {"error": "the search failed: its worker stopped (restarted)"}, b"")
-
-
 class SearchAPI:
     """GET /api/search as plain ASGI in front of the FastAPI application, which serves every
     other path: FastAPI's routing and parameter handling cost about 0.5 ms a query here (p50,
-    paired, at 1M pages). The parameters are SearchParams; the workers' JSON is sent as it
+    paired, at 1M pages). The parameters are SearchParams; the broker's JSON is sent as it
     comes. `document` adds the endpoint to the application's /openapi.json."""
 
     PATH = "/api/search"
@@ -411,20 +400,18 @@ def error_json(status: int, message: str) -> JSONResponse:
 
 
 def create_app(crawl: CrawlDir, settings: Settings) -> ASGIApp:
-    pool = WorkerPool(crawl, settings)
+    broker = Broker(crawl, settings)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        await pool.start()
+        await broker.start()
         yield
-        pool.close()
+        broker.close()
 
     app = FastAPI(title="filbert", docs_url=None, redoc_url=None, lifespan=lifespan)
-    service = SearchService(pool, QueryLog(crawl.query_log, settings))
-    app.state.pool = pool
+    service = SearchService(broker, QueryLog(crawl.query_log, settings))
+    app.state.broker = broker
     suggestions = SuggesterHolder(crawl, settings)
-    # whether the index can answer: checked again at a new generation, or HEALTH_TTL later
-    health = GenerationHolder(crawl.index, lambda _: check_index(crawl), HEALTH_TTL)
     templates = make_templates()
     explain_max = settings["search.explain.max.results"]
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
@@ -468,9 +455,7 @@ def create_app(crawl: CrawlDir, settings: Settings) -> ASGIApp:
     @app.get("/cache")
     async def cache(request: Request) -> Response:
         url = request.query_params.get("url", "")
-        reply = await call_pool(
-            pool, {"kind": "cache", "url": url}, False, request.scope["deadline"]
-        )
+        reply = await broker.cached(url, request.scope["deadline"])
         if reply.status != 200:
             return error_json(reply.status, reply.error or "")
         # the copy runs in a sandbox: no scripts, no requests to the page's site, its own origin
@@ -512,17 +497,15 @@ def create_app(crawl: CrawlDir, settings: Settings) -> ASGIApp:
 
     @app.get("/healthz")
     async def healthz() -> JSONResponse:
-        problem = health.get()
-        workers = pool.stats()
-        if problem is None and not workers["light"]["alive"]:
-            problem = "no search worker is running"
+        await broker.start()
+        problem = broker.health()
         content = {
             "status": problem or "ok",
-            "workers": workers,
+            "searchers": broker.stats(),
             "query_log_dropped": service.log.dropped,
         }
         if problem is None:
-            content["documents"] = crawl.index.meta().get("documents", 0)
+            content["documents"] = crawl.index.meta().get("documents") or broker.documents()
         return JSONResponse(content, status_code=503 if problem else 200)
 
     SearchAPI.document(app)

@@ -1,0 +1,707 @@
+"""The broker: each search fanned out to searcher processes (searchers.py), their candidates
+merged and ranked, the winning hits fetched from the searchers that hold them.
+
+Searchers tell which shards they serve; those serving the same shards are replicas of one
+group. A search runs the steps of search/searcher.py (`Ranking.steps`, as the in-process
+Searcher does, so both rank alike): each step goes to one replica of each group at once,
+the least busy. Every call has a timeout inside the request's deadline
+(`search.searcher.timeout`); a replica that cannot be reached or misses it is taken out and
+the call tried on another replica of its group while there is time; when none answers, the
+group's shards are left out and the answer says so (`partial`, `shards`), as
+Elasticsearch's `_shards` does. Taken-out replicas are checked every
+`search.searchers.recheck.seconds` and rejoin when they answer; a local searcher (those
+`filbert serve` starts without `--searchers`) that stopped is started again.
+
+Each group has a bounded queue of requests waiting for a free replica: past it, or when
+those waiting would take (at the group's recent pace) longer than a request's deadline
+leaves, the request is refused at once (`Overloaded`, a 503 with Retry-After).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import multiprocessing
+import os
+import shutil
+import socket
+import tempfile
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Generator, Mapping
+from dataclasses import dataclass, field
+from multiprocessing.process import BaseProcess
+from operator import attrgetter
+from typing import Any, TypeVar
+
+import orjson
+
+from filbert.config import ConfigError, Settings
+from filbert.search.hits import LinkGraph, load_link_graph
+from filbert.search.query import QueryError
+from filbert.search.searcher import (
+    Authority,
+    Ranking,
+    Retrieve,
+    SearchResults,
+    ShardCounts,
+    Step,
+    Urls,
+)
+from filbert.search.shards import Retrieved
+from filbert.storage import CrawlDir, GenerationHolder
+from filbert.web.searchers import HEADER, frame, local_searcher, refs, unpack
+
+log = logging.getLogger(__name__)
+HEAVY_NICE = 10  # local heavy searchers' CPU priority, below the light ones' (0)
+SERVICE_WEIGHT = 0.05  # weight of the newest call in a group's moving average of call time
+START_TIMEOUT = 120.0  # seconds local searchers may take to open the index at start
+START_POLL = 0.05  # seconds between checks that a local searcher is ready
+INFO_TTL = 5.0  # seconds what a searcher told of itself (its health, documents) is trusted
+T = TypeVar("T")
+
+
+class Overloaded(RuntimeError):
+    """No searcher can take the request before its deadline: answer 503 with Retry-After."""
+
+
+class Unavailable(RuntimeError):
+    """No searcher of a group answered (or no searcher serves some shards)."""
+
+
+class SearcherDown(ConnectionError):
+    """A searcher could not be reached, or closed the connection."""
+
+
+def searcher_addresses(settings: Mapping[str, Any]) -> list[str]:
+    """`search.searchers` as a list of host:port (ConfigError if one is not)."""
+    addresses = [a.strip() for a in settings["search.searchers"].split(",") if a.strip()]
+    for address in addresses:
+        host, _, port = address.rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ConfigError(f"search.searchers: {address!r} is not host:port")
+    return addresses
+
+
+@dataclass
+class Reply:
+    status: int
+    head: dict[str, Any]  # total, words, generation, error, content_type, segment...
+    body: bytes
+
+    @property
+    def error(self) -> str:
+        return self.head.get("error") or ""
+
+
+class Connection:
+    """One stream to a searcher, one request at a time."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+        self.reader, self.writer = reader, writer
+
+    async def call(self, request: dict[str, Any]) -> Reply:
+        """The reply (SearcherDown if the connection closed)."""
+        try:
+            self.writer.write(frame(orjson.dumps(request)))
+            await self.writer.drain()
+            size = int.from_bytes(await self.reader.readexactly(HEADER), "big")
+            message = await self.reader.readexactly(size)
+        except (asyncio.IncompleteReadError, OSError) as exc:
+            raise SearcherDown(str(exc) or "the connection closed") from None
+        head, _, body = message.partition(b"\n")
+        parsed = orjson.loads(head)
+        return Reply(parsed.pop("status"), parsed, body)
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+class Replica:
+    """One searcher: where it listens, what it serves, its connections; a local one also
+    its process (`start` makes it)."""
+
+    def __init__(
+        self,
+        address: str,
+        capacity: int,
+        start: Callable[[str], BaseProcess] | None = None,
+    ):
+        self.address = address  # host:port, or a Unix socket's path (local searchers)
+        self.capacity = capacity  # requests in flight, one per connection
+        self.busy = 0
+        self.alive = False
+        self.info: dict[str, Any] = {}  # its last "info" reply: shards, of, generation...
+        self.stale = False  # it answered from another generation than its info's
+        self.checked = 0.0  # time.monotonic() of its last "info"
+        self.idle: list[Connection] = []
+        self.start = start
+        self.process: BaseProcess | None = None
+
+    @property
+    def stopped(self) -> bool:
+        """Whether it is a local searcher whose process is not running."""
+        return self.start is not None and (self.process is None or not self.process.is_alive())
+
+    @property
+    def shards(self) -> tuple[int, ...] | None:
+        return tuple(self.info["shards"]) if self.info.get("of") else None
+
+    async def _connect(self) -> Connection:
+        try:
+            if self.start is not None:
+                reader, writer = await asyncio.open_unix_connection(self.address)
+            else:
+                host, _, port = self.address.rpartition(":")
+                reader, writer = await asyncio.open_connection(host.strip("[]"), int(port))
+                writer.get_extra_info("socket").setsockopt(
+                    socket.IPPROTO_TCP, socket.TCP_NODELAY, 1
+                )
+        except OSError as exc:
+            raise SearcherDown(str(exc)) from None
+        return Connection(reader, writer)
+
+    async def call(self, request: dict[str, Any], timeout: float) -> Reply:
+        """The searcher's reply on an idle connection (a new one if none is idle) within
+        `timeout` seconds (else TimeoutError); a connection whose call fails or is cancelled
+        is closed, never reused half-read, and so is one of a searcher taken out meanwhile."""
+        connection = None
+        try:
+            async with asyncio.timeout(timeout):
+                connection = self.idle.pop() if self.idle else await self._connect()
+                reply = await connection.call(request)
+        except BaseException:
+            if connection is not None:
+                connection.close()
+            raise
+        if self.alive:
+            self.idle.append(connection)
+        else:
+            connection.close()
+        return reply
+
+    def take_out(self) -> None:
+        self.alive = False
+        for connection in self.idle:
+            connection.close()
+        self.idle = []
+
+    def launch(self) -> None:
+        """Starts a local searcher's process (again, when it stopped)."""
+        assert self.start is not None
+        if self.process is not None:
+            self.process.join(timeout=0)
+        if os.path.exists(self.address):
+            os.unlink(self.address)
+        self.process = self.start(self.address)
+
+    def stop(self) -> None:
+        self.take_out()
+        if self.process is not None:
+            self.process.terminate()
+            self.process.join(timeout=2)
+            if self.process.is_alive():
+                self.process.kill()
+                self.process.join()
+
+    def stats(self) -> dict[str, Any]:
+        return {"address": self.address, "alive": self.alive, "busy": self.busy}
+
+
+class Group:
+    """Replicas serving the same shards, and the requests waiting for one of them."""
+
+    def __init__(self, shards: tuple[int, ...], queue_max: int, heavy: bool = False):
+        self.shards = shards
+        self.queue_max = queue_max
+        self.heavy = heavy
+        self.replicas: list[Replica] = []
+        self.waiting: deque[asyncio.Future[Replica]] = deque()
+        self.service_time = 0.0  # seconds a call took, moving average
+
+    @property
+    def name(self) -> str:
+        kind = "heavy searches of " if self.heavy else ""
+        return f"{kind}shard{'s' if len(self.shards) > 1 else ''} {','.join(map(str, self.shards))}"
+
+    def served(self, seconds: float) -> None:
+        self.service_time += SERVICE_WEIGHT * (seconds - self.service_time)
+
+    def _free(self, avoid: set[Replica]) -> Replica | None:
+        """The least busy replica that can take a request (none tried before: `avoid`)."""
+        free = [r for r in self.replicas if r.alive and r.busy < r.capacity and r not in avoid]
+        return min(free, key=attrgetter("busy"), default=None)
+
+    async def acquire(self, deadline: float, avoid: set[Replica]) -> Replica:
+        """A replica for one call, counted busy; Unavailable when none is up, Overloaded
+        when none would be free in time."""
+        replica = self._free(avoid)
+        if replica is not None:
+            replica.busy += 1
+            return replica
+        up = [r for r in self.replicas if r.alive and r not in avoid]
+        if not up:
+            raise Unavailable(f"no searcher of {self.name} is answering")
+        if len(self.waiting) >= self.queue_max:
+            raise Overloaded(f"too many searches waiting for {self.name}")
+        # the wait for a replica, were calls to take what they took lately: a request that
+        # would not be answered in time is refused now rather than when its time is up
+        capacity = sum(r.capacity for r in up)
+        if (len(self.waiting) + 1) * self.service_time / capacity > deadline - time.monotonic():
+            raise Overloaded(f"the searches waiting for {self.name} would take too long")
+        future: asyncio.Future[Replica] = asyncio.get_running_loop().create_future()
+        self.waiting.append(future)
+        try:
+            async with asyncio.timeout(deadline - time.monotonic()):
+                return await future
+        except BaseException as exc:
+            if future.done() and not future.cancelled() and future.exception() is None:
+                self.release(future.result())  # handed over just as the wait ended
+            if isinstance(exc, TimeoutError):
+                raise Overloaded(f"no searcher of {self.name} was free in time") from None
+            raise
+        finally:
+            if future in self.waiting:
+                self.waiting.remove(future)
+
+    def release(self, replica: Replica) -> None:
+        replica.busy -= 1
+        self.wake()
+
+    def wake(self) -> None:
+        """Hands free replicas to waiting requests; fails them when no replica is up."""
+        while self.waiting:
+            replica = self._free(set())
+            if replica is None:
+                if not any(r.alive for r in self.replicas):
+                    for future in self.waiting:
+                        if not future.done():
+                            future.set_exception(
+                                Unavailable(f"no searcher of {self.name} is answering")
+                            )
+                    self.waiting.clear()
+                return
+            future = self.waiting.popleft()
+            if not future.done():
+                replica.busy += 1
+                future.set_result(replica)
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "shards": list(self.shards),
+            "heavy": self.heavy,
+            "waiting": len(self.waiting),
+            "replicas": [replica.stats() for replica in self.replicas],
+        }
+
+
+@dataclass
+class Fanout:
+    """One request's groups and what has become of its shards."""
+
+    groups: list[Group]
+    shard_count: int
+    failed: set[int] = field(default_factory=set)
+    generations: dict[int, str] = field(default_factory=dict)  # shard → its phase one's
+    problem: str = ""  # the first failure, told when every group failed
+
+    def __post_init__(self) -> None:
+        served = {shard for group in self.groups for shard in group.shards}
+        self.failed |= set(range(self.shard_count)) - served
+
+    def owner(self, shard: int) -> Group | None:
+        return next((g for g in self.groups if shard in g.shards), None)
+
+    def fail(self, group: Group, problem: Exception) -> None:
+        self.failed.update(group.shards)
+        self.problem = self.problem or str(problem)
+
+    def counts(self) -> ShardCounts:
+        return ShardCounts(self.shard_count, self.shard_count - len(self.failed), len(self.failed))
+
+
+class Broker:
+    """Searches through searchers: those at `search.searchers`, or local ones over every
+    shard (`server.search.workers` light and `server.heavy.workers` heavy processes)."""
+
+    def __init__(self, crawl: CrawlDir, settings: Settings):
+        self.crawl = crawl
+        self.ranking = Ranking(settings)
+        self.call_timeout = settings["search.searcher.timeout"]
+        self.recheck = settings["search.searchers.recheck.seconds"]
+        self.queue_max = (settings["server.queue.max"], settings["server.heavy.queue.max"])
+        self.graph: GenerationHolder[LinkGraph] = GenerationHolder(
+            crawl.webgraph, lambda _: load_link_graph(crawl)
+        )
+        capacity = settings["search.searcher.connections"]
+        addresses = searcher_addresses(settings)
+        self._socket_dir: str | None = None
+        self.heavy: set[Replica] = set()
+        if addresses:
+            self.replicas = [Replica(address, capacity) for address in addresses]
+        else:
+            self._socket_dir = tempfile.mkdtemp(prefix="filbert-searchers-")
+            light = settings["server.search.workers"] or os.cpu_count() or 1
+            heavy = settings["server.heavy.workers"]
+            self.replicas = [
+                Replica(self._socket(i), capacity, self._starter(crawl, settings, 0))
+                for i in range(light)
+            ]
+            self.heavy = {
+                Replica(
+                    self._socket(light + i), capacity, self._starter(crawl, settings, HEAVY_NICE)
+                )
+                for i in range(heavy)
+            }
+            self.replicas += sorted(self.heavy, key=attrgetter("address"))
+        self.groups: dict[tuple[bool, tuple[int, ...]], Group] = {}
+        self._tasks: set[asyncio.Task] = set()
+        self._started: asyncio.Future[None] | None = None
+
+    def _socket(self, i: int) -> str:
+        assert self._socket_dir is not None
+        return os.path.join(self._socket_dir, f"searcher-{i}.sock")
+
+    @staticmethod
+    def _starter(crawl: CrawlDir, settings: Settings, nice: int) -> Callable[[str], BaseProcess]:
+        context = multiprocessing.get_context("spawn")  # never fork a running event loop
+
+        def start(path: str) -> BaseProcess:
+            process = context.Process(
+                target=local_searcher,
+                args=(path, str(crawl.path), dict(settings), nice),
+                daemon=True,
+                name="filbert-searcher",
+            )
+            process.start()
+            return process
+
+        return start
+
+    # --- topology ----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Checks every searcher (waits for the local ones to open the index), then keeps
+        checking those down in the background (once)."""
+        if self._started is None:
+            self._started = asyncio.get_running_loop().create_future()
+            await asyncio.gather(*(self._first_check(r) for r in self.replicas))
+            self._regroup()
+            self._background(self._recheck_loop())
+            self._started.set_result(None)
+        await self._started
+
+    async def _first_check(self, replica: Replica) -> None:
+        if replica.start is None:
+            await self._check(replica)
+            return
+        replica.launch()
+        give_up = time.monotonic() + START_TIMEOUT
+        while not await self._check(replica) and time.monotonic() < give_up:
+            if replica.stopped:
+                return  # it could not start: the background checks start it again
+            await asyncio.sleep(START_POLL)
+
+    async def _check(self, replica: Replica) -> bool:
+        """Whether the searcher answers "info" (it rejoins then)."""
+        try:
+            reply = await replica.call({"kind": "info"}, max(self.recheck, self.call_timeout))
+        except (SearcherDown, TimeoutError):
+            return False
+        before = replica.shards
+        replica.info, replica.alive, replica.stale = reply.head, True, False
+        replica.checked = time.monotonic()
+        if replica.shards != before and self._started is not None and self._started.done():
+            self._regroup()
+        for group in self.groups.values():
+            if replica in group.replicas:
+                group.wake()
+        return True
+
+    def _regroup(self) -> None:
+        """Groups the searchers by the shards they serve: one group per set of shards (the
+        heavy ones apart); a searcher whose shards overlap another group's is left out."""
+        groups: dict[tuple[bool, tuple[int, ...]], Group] = {}
+        for replica in self.replicas:
+            shards, heavy = replica.shards, replica in self.heavy
+            if shards is None:
+                continue
+            key = (heavy, shards)
+            if key not in groups:
+                clash = [g for (h, s), g in groups.items() if h == heavy and set(s) & set(shards)]
+                if clash:
+                    log.error(
+                        "searcher %s serves shards %s, which overlap %s: it is left out "
+                        "(replicas must serve the same shards)",
+                        replica.address,
+                        ",".join(map(str, shards)),
+                        clash[0].name,
+                    )
+                    continue
+                groups[key] = self.groups.get(key) or Group(shards, self.queue_max[heavy], heavy)
+                groups[key].replicas = []
+            groups[key].replicas.append(replica)
+        self.groups = groups
+
+    async def _recheck_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.recheck)
+            await asyncio.gather(*(self._recheck(r) for r in self.replicas))
+
+    async def _recheck(self, replica: Replica) -> None:
+        """Starts a local searcher that stopped again; asks one that is down, serves no
+        shards yet or changed generation what it serves."""
+        if replica.stopped:
+            if replica.process is not None:
+                log.warning("local searcher %s stopped: starting it again", replica.address)
+            self._take_out(replica)
+            replica.launch()
+            return  # checked on the next round, when it has had time to open the index
+        fresh = time.monotonic() - replica.checked < INFO_TTL
+        if replica.alive and replica.shards is not None and not replica.stale and fresh:
+            return
+        was_down = not replica.alive
+        if await self._check(replica) and was_down:
+            log.warning("searcher %s answers again", replica.address)
+
+    def _background(self, work: Awaitable[Any]) -> None:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _take_out(self, replica: Replica) -> None:
+        if replica.alive:
+            log.warning("searcher %s is taken out until it answers again", replica.address)
+        replica.take_out()
+        for group in self.groups.values():
+            if replica in group.replicas:
+                group.wake()
+
+    def fanout(self, heavy: bool) -> Fanout:
+        """The groups a request goes to (the heavy ones for a heavy request, when there are),
+        and the index's shard count as the searchers know it."""
+        groups = [g for g in self.groups.values() if g.heavy == (heavy and self._has_heavy())]
+        counts = [r.info["of"] for r in self.replicas if r.info.get("of")]
+        if not counts:
+            raise Unavailable(self._no_searcher())
+        return Fanout(groups, max(counts))
+
+    def _has_heavy(self) -> bool:
+        return any(g.heavy for g in self.groups.values())
+
+    def _no_searcher(self) -> str:
+        problems: list[str] = [r.info["problem"] for r in self.replicas if r.info.get("problem")]
+        return problems[0] if problems else "no searcher is answering"
+
+    # --- calls -------------------------------------------------------------------------
+
+    async def _call(self, group: Group, request: dict[str, Any], deadline: float) -> Reply:
+        """The reply of one replica of the group: another is tried after one that is down,
+        misses the call's timeout or fails (5xx) while there is time."""
+        tried: set[Replica] = set()
+        while True:
+            replica = await group.acquire(deadline, tried)
+            tried.add(replica)
+            remaining = deadline - time.monotonic()  # heavy searches may take all of it
+            timeout = remaining if group.heavy else min(self.call_timeout, remaining)
+            sent = time.monotonic()
+            try:
+                reply = await replica.call({**request, "timeout": timeout}, timeout)
+            except TimeoutError:
+                self._take_out(replica)
+                problem = f"the searcher of {group.name} did not answer in time; try again"
+            except SearcherDown:
+                self._take_out(replica)
+                problem = f"the searcher of {group.name} is down; try again"
+            else:
+                group.served(time.monotonic() - sent)
+                generation = reply.head.get("generation")
+                if not replica.stale and generation not in (None, replica.info.get("generation")):
+                    replica.stale = True  # its shards may have changed: asked again now
+                    self._background(self._check(replica))
+                if reply.status < 500:
+                    return reply
+                problem = reply.error
+            finally:
+                group.release(replica)
+            if time.monotonic() >= deadline:
+                raise Overloaded("the search took longer than its deadline")
+            if not any(r.alive and r not in tried for r in group.replicas):
+                raise Unavailable(problem)
+
+    async def _each(
+        self, fan: Fanout, requests: Mapping[Group, dict[str, Any]], deadline: float
+    ) -> list[tuple[Group, Reply]]:
+        """Each group's reply to its request, at once; a group that fails has its shards
+        counted failed. Overloaded if one was; Unavailable if none answered; QueryError for
+        a query the searchers refuse."""
+        groups = list(requests)
+        replies = await asyncio.gather(
+            *(self._call(g, requests[g], deadline) for g in groups), return_exceptions=True
+        )
+        answered = []
+        for group, reply in zip(groups, replies):
+            if isinstance(reply, Overloaded):
+                raise reply
+            if isinstance(reply, Unavailable):
+                fan.fail(group, reply)
+            elif isinstance(reply, BaseException):
+                raise reply
+            elif reply.status == 400:
+                raise QueryError(reply.error)
+            else:
+                answered.append((group, reply))
+        if groups and not answered:
+            raise Unavailable(fan.problem)
+        return answered
+
+    async def _answer(self, step: Step, fan: Fanout, deadline: float) -> Any:
+        if isinstance(step, Retrieve):
+            request = {
+                "kind": "retrieve",
+                "q": step.query,
+                "conjunction": step.conjunction,
+                "depth": step.depth,
+            }
+            return self._merged(
+                fan, await self._each(fan, dict.fromkeys(fan.groups, request), deadline)
+            )
+        if isinstance(step, Authority):
+            graph = await asyncio.to_thread(self.graph.get)
+            inlinks = self.ranking.hits_inlinks
+            return await asyncio.to_thread(graph.hubs_and_authorities, step.urls, inlinks)
+        if isinstance(step, Urls):
+            return await self._by_owner(fan, step.candidates, {"kind": "urls"}, deadline)
+        request = {
+            "kind": "fetch",
+            "q": step.query,
+            "conjunction": step.conjunction,
+            "explain": step.explain,
+        }
+        return await self._by_owner(fan, step.candidates, request, deadline)
+
+    def _merged(self, fan: Fanout, replies: list[tuple[Group, Reply]]) -> Retrieved:
+        """The groups' phase one as one: candidates in shard order, as one process has them."""
+        total, words, candidates = 0, 0, []
+        for group, reply in replies:
+            total += reply.head["total"]
+            words = max(words, reply.head["words"])
+            candidates += unpack(reply.body)
+            fan.generations.update(dict.fromkeys(group.shards, reply.head["generation"]))
+        candidates.sort(key=attrgetter("shard"))  # stable: each shard's order is kept
+        return Retrieved(total, candidates, words)
+
+    async def _by_owner(
+        self, fan: Fanout, candidates: list, request: dict[str, Any], deadline: float
+    ) -> list[Any]:
+        """Each candidate's answer from the group holding its shard (None where it failed)."""
+        positions: dict[Group, list[int]] = {}
+        for i, candidate in enumerate(candidates):
+            group = fan.owner(candidate.shard)
+            if group is not None and candidate.shard not in fan.failed:
+                positions.setdefault(group, []).append(i)
+        requests = {
+            group: {
+                **request,
+                "generation": fan.generations.get(group.shards[0]),
+                "candidates": refs([candidates[i] for i in mine]),
+            }
+            for group, mine in positions.items()
+        }
+        found: list[Any] = [None] * len(candidates)
+        for group, reply in await self._each(fan, requests, deadline):
+            for i, value in zip(positions[group], orjson.loads(reply.body)):
+                found[i] = value
+        return found
+
+    # --- what the server asks ----------------------------------------------------------
+
+    async def search(self, request: dict[str, Any], heavy: bool, deadline: float) -> Reply:
+        """The search's JSON (SearchResults) or the reply that says why there is none."""
+        await self.start()
+        try:
+            fan = self.fanout(heavy)
+            steps = self.ranking.steps(
+                request["q"],
+                request["n"],
+                request["offset"],
+                request["ranking"],
+                request["explain"],
+                deadline,
+            )
+            results: SearchResults = await self._run(
+                steps, lambda s: self._answer(s, fan, deadline)
+            )
+        except QueryError as exc:
+            return Reply(400, {"error": str(exc)}, b"")
+        except Overloaded as exc:
+            return Reply(503, {"error": f"the server is busy: {exc}; try again"}, b"")
+        except Unavailable as exc:
+            return Reply(503, {"error": str(exc)}, b"")
+        except TimeoutError:
+            return Reply(503, {"error": "the search took longer than its deadline; try again"}, b"")
+        results.shards = fan.counts()
+        head = {"total": results.total, "matched_all": results.matched_all}
+        return Reply(200, head, orjson.dumps(results.to_dict()))
+
+    @staticmethod
+    async def _run(steps: Generator[Step, Any, T], answer: Callable[[Step], Awaitable[Any]]) -> T:
+        """search.searcher.run_steps, each step awaited."""
+        try:
+            step = next(steps)
+            while True:
+                step = steps.send(await answer(step))
+        except StopIteration as done:
+            return done.value
+
+    async def cached(self, url: str, deadline: float) -> Reply:
+        """The page as fetched, from whichever group has it."""
+        await self.start()
+        try:
+            fan = self.fanout(False)
+            replies = await self._each(
+                fan, {group: {"kind": "cache", "url": url} for group in fan.groups}, deadline
+            )
+        except (Overloaded, Unavailable) as exc:
+            return Reply(503, {"error": str(exc)}, b"")
+        found = [reply for _, reply in replies if reply.status == 200]
+        if found:
+            return found[0]
+        if fan.failed:
+            return Reply(503, {"error": f"not found, and {fan.problem}"}, b"")
+        return Reply(404, {"error": "the URL is not in the index"}, b"")
+
+    def health(self) -> str | None:
+        """What keeps the searchers from answering, as they last told (None: nothing)."""
+        problems = [r.info["problem"] for r in self.replicas if r.alive and r.info.get("problem")]
+        if problems or not self.groups:
+            return problems[0] if problems else self._no_searcher()
+        light = [g for g in self.groups.values() if not g.heavy]
+        down = [g for g in light if not any(r.alive for r in g.replicas)]
+        if down:
+            return f"no searcher of {down[0].name} is answering"
+        missing = set(range(self.fanout(False).shard_count)) - {s for g in light for s in g.shards}
+        if missing:
+            return f"no searcher serves shard(s) {','.join(map(str, sorted(missing)))}"
+        return None
+
+    def documents(self) -> int:
+        """The index's documents, as the searchers last told."""
+        return max((r.info.get("documents", 0) for r in self.replicas if r.alive), default=0)
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "groups": [group.stats() for group in self.groups.values()],
+            "alive": sum(r.alive for r in self.replicas if r not in self.heavy),
+            "searchers": len(self.replicas) - len(self.heavy),
+        }
+
+    def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        self._tasks.clear()
+        for replica in self.replicas:
+            replica.stop()
+        if self._socket_dir is not None:
+            shutil.rmtree(self._socket_dir, ignore_errors=True)
+        self._started = None

@@ -1,0 +1,281 @@
+"""Searchers: processes that each serve some of the index's shards to the broker (broker.py).
+
+tantivy-py holds the GIL while it searches, so one process searches on one core: a machine
+serves on all its cores with several searcher processes, and an index larger than a machine
+with searchers on several machines. `filbert searcher --shards 0,1 --port P` is one, on TCP;
+`filbert serve` starts its local ones itself, on Unix sockets. A searcher answers phase one,
+the fetch phase and cached pages for its shards (search/shards.py), and follows new index
+generations by itself (a `stat` of index/CURRENT per request). It answers one request at a
+time, in the order they arrive on its connections.
+
+The protocol, over a stream socket: each message is its length (8 bytes, big endian), then
+the message. A request is one JSON object, {"kind": ..., "timeout": seconds it may take, ...}.
+A reply is a JSON head line ({"status": 200, ...} or an "error") and a body:
+
+- "info": the shards served (`shards`), the index's shard count (`of`), `generation`,
+  `documents`, and a `problem` when the shards cannot answer (health);
+- "retrieve" (q, conjunction, depth): head `total`, `words`, `generation`; body the
+  candidates as packed records (CANDIDATE, little endian), in shard order;
+- "fetch" (q, conjunction, explain, generation, candidates as REF rows): body a JSON list,
+  one search.shards.Fetched or null per candidate;
+- "urls" (generation, candidates): body a JSON list of URLs (or null);
+- "cache" (url): head `content_type`, `segment`; body the page as fetched; 404 if absent.
+
+Status 400 is a query error, 404 a page not there, 503 no index, a damaged file or the
+timeout, 500 a bug.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import time
+import traceback
+from collections.abc import Sequence
+from contextlib import suppress
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+
+from filbert.config import Settings
+from filbert.errors import UserError, public_message
+from filbert.index.schema import check_index
+from filbert.search.query import QueryError
+from filbert.search.ranking import Candidate
+from filbert.search.shards import SearchTimeout, ShardSearcher
+from filbert.storage import CrawlDir, GenerationHolder
+
+INTERNAL_ERROR = "internal error (see the server's log)"
+HEADER = 8  # bytes of a message's length
+MAX_MESSAGE = 64 << 20  # a request longer than this closes the connection
+HEALTH_TTL = 5.0  # seconds a searcher's health check is trusted
+ORPHAN_CHECK = 1.0  # seconds between a local searcher's checks that its server still runs
+# a candidate as phase one sends it: Candidate's fields in its order, up to proximity
+CANDIDATE = np.dtype(
+    [
+        ("text_score", "<f8"),
+        ("shard", "<i4"),
+        ("segment", "<i4"),
+        ("doc", "<i4"),
+        ("pagerank", "<f8"),
+        ("simhash", "<i8"),
+        ("host", "<i8"),
+        ("uid", "<i8"),
+        ("proximity", "<f8"),
+    ]
+)
+FIELDS: tuple[str, ...] = CANDIDATE.names or ()
+REF = ("shard", "segment", "doc", "uid", "proximity")  # what the fetch phase needs of one
+
+
+def frame(message: bytes) -> bytes:
+    """A message as it goes over the socket: its length (8 bytes), then itself."""
+    return len(message).to_bytes(HEADER, "big") + message
+
+
+def pack(candidates: Sequence[Candidate]) -> bytes:
+    rows = [tuple(getattr(c, name) for name in FIELDS) for c in candidates]
+    return np.array(rows, dtype=CANDIDATE).tobytes()
+
+
+def unpack(data: bytes) -> list[Candidate]:
+    records = np.frombuffer(data, dtype=CANDIDATE)
+    return list(map(Candidate, *(records[name].tolist() for name in FIELDS)))
+
+
+def refs(candidates: Sequence[Candidate]) -> list[list]:
+    return [[getattr(c, name) for name in REF] for c in candidates]
+
+
+def from_refs(rows: list[list]) -> list[Candidate]:
+    return [
+        Candidate(0.0, shard, segment, doc, uid=uid, proximity=proximity)
+        for shard, segment, doc, uid, proximity in rows
+    ]
+
+
+class Shards:
+    """A searcher's shards of the current index generation, and its answers to requests."""
+
+    def __init__(self, crawl: CrawlDir, settings: Settings, numbers: Sequence[int] | None):
+        self.crawl, self.settings, self.numbers = crawl, settings, numbers
+        self.holder = GenerationHolder(crawl.index, self._open)
+        self.health = GenerationHolder(
+            crawl.index, lambda _: check_index(crawl, self.numbers), HEALTH_TTL
+        )
+
+    def _open(self, searcher: ShardSearcher | None) -> ShardSearcher:
+        if searcher is None:
+            searcher = ShardSearcher(self.crawl, self.settings, self.numbers)
+        elif searcher.generation != self.crawl.index.current():
+            searcher.reopen()
+        else:
+            return searcher
+        searcher.warm_up()
+        return searcher
+
+    def answer(self, request: dict[str, Any]) -> bytes:
+        """The reply to one request: its head line and body."""
+        head: dict[str, Any] = {"status": 200}
+        body = b""
+        try:
+            deadline = time.monotonic() + float(request.get("timeout", 60.0))
+            body = self._answer(request, head, deadline)
+        except QueryError as exc:
+            head.update(status=400, error=str(exc))
+        except SearchTimeout:
+            head.update(status=503, error="the search took longer than its deadline")
+        except (FileNotFoundError, UserError) as exc:
+            head.update(status=503, error=self._unavailable(exc))
+        except Exception:
+            traceback.print_exc(file=sys.stderr)
+            head.update(status=500, error=INTERNAL_ERROR)
+        return orjson.dumps(head) + b"\n" + body
+
+    def _unavailable(self, exc: Exception) -> str:
+        """Why the shards cannot answer: no index, or a damaged file (named crawl-relative)."""
+        if isinstance(exc, FileNotFoundError):
+            return "there is no index yet: run `filbert index`"
+        return public_message(exc, self.crawl.path)
+
+    def _answer(self, request: dict[str, Any], head: dict[str, Any], deadline: float) -> bytes:
+        kind = request["kind"]
+        if kind == "info":
+            return self._info(head)
+        searcher = self.holder.get()
+        head["generation"] = searcher.generation.name
+        if kind == "retrieve":
+            found = searcher.retrieve(
+                request["q"], request["conjunction"], request["depth"], deadline
+            )
+            head.update(total=found.total, words=found.words)
+            return pack(found.candidates)
+        if kind == "cache":
+            page = searcher.cached(request["url"])
+            if page is None:
+                head.update(status=404, error="the URL is not in the index")
+                return b""
+            head.update(content_type=page.content_type, segment=page.segment)
+            return page.content
+        candidates = from_refs(request["candidates"])
+        generation = request["generation"]
+        if kind == "fetch":
+            fetched = searcher.fetch(
+                request["q"],
+                candidates,
+                request["conjunction"],
+                request["explain"],
+                generation,
+                deadline,
+            )
+            return orjson.dumps(fetched)
+        if kind == "urls":
+            return orjson.dumps(searcher.urls(candidates, generation))
+        raise QueryError(f"unknown request {kind!r}")
+
+    def _info(self, head: dict[str, Any]) -> bytes:
+        """What this searcher serves; `problem`: why its shards cannot answer, if they cannot."""
+        try:
+            searcher = self.holder.get()
+        except (FileNotFoundError, UserError) as exc:
+            head.update(shards=list(self.numbers or ()), of=None, problem=self._unavailable(exc))
+            return b""
+        head.update(
+            shards=sorted(searcher.shards),
+            of=searcher.shard_count,
+            generation=searcher.generation.name,
+            documents=searcher.documents,
+            problem=self.health.get(),
+        )
+        return b""
+
+
+async def _serve_connection(
+    shards: Shards, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+) -> None:
+    """Answers the connection's requests until it closes. Answering blocks the loop: the
+    other connections' requests wait in their sockets meanwhile."""
+    try:
+        while True:
+            size = int.from_bytes(await reader.readexactly(HEADER), "big")
+            if size > MAX_MESSAGE:
+                return
+            request = orjson.loads(await reader.readexactly(size))
+            writer.write(frame(shards.answer(request)))
+            await writer.drain()
+    except (asyncio.IncompleteReadError, ConnectionError, orjson.JSONDecodeError):
+        return
+    finally:
+        writer.close()
+
+
+async def _serve(
+    shards: Shards,
+    host: str | None,
+    port: int | None,
+    path: str | None,
+    orphan_check: bool = False,
+) -> None:
+    """Serves on host:port or the Unix socket `path`; with `orphan_check`, until the process
+    that started this one is gone (a local searcher must not outlive its server)."""
+
+    def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> Any:
+        return _serve_connection(shards, reader, writer)
+
+    if path is not None:
+        server = await asyncio.start_unix_server(handle, path)
+    else:
+        server = await asyncio.start_server(handle, host, port)
+    parent = os.getppid()
+    async with server:
+        while not orphan_check or os.getppid() == parent:
+            await asyncio.sleep(ORPHAN_CHECK)
+
+
+def _event_loop() -> None:
+    with suppress(ImportError):
+        import uvloop
+
+        uvloop.install()
+
+
+def run_searcher(
+    crawl: CrawlDir,
+    settings: Settings,
+    numbers: Sequence[int] | None,
+    host: str,
+    port: int,
+) -> None:
+    """`filbert searcher`: serves the shards `numbers` (all when None) on host:port until
+    interrupted."""
+    from filbert.analysis.analyzers import set_cache_limit
+
+    set_cache_limit(settings["server.cache.words"])
+    shards = Shards(crawl, settings, numbers)
+    with suppress(FileNotFoundError):  # no index yet: answered to each request instead
+        shards.holder.get()  # open the index now, and refuse shards it lacks
+    served = "all shards" if numbers is None else f"shards {','.join(map(str, numbers))}"
+    print(f"searcher: {served} of {crawl.path} on {host}:{port}", file=sys.stderr, flush=True)
+    _event_loop()
+    with suppress(KeyboardInterrupt):
+        asyncio.run(_serve(shards, host, port, None))
+
+
+def local_searcher(path: str, crawl_path: str, values: dict[str, Any], nice: int) -> None:
+    """A searcher process `filbert serve` starts: every shard, on the Unix socket `path`."""
+    from filbert.analysis.analyzers import set_cache_limit
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the server, which stops us
+    if nice:
+        os.nice(nice)
+    settings = Settings(values)
+    set_cache_limit(settings["server.cache.words"])
+    shards = Shards(CrawlDir(Path(crawl_path)), settings, None)
+    with suppress(Exception):  # a failure is answered to each request instead
+        shards.holder.get()  # open the index now, not on the first query
+    _event_loop()
+    asyncio.run(_serve(shards, None, None, path, orphan_check=True))
