@@ -217,7 +217,7 @@ def report(
     meta = chain.index.meta()
     chain_index, fresh_index = chain.index.current(), fresh.index.current()
     assert chain_index is not None and fresh_index is not None
-    segments = [s.num_segments for s in Searcher(chain, load_settings(None)).shards]
+    segments = [s.num_segments for s in Searcher(chain, load_settings(None)).shards.shards.values()]
     rows = [
         ("full rebuild (`update_shards` from nothing)", f"{full:.1f} s", "1.00", ""),
         *(

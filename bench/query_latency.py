@@ -80,8 +80,8 @@ from filbert.index.schema import FIELD_NAMES, open_shards
 from filbert.index.shards import index_writer
 from filbert.index.step import ROWS_PER_GROUP, index_documents
 from filbert.search.query import AnalyzedQuery
-from filbert.search.searcher import PENALTY_MARGIN, Hit, Searcher, SearchResults
-from filbert.search.snippets import make_snippet
+from filbert.search.searcher import Searcher, SearchResults
+from filbert.search.shards import PENALTY_MARGIN
 from filbert.storage import CrawlDir
 
 FORMAT = 1  # bump when generation changes, to invalidate cached indexes
@@ -483,47 +483,28 @@ def stats_ms(seconds: np.ndarray) -> dict[str, float]:
 
 
 def phase_times(searcher: Searcher, query: str) -> dict[str, float]:
-    """Searcher.search's steps timed one by one (mirrors its code for ranking=bm25), plus the
-    tantivy search of the same query without counting and without the proximity clauses."""
+    """Searcher.search's steps timed one by one (mirrors Ranking.steps for ranking=bm25),
+    plus the tantivy search of the same query without counting and without the proximity
+    clauses."""
+    shards, ranking = searcher.shards, searcher.ranking
     marks = [("start", time.perf_counter())]
-    analyzed = searcher.analyze(query)
+    analyzed = shards.analyze(query)
     marks.append(("analyze", time.perf_counter()))
-    depth = max(10, searcher.rerank_depth)
-    total, candidates = searcher._retrieve(analyzed, True, depth)
+    depth = max(10, ranking.rerank_depth)
+    total, candidates = shards._retrieve(analyzed, True, depth)
     marks.append(("build + tantivy top-100 + count + columns", time.perf_counter()))
     if total == 0 and len(analyzed.clauses) > 1:
-        total, candidates = searcher._retrieve(analyzed, False, depth)
+        total, candidates = shards._retrieve(analyzed, False, depth)
     marks.append(("fallback: any word", time.perf_counter()))
-    searcher._proximity(analyzed, candidates)
+    shards._proximity(analyzed, candidates)
     marks.append(("proximity bins on the candidates", time.perf_counter()))
-    ranked = searcher.reranker.rerank(candidates)
+    ranked = ranking.reranker.rerank(ranking._near_only_best(candidates))
     marks.append(("re-rank", time.perf_counter()))
-    docs = [searcher._doc(c) for c in ranked[:10]]
-    marks.append(("fetch 10 docs", time.perf_counter()))
-    hits = []
-    for doc, candidate in zip(docs, ranked):
-        lang = doc.get_first("lang") or ""
-        snippet = make_snippet(
-            doc.get_first("body_text").decode(),
-            lang,
-            analyzed.terms,
-            analyzed.probes,
-            searcher.snippet_chars,
-        )
-        hits.append(
-            Hit(
-                doc.get_first("url"),
-                doc.get_first("title_text").decode(),
-                lang,
-                round(candidate.score, 4),
-                snippet.text,
-                snippet.html,
-                candidate.signals,
-            )
-        )
-    marks.append(("10 snippets", time.perf_counter()))
+    fetched = shards.fetch(query, ranked[:10], True, False)
+    marks.append(("fetch phase: 10 docs and snippets", time.perf_counter()))
+    hits = [ranking._hit(c, f) for c, f in zip(ranked, fetched) if f is not None]
     orjson.dumps(SearchResults(query, total, 0, hits).to_dict())
-    marks.append(("JSON response (to_dict, orjson)", time.perf_counter()))
+    marks.append(("hits and JSON response (to_dict, orjson)", time.perf_counter()))
     times = {name: end - begin for (_, begin), (name, end) in itertools.pairwise(marks)}
     times["(sum)"] = marks[-1][1] - marks[0][1]
     times.update(tantivy_variants(searcher, analyzed, depth))
@@ -535,15 +516,16 @@ def tantivy_variants(searcher: Searcher, analyzed: AnalyzedQuery, depth: int) ->
     only; the language penalty after it when few pages are in other languages), with and
     without counting the matches, with the penalty in tantivy, and with several words
     matched field by field rather than in the all field (all shards)."""
-    others = searcher.other_languages(analyzed)
-    built = searcher.builder.build(analyzed, True, others)
+    shards, builder = searcher.shards, searcher.shards.builder
+    others = shards.other_languages(analyzed)
+    built = builder.build(analyzed, True, others)
     first, limit = built, depth
     if others is not None:  # the penalty after tantivy (the generated pages: 0.3 % not English)
-        first, limit = searcher.builder.matching(analyzed), depth + int(depth * PENALTY_MARGIN)
+        first, limit = builder.matching(analyzed), depth + int(depth * PENALTY_MARGIN)
     flat = (
-        searcher.builder.matching(analyzed, flat=True)
+        builder.matching(analyzed, flat=True)
         if others is not None
-        else searcher.builder.build(analyzed, True, others, flat=True)
+        else builder.build(analyzed, True, others, flat=True)
     )
     variants = {
         "  tantivy first phase (count)": (first, limit, True),
@@ -554,7 +536,7 @@ def tantivy_variants(searcher: Searcher, analyzed: AnalyzedQuery, depth: int) ->
     times = {}
     for name, (query, limit, count) in variants.items():
         start = time.perf_counter()
-        for shard in searcher.shards:
+        for shard in shards.shards.values():
             shard.search(query, limit=limit, count=count)
         times[name] = time.perf_counter() - start
     return times

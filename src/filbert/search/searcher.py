@@ -234,14 +234,14 @@ def _by_authority(root: list[Candidate], scores: list[tuple[float, float]]) -> l
 
 
 class Searcher:
-    """Searches the whole index in this process: the steps answered by one ShardSearcher
-    over every shard. Opens the current index generation once; reopen() picks up a newer
-    one."""
+    """Searches in this process: the steps answered by one ShardSearcher, over every shard
+    (or the given one's shards: a searcher process that holds them all answers whole
+    searches so). Opens the current index generation once; reopen() picks up a newer one."""
 
-    def __init__(self, crawl: CrawlDir, settings: Settings):
+    def __init__(self, crawl: CrawlDir, settings: Settings, shards: ShardSearcher | None = None):
         self.crawl, self.settings = crawl, settings
         self.ranking = Ranking(settings)
-        self.shards = ShardSearcher(crawl, settings)
+        self.shards = shards or ShardSearcher(crawl, settings)
         self._graph: LinkGraph | None = None
 
     @property
@@ -264,8 +264,8 @@ class Searcher:
         """See Ranking.steps."""
         steps = self.ranking.steps(query, n, offset, ranking, explain, deadline)
         results = run_steps(steps, partial(self._answer, deadline=deadline))
-        count = self.shards.shard_count
-        results.shards = ShardCounts(count, count, 0)
+        count, held = self.shards.shard_count, len(self.shards.shards)
+        results.shards = ShardCounts(count, held, count - held)
         return results
 
     def _answer(self, step: Step, deadline: float | None) -> Any:

@@ -37,20 +37,20 @@ from typing import Any, TypeVar
 import orjson
 
 from filbert.config import ConfigError, Settings
+from filbert.errors import UserError, public_message
 from filbert.search.hits import LinkGraph, load_link_graph
 from filbert.search.query import QueryError
 from filbert.search.searcher import (
     Authority,
     Ranking,
     Retrieve,
-    SearchResults,
     ShardCounts,
     Step,
     Urls,
 )
-from filbert.search.shards import Retrieved
+from filbert.search.shards import Retrieved, SearchTimeout
 from filbert.storage import CrawlDir, GenerationHolder
-from filbert.web.searchers import HEADER, frame, local_searcher, refs, unpack
+from filbert.web.searchers import HEADER, MAX_MESSAGE, frame, local_searcher, refs, unpack
 
 log = logging.getLogger(__name__)
 HEAVY_NICE = 10  # local heavy searchers' CPU priority, below the light ones' (0)
@@ -106,6 +106,8 @@ class Connection:
             self.writer.write(frame(orjson.dumps(request)))
             await self.writer.drain()
             size = int.from_bytes(await self.reader.readexactly(HEADER), "big")
+            if size > MAX_MESSAGE:
+                raise SearcherDown(f"a reply of {size:,} bytes: is this a filbert searcher?")
             message = await self.reader.readexactly(size)
         except (asyncio.IncompleteReadError, OSError) as exc:
             raise SearcherDown(str(exc) or "the connection closed") from None
@@ -168,8 +170,16 @@ class Replica:
         connection = None
         try:
             async with asyncio.timeout(timeout):
-                connection = self.idle.pop() if self.idle else await self._connect()
-                reply = await connection.call(request)
+                if self.idle:  # it may have closed meanwhile (the searcher restarted): once more
+                    connection = self.idle.pop()
+                    try:
+                        reply = await connection.call(request)
+                    except SearcherDown:
+                        connection.close()
+                        connection = None
+                if connection is None:
+                    connection = await self._connect()
+                    reply = await connection.call(request)
         except BaseException:
             if connection is not None:
                 connection.close()
@@ -384,11 +394,16 @@ class Broker:
         """Checks every searcher (waits for the local ones to open the index), then keeps
         checking those down in the background (once)."""
         if self._started is None:
-            self._started = asyncio.get_running_loop().create_future()
-            await asyncio.gather(*(self._first_check(r) for r in self.replicas))
+            self._started = started = asyncio.get_running_loop().create_future()
+            try:
+                await asyncio.gather(*(self._first_check(r) for r in self.replicas))
+            except BaseException as exc:
+                self._started = None  # the next request tries again
+                started.set_exception(exc)
+                raise
             self._regroup()
             self._background(self._recheck_loop())
-            self._started.set_result(None)
+            started.set_result(None)
         await self._started
 
     async def _first_check(self, replica: Replica) -> None:
@@ -441,12 +456,23 @@ class Broker:
                 groups[key] = self.groups.get(key) or Group(shards, self.queue_max[heavy], heavy)
                 groups[key].replicas = []
             groups[key].replicas.append(replica)
+        for key, dropped in self.groups.items():
+            if key not in groups:  # its waiting requests fail now rather than at their deadline
+                dropped.replicas = []
+                dropped.wake()
         self.groups = groups
 
     async def _recheck_loop(self) -> None:
         while True:
             await asyncio.sleep(self.recheck)
-            await asyncio.gather(*(self._recheck(r) for r in self.replicas))
+            for replica, failed in zip(
+                self.replicas,
+                await asyncio.gather(
+                    *(self._recheck(r) for r in self.replicas), return_exceptions=True
+                ),
+            ):
+                if isinstance(failed, Exception):
+                    log.error("checking searcher %s failed: %r", replica.address, failed)
 
     async def _recheck(self, replica: Replica) -> None:
         """Starts a local searcher that stopped again; asks one that is down, serves no
@@ -508,6 +534,8 @@ class Broker:
             try:
                 reply = await replica.call({**request, "timeout": timeout}, timeout)
             except TimeoutError:
+                if group.heavy or timeout < self.call_timeout:  # the request's time ran out
+                    raise Overloaded("the search took longer than its deadline") from None
                 self._take_out(replica)
                 problem = f"the searcher of {group.name} did not answer in time; try again"
             except SearcherDown:
@@ -563,8 +591,10 @@ class Broker:
                 "conjunction": step.conjunction,
                 "depth": step.depth,
             }
+            # again with any word: not of a group that failed (its hits could not be fetched)
+            groups = [g for g in fan.groups if not fan.failed.intersection(g.shards)]
             return self._merged(
-                fan, await self._each(fan, dict.fromkeys(fan.groups, request), deadline)
+                fan, await self._each(fan, dict.fromkeys(groups, request), deadline)
             )
         if isinstance(step, Authority):
             graph = await asyncio.to_thread(self.graph.get)
@@ -621,6 +651,10 @@ class Broker:
         await self.start()
         try:
             fan = self.fanout(heavy)
+            if len(fan.groups) == 1 and not fan.failed:
+                # one searcher holds every shard: the whole search in one call, phase two
+                # where the candidates are (as Elasticsearch's query_and_fetch for one shard)
+                return await self._call(fan.groups[0], {"kind": "search", **request}, deadline)
             steps = self.ranking.steps(
                 request["q"],
                 request["n"],
@@ -629,17 +663,15 @@ class Broker:
                 request["explain"],
                 deadline,
             )
-            results: SearchResults = await self._run(
-                steps, lambda s: self._answer(s, fan, deadline)
-            )
+            results = await self._run(steps, lambda step: self._answer(step, fan, deadline))
         except QueryError as exc:
             return Reply(400, {"error": str(exc)}, b"")
         except Overloaded as exc:
             return Reply(503, {"error": f"the server is busy: {exc}; try again"}, b"")
-        except Unavailable as exc:
-            return Reply(503, {"error": str(exc)}, b"")
-        except TimeoutError:
+        except (TimeoutError, SearchTimeout):
             return Reply(503, {"error": "the search took longer than its deadline; try again"}, b"")
+        except (Unavailable, UserError) as exc:  # UserError: e.g. a damaged link graph
+            return Reply(503, {"error": public_message(exc, self.crawl.path)}, b"")
         results.shards = fan.counts()
         head = {"total": results.total, "matched_all": results.matched_all}
         return Reply(200, head, orjson.dumps(results.to_dict()))

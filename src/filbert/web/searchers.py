@@ -12,6 +12,8 @@ The protocol, over a stream socket: each message is its length (8 bytes, big end
 the message. A request is one JSON object, {"kind": ..., "timeout": seconds it may take, ...}.
 A reply is a JSON head line ({"status": 200, ...} or an "error") and a body:
 
+- "search" (q, n, offset, ranking, explain): the whole search (search/searcher.py), sent
+  to a searcher that holds every shard; body the results' JSON;
 - "info": the shards served (`shards`), the index's shard count (`of`), `generation`,
   `documents`, and a `problem` when the shards cannot answer (health);
 - "retrieve" (q, conjunction, depth): head `total`, `words`, `generation`; body the
@@ -35,6 +37,7 @@ import time
 import traceback
 from collections.abc import Sequence
 from contextlib import suppress
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -46,12 +49,13 @@ from filbert.errors import UserError, public_message
 from filbert.index.schema import check_index
 from filbert.search.query import QueryError
 from filbert.search.ranking import Candidate
+from filbert.search.searcher import Searcher
 from filbert.search.shards import SearchTimeout, ShardSearcher
 from filbert.storage import CrawlDir, GenerationHolder
 
 INTERNAL_ERROR = "internal error (see the server's log)"
 HEADER = 8  # bytes of a message's length
-MAX_MESSAGE = 64 << 20  # a request longer than this closes the connection
+MAX_MESSAGE = 64 << 20  # a longer message (request or reply) closes the connection
 HEALTH_TTL = 5.0  # seconds a searcher's health check is trusted
 ORPHAN_CHECK = 1.0  # seconds between a local searcher's checks that its server still runs
 # a candidate as phase one sends it: Candidate's fields in its order, up to proximity
@@ -78,8 +82,10 @@ def frame(message: bytes) -> bytes:
 
 
 def pack(candidates: Sequence[Candidate]) -> bytes:
-    rows = [tuple(getattr(c, name) for name in FIELDS) for c in candidates]
-    return np.array(rows, dtype=CANDIDATE).tobytes()
+    records = np.empty(len(candidates), dtype=CANDIDATE)
+    for name in FIELDS:
+        records[name] = list(map(attrgetter(name), candidates))
+    return records.tobytes()
 
 
 def unpack(data: bytes) -> list[Candidate]:
@@ -108,14 +114,15 @@ class Shards:
             crawl.index, lambda _: check_index(crawl, self.numbers), HEALTH_TTL
         )
 
-    def _open(self, searcher: ShardSearcher | None) -> ShardSearcher:
+    def _open(self, searcher: Searcher | None) -> Searcher:
         if searcher is None:
-            searcher = ShardSearcher(self.crawl, self.settings, self.numbers)
+            shards = ShardSearcher(self.crawl, self.settings, self.numbers)
+            searcher = Searcher(self.crawl, self.settings, shards)
         elif searcher.generation != self.crawl.index.current():
             searcher.reopen()
         else:
             return searcher
-        searcher.warm_up()
+        searcher.shards.warm_up()
         return searcher
 
     def answer(self, request: dict[str, Any]) -> bytes:
@@ -146,8 +153,20 @@ class Shards:
         kind = request["kind"]
         if kind == "info":
             return self._info(head)
-        searcher = self.holder.get()
+        whole = self.holder.get()
+        searcher = whole.shards
         head["generation"] = searcher.generation.name
+        if kind == "search":  # every step here: the broker sends it when this has every shard
+            results = whole.search(
+                request["q"],
+                request["n"],
+                request["offset"],
+                request["ranking"],
+                request["explain"],
+                deadline,
+            )
+            head.update(total=results.total, matched_all=results.matched_all)
+            return orjson.dumps(results.to_dict())
         if kind == "retrieve":
             found = searcher.retrieve(
                 request["q"], request["conjunction"], request["depth"], deadline
@@ -180,7 +199,7 @@ class Shards:
     def _info(self, head: dict[str, Any]) -> bytes:
         """What this searcher serves; `problem`: why its shards cannot answer, if they cannot."""
         try:
-            searcher = self.holder.get()
+            searcher = self.holder.get().shards
         except (FileNotFoundError, UserError) as exc:
             head.update(shards=list(self.numbers or ()), of=None, problem=self._unavailable(exc))
             return b""

@@ -1,0 +1,539 @@
+"""Distributed search: throughput and latency through the broker with 1 and 2 searcher
+processes against the single-process server it replaced, on the 1M-document index of
+bench/query_latency.py split into 4 shards (built and cached by that script's code).
+
+Servers, each a fresh `filbert serve` on a free 127.0.0.1 port over the same index, run one
+after the other, `--rounds` times (the figures are the medians of the rounds):
+
+- single process: the server of `--baseline` (the commit before the broker: HTTP and one
+  worker process doing the whole search), `server.search.workers=1`, from a `git archive`
+  of that commit with this tree's compiled extensions;
+- broker, 1 searcher: `serve --workers 1` (a local searcher over the 4 shards);
+- broker, 2 searchers: `serve --workers 2` (two local searchers over the 4 shards: replicas);
+- broker, 2 searchers of 2 shards: `filbert searcher --shards 0,1` and `--shards 2,3`,
+  `serve --searchers` (each query goes to both).
+
+Every server has its heavy searcher idle (server.heavy.workers=1). For each: p50/p99 at one
+client (`--latency` queries in turn after a warm-up), then `--clients` concurrent clients for
+`--seconds`: queries per second, p50/p99. The load comes from raw keep-alive HTTP/1.1
+connections on this process's uvloop (one per client), about 40 µs of client CPU a request.
+Queries are query_latency.py's (1-3 words drawn by frequency, fixed seed).
+
+Results: each answer of `--identical` queries (n=10; every 5th with offset=10, every 7th
+with explain) is compared with the in-process Searcher's, whole JSON (URLs, order, total,
+scores, snippets, explanations): the share identical must be 100 %. The single-process
+server predates the `partial`/`shards` fields: only its total and hits are compared.
+
+Failover: `serve --workers 2` under `--kill-clients` clients for `--kill-seconds`; 3 s in,
+one of its two light searchers is killed with SIGKILL (the broker starts it again):
+failed requests (not 200, or partial), p50/p99/max, and whether it rejoined.
+
+Term statistics: each shard scores with its own (tantivy-py cannot score with outside
+statistics); the script prints how far a shard's IDF is from the whole index's for the
+queries' terms.
+
+Targets: 2 searchers ≥ 1.6× the throughput of 1; p50 at one client through the broker with
+2 searchers ≤ 1.3× the single process; no failed request and p99 < 100 ms while a replica is
+killed and restarted; 100 % identical results.
+
+    .venv/bin/python bench/distributed_search.py [--docs 1000000]
+        [--workdir /work/bench-data/ql-1m-4shards] [--baseline dadbe7d] [--rounds 2]
+        [--clients 32] [--seconds 10] [--no-record]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import math
+import os
+import platform
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tarfile
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlencode
+
+import numpy as np
+import orjson
+import uvloop
+from query_latency import HEAP_MB, Vocabulary, Workdir, ensure_indexes, make_queries
+from results import record
+
+from filbert.analysis.analyzers import stop_words
+from filbert.config import load_settings
+from filbert.search import Searcher
+from filbert.storage import CrawlDir
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+SHARDS = 4
+CLI = "from filbert.cli import main; main()"
+CONTENT_LENGTH = re.compile(rb"content-length: *(\d+)", re.IGNORECASE)
+KILL_AT = 3.0  # seconds into the failover run
+
+
+# --- servers -------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def baseline_tree(commit: str, work: Path) -> Path:
+    """`src/` of `commit` (git archive) with this tree's compiled extensions copied in."""
+    out = work / f"baseline-{commit}"
+    if not (out / "src").exists():
+        tar = subprocess.run(
+            ["git", "archive", commit, "src"], cwd=ROOT, capture_output=True, check=True
+        ).stdout
+        with tarfile.open(fileobj=io.BytesIO(tar)) as archive:
+            archive.extractall(out, filter="data")
+        for compiled in (ROOT / "src").rglob("*.so"):
+            shutil.copy2(compiled, out / compiled.relative_to(ROOT))
+    return out
+
+
+@dataclass
+class Server:
+    name: str
+    port: int
+    process: subprocess.Popen
+
+
+@dataclass(frozen=True)
+class Layout:
+    name: str
+    serve: tuple[str, ...] = ()  # serve's options
+    searchers: tuple[str, ...] = ()  # `filbert searcher --shards` of each
+    baseline: bool = False
+
+
+def wait_healthy(port: int, process: subprocess.Popen, seconds: float = 300) -> None:
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            status, _ = asyncio.run(one_request(port, "/healthz"))
+            if status == 200:
+                return
+        except OSError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit("the filbert server did not start")
+        time.sleep(0.2)
+
+
+@contextmanager
+def running(layout: Layout, crawl: CrawlDir, baseline: Path | None) -> Iterator[Server]:
+    env = (
+        {**os.environ, "PYTHONPATH": str(baseline / "src")}
+        if layout.baseline and baseline
+        else None
+    )
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    base = [sys.executable, "-c", CLI]
+    with ExitStack() as stack:
+        addresses = []
+        for shards in layout.searchers:
+            port = free_port()
+            command = [*base, "searcher", "--dir", str(crawl.path), "--shards", shards]
+            process = subprocess.Popen([*command, "--port", str(port)], **quiet)
+            stack.callback(stop, process)
+            addresses.append(f"127.0.0.1:{port}")
+        port = free_port()
+        command = [*base, "serve", "--dir", str(crawl.path), "--port", str(port), *layout.serve]
+        command += ["-D", "server.heavy.workers=1"]
+        if addresses:
+            command += ["--searchers", ",".join(addresses)]
+        process = subprocess.Popen(command, env=env, **quiet)
+        stack.callback(stop, process)
+        wait_healthy(port, process)
+        yield Server(layout.name, port, process)
+
+
+def stop(process: subprocess.Popen) -> None:
+    process.terminate()
+    try:
+        process.wait(20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def local_searchers(server: Server) -> list[int]:
+    """The server's light local searcher processes (its children at nice 0)."""
+    children = Path(f"/proc/{server.process.pid}/task/{server.process.pid}/children")
+    pids = [int(pid) for pid in children.read_text().split()]
+    light = []
+    for pid in pids:
+        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes() and stat[16] == "0":
+            light.append(pid)
+    return light
+
+
+# --- the load --------------------------------------------------------------------------------
+
+
+async def request(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, path: str
+) -> tuple[int, bytes]:
+    writer.write(f"GET {path} HTTP/1.1\r\nHost: bench\r\n\r\n".encode())
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = CONTENT_LENGTH.search(head)
+    body = await reader.readexactly(int(length.group(1))) if length else b""
+    return int(head[9:12]), body
+
+
+async def one_request(port: int, path: str) -> tuple[int, bytes]:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        return await request(reader, writer, path)
+    finally:
+        writer.close()
+
+
+def search_path(query: str, **params: object) -> str:
+    return "/api/search?" + urlencode({"q": query, **params})
+
+
+@dataclass
+class Load:
+    seconds: float
+    latencies: list[float] = field(default_factory=list)
+    statuses: Counter = field(default_factory=Counter)
+    partial: int = 0
+    errors: int = 0
+
+    @property
+    def qps(self) -> float:
+        return len(self.latencies) / self.seconds
+
+    def ms(self, q: float) -> float:
+        return float(np.percentile(self.latencies, q)) * 1000 if self.latencies else math.nan
+
+    @property
+    def failed(self) -> int:
+        return sum(n for status, n in self.statuses.items() if status != 200) + self.partial
+
+
+async def client(
+    port: int, paths: list[str], start: int, stop_at: float, load: Load, check: bool
+) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    i = start
+    while time.perf_counter() < stop_at:
+        path = paths[i % len(paths)]
+        i += 1
+        began = time.perf_counter()
+        try:
+            status, body = await request(reader, writer, path)
+        except (OSError, asyncio.IncompleteReadError):
+            load.errors += 1
+            writer.close()
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            continue
+        load.latencies.append(time.perf_counter() - began)
+        load.statuses[status] += 1
+        if check and status == 200 and b'"partial":true' in body:
+            load.partial += 1
+    writer.close()
+
+
+async def drive(
+    port: int, paths: list[str], clients: int, seconds: float, check: bool = False
+) -> Load:
+    load = Load(seconds)
+    stop_at = time.perf_counter() + seconds
+    step = max(1, len(paths) // clients)
+    await asyncio.gather(
+        *(client(port, paths, i * step, stop_at, load, check) for i in range(clients))
+    )
+    return load
+
+
+async def in_turn(port: int, paths: list[str]) -> Load:
+    """Each path once, one at a time, on one connection."""
+    load = Load(0.0)
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    start = time.perf_counter()
+    for path in paths:
+        began = time.perf_counter()
+        status, _ = await request(reader, writer, path)
+        load.latencies.append(time.perf_counter() - began)
+        load.statuses[status] += 1
+    load.seconds = time.perf_counter() - start
+    writer.close()
+    return load
+
+
+async def answers(port: int, paths: list[str]) -> list[dict]:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    found = []
+    for path in paths:
+        status, body = await request(reader, writer, path)
+        found.append(orjson.loads(body) if status == 200 else {"status": status})
+    writer.close()
+    return found
+
+
+# --- what is measured ----------------------------------------------------------------------------
+
+
+@dataclass
+class Measured:
+    latency: Load
+    loaded: Load
+    identical: float
+
+
+def identity_requests(queries: list[str]) -> list[tuple[str, dict]]:
+    requests = []
+    for i, query in enumerate(queries):
+        params: dict[str, object] = {"n": 10}
+        if i % 5 == 4:
+            params["offset"] = 10
+        if i % 7 == 6:
+            params["explain"] = "true"
+        requests.append((query, params))
+    return requests
+
+
+def reference(searcher: Searcher, requests: list[tuple[str, dict]]) -> list[dict]:
+    found = []
+    for query, params in requests:
+        results = searcher.search(
+            query, params["n"], params.get("offset", 0), "bm25", "explain" in params
+        )
+        found.append(orjson.loads(orjson.dumps(results.to_dict())))
+    return found
+
+
+def same(answer: dict, expected: dict, whole: bool) -> bool:
+    if whole:
+        return answer == expected
+    return all(answer.get(key) == expected[key] for key in ("total", "hits", "matched_all"))
+
+
+def measure(
+    server: Server,
+    args: argparse.Namespace,
+    queries: list[str],
+    requests: list[tuple[str, dict]],
+    expected: list[dict],
+    whole: bool,
+) -> Measured:
+    paths = [search_path(q) for q in queries]
+    asyncio.run(in_turn(server.port, paths[: args.warmup]))
+    latency = asyncio.run(in_turn(server.port, paths[args.warmup : args.warmup + args.latency]))
+    loaded = asyncio.run(drive(server.port, paths, args.clients, args.seconds))
+    found = asyncio.run(answers(server.port, [search_path(q, **p) for q, p in requests]))
+    identical = sum(same(a, e, whole) for a, e in zip(found, expected)) / len(expected)
+    return Measured(latency, loaded, identical)
+
+
+def failover(server: Server, args: argparse.Namespace, queries: list[str]) -> tuple[Load, str]:
+    """The load while one of two light searchers is killed (SIGKILL) and started again."""
+    paths = [search_path(q) for q in queries]
+    victims = local_searchers(server)
+    assert len(victims) == 2, f"expected 2 light searchers, found {victims}"
+
+    async def run() -> Load:
+        running = asyncio.ensure_future(
+            drive(server.port, paths, args.kill_clients, args.kill_seconds, check=True)
+        )
+        await asyncio.sleep(KILL_AT)
+        os.kill(victims[0], signal.SIGKILL)
+        return await running
+
+    load = asyncio.run(run())
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        status, body = asyncio.run(one_request(server.port, "/healthz"))
+        alive = orjson.loads(body)["searchers"]["alive"] if status == 200 else 0
+        if alive == 2 and victims[0] not in local_searchers(server):
+            return load, f"rejoined {time.monotonic() - deadline + 120:.1f} s after the run"
+        time.sleep(0.5)
+    return load, "did not rejoin within 120 s"
+
+
+def idf_spread(searcher: Searcher, queries: list[str]) -> str:
+    """How far each shard's IDF of the queries' body terms is from the whole index's."""
+    shards = list(searcher.shards.shards.values())
+    sizes = np.array([s.num_docs for s in shards], dtype=float)
+    spread = []
+    for query in queries:
+        for alternatives in searcher.shards.analyze(query).clauses:
+            for term in alternatives:
+                freqs = np.array([s.doc_freq("body", term) for s in shards], dtype=float)
+                if not freqs.sum():
+                    continue
+                local = np.log1p((sizes - freqs + 0.5) / (freqs + 0.5))
+                whole = math.log1p((sizes.sum() - freqs.sum() + 0.5) / (freqs.sum() + 0.5))
+                spread.extend(np.abs(local - whole) / whole)
+    values = np.array(spread) * 100
+    return (
+        f"per-shard IDF of the queries' {len(values) // len(shards):,} body terms against the "
+        f"whole index's: median {np.median(values):.2f} %, p99 {np.percentile(values, 99):.2f} %, "
+        f"max {values.max():.2f} %"
+    )
+
+
+# --- the report ----------------------------------------------------------------------------------
+
+
+def median_of(runs: list[Measured], value) -> float:
+    return float(np.median([value(run) for run in runs]))
+
+
+def report(
+    args: argparse.Namespace,
+    layouts: list[Layout],
+    runs: dict[str, list[Measured]],
+    kill: tuple[Load, str],
+    spread: str,
+    load_avg: tuple[float, float],
+) -> str:
+    lines = [
+        (
+            f"Index: {args.docs:,} generated documents (query_latency.py, seed 0), {SHARDS} shards; "
+            f"machine: {os.cpu_count()} CPUs, Python {platform.python_version()}; load average "
+            f"{load_avg[0]:.2f} before, {load_avg[1]:.2f} after; medians of {args.rounds} round(s)."
+        ),
+        "",
+        (
+            f"| server | p50 ms, 1 client | p99 ms, 1 client | queries/s, {args.clients} clients "
+            f"| p50 ms | p99 ms | not 200 | identical results |"
+        ),
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for layout in layouts:
+        measured = runs[layout.name]
+        lines.append(
+            f"| {layout.name} | {median_of(measured, lambda m: m.latency.ms(50)):.2f} "
+            f"| {median_of(measured, lambda m: m.latency.ms(99)):.2f} "
+            f"| {median_of(measured, lambda m: m.loaded.qps):.0f} "
+            f"| {median_of(measured, lambda m: m.loaded.ms(50)):.1f} "
+            f"| {median_of(measured, lambda m: m.loaded.ms(99)):.1f} "
+            f"| {sum(m.loaded.failed + m.loaded.errors for m in measured)} "
+            f"| {min(m.identical for m in measured):.1%} |"
+        )
+    single = runs[layouts[0].name]
+    qps = {name: median_of(runs[name], lambda m: m.loaded.qps) for name in runs}
+    p50 = {name: median_of(runs[name], lambda m: m.latency.ms(50)) for name in runs}
+    base = layouts[0].name
+    throughput = qps[layouts[2].name] / qps[layouts[1].name]
+    throughput_split = qps[layouts[3].name] / qps[layouts[1].name]
+    latency = p50[layouts[2].name] / p50[base]
+    latency_split = p50[layouts[3].name] / p50[base]
+    kill_load, rejoined = kill
+    identical = min(m.identical for name in runs for m in runs[name] if name != base)
+    verdict = lambda ok: "PASS" if ok else "FAIL"  # noqa: E731
+    lines += [
+        "",
+        (
+            f"- throughput, 2 searchers / 1: **{throughput:.2f}×** (replicas), "
+            f"{throughput_split:.2f}× (2 shards each) — target ≥ 1.6×: "
+            f"{verdict(max(throughput, throughput_split) >= 1.6)}"
+        ),
+        (
+            f"- p50 at 1 client, broker with 2 searchers / single process: **{latency:.2f}×** "
+            f"(replicas), {latency_split:.2f}× (2 shards each) — target ≤ 1.3×: "
+            f"{verdict(min(latency, latency_split) <= 1.3)}"
+        ),
+        (
+            f"- a replica killed (SIGKILL) {KILL_AT:.0f} s into {args.kill_seconds:.0f} s of "
+            f"{args.kill_clients} clients on `serve --workers 2`: {len(kill_load.latencies):,} "
+            f"requests, **{kill_load.failed + kill_load.errors} failed** (not 200 or partial), "
+            f"p50 {kill_load.ms(50):.1f} ms, **p99 {kill_load.ms(99):.1f} ms**, max "
+            f"{kill_load.ms(100):.1f} ms; the searcher {rejoined} — target no failure, p99 < 100 ms: "
+            f"{verdict(kill_load.failed + kill_load.errors == 0 and kill_load.ms(99) < 100)}"
+        ),
+        (
+            f"- results identical to the in-process Searcher's (whole JSON, {args.identical} "
+            f"queries): **{identical:.1%}** — target 100 %: {verdict(identical == 1.0)}; the "
+            f"single process's total and hits: {min(m.identical for m in single):.1%}"
+        ),
+        f"- {spread}",
+    ]
+    return "\n".join(lines)
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--docs", type=int, default=1_000_000)
+    parser.add_argument("--hosts", type=int, default=1_000)
+    parser.add_argument("--vocabulary", type=int, default=50_000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--workdir", type=Path, default=Path("/work/bench-data/ql-1m-4shards"))
+    parser.add_argument("--baseline", default="dadbe7d", help="the single-process server's commit")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--warmup", type=int, default=50)
+    parser.add_argument("--latency", type=int, default=300, help="queries timed at one client")
+    parser.add_argument("--clients", type=int, default=32)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--identical", type=int, default=300)
+    parser.add_argument("--kill-clients", type=int, default=4)
+    parser.add_argument("--kill-seconds", type=float, default=12.0)
+    parser.add_argument("--no-record", action="store_true")
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = parse_args()
+    uvloop.install()
+    settings = load_settings(None, [f"index.writer.heap.mb={HEAP_MB}", f"index.shards={SHARDS}"])
+    work = Workdir(args.workdir)
+    ensure_indexes(work, args, settings)
+    vocab = Vocabulary.english(args.vocabulary).for_queries(stop_words("en"))
+    queries = make_queries(vocab, 2000, args.seed)
+    baseline = baseline_tree(args.baseline, work.path)
+    searcher = Searcher(work.crawl, load_settings(work.crawl.path))
+    requests = identity_requests(queries[-args.identical :])
+    print("reference results (in-process Searcher)…", flush=True)
+    expected = reference(searcher, requests)
+    spread = idf_spread(searcher, queries[:200])
+    layouts = [
+        Layout(f"single process ({args.baseline})", ("-D", "server.search.workers=1"), (), True),
+        Layout("broker, 1 searcher", ("--workers", "1")),
+        Layout("broker, 2 searchers (replicas)", ("--workers", "2")),
+        Layout("broker, 2 searchers of 2 shards", (), ("0,1", "2,3")),
+    ]
+    runs: dict[str, list[Measured]] = {layout.name: [] for layout in layouts}
+    load_before = os.getloadavg()[0]
+    for round_ in range(args.rounds):
+        for layout in layouts:
+            print(f"round {round_ + 1}: {layout.name}…", flush=True)
+            with running(layout, work.crawl, baseline) as server:
+                measured = measure(server, args, queries, requests, expected, not layout.baseline)
+            runs[layout.name].append(measured)
+            print(
+                f"  p50 {measured.latency.ms(50):.2f} ms; {measured.loaded.qps:.0f} q/s; "
+                f"identical {measured.identical:.1%}",
+                flush=True,
+            )
+    print("failover: a replica killed under load…", flush=True)
+    with running(layouts[2], work.crawl, baseline) as server:
+        asyncio.run(in_turn(server.port, [search_path(q) for q in queries[:50]]))
+        kill = failover(server, args, queries)
+    body = report(args, layouts, runs, kill, spread, (load_before, os.getloadavg()[0]))
+    print(body)
+    if not args.no_record:
+        command = "python bench/distributed_search.py " + " ".join(sys.argv[1:])
+        record("distributed search (bench/distributed_search.py)", command.strip(), body)
+
+
+if __name__ == "__main__":
+    main()
