@@ -24,9 +24,11 @@ with explain) is compared with the in-process Searcher's, whole JSON (URLs, orde
 scores, snippets, explanations): the share identical must be 100 %. The single-process
 server predates the `partial`/`shards` fields: only its total and hits are compared.
 
-Failover: `serve --workers 2` under `--kill-clients` clients for `--kill-seconds`; 3 s in,
-one of its two light searchers is killed with SIGKILL (the broker starts it again):
-failed requests (not 200, or partial), p50/p99/max, and whether it rejoined.
+Failover: `serve --workers 2` at `--kill-rate` queries a second (sent on schedule, whatever
+the answers: latency counts from when a query was due) for `--kill-seconds`, once
+undisturbed, then with one of its two light searchers killed with SIGKILL 3 s in (the broker
+starts it again): failed requests (not 200, or partial), p50/p99/max, and whether it
+rejoined.
 
 Term statistics: each shard scores with its own (tantivy-py cannot score with outside
 statistics); the script prints how far a shard's IDF is from the whole index's for the
@@ -37,7 +39,7 @@ Targets: 2 searchers ≥ 1.6× the throughput of 1; p50 at one client through th
 killed and restarted; 100 % identical results.
 
     .venv/bin/python bench/distributed_search.py [--docs 1000000]
-        [--workdir /work/bench-data/ql-1m-4shards] [--baseline dadbe7d] [--rounds 2]
+        [--workdir /work/bench-data/ql-1m-4shards] [--baseline dadbe7d] [--rounds 3]
         [--clients 32] [--seconds 10] [--no-record]
 """
 
@@ -74,6 +76,7 @@ from filbert.analysis.analyzers import stop_words
 from filbert.config import load_settings
 from filbert.search import Searcher
 from filbert.storage import CrawlDir
+from filbert.web.broker import Replica, SearcherDown
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -111,6 +114,25 @@ class Server:
     name: str
     port: int
     process: subprocess.Popen
+    searchers: list[subprocess.Popen] = field(default_factory=list)
+
+    def cpu(self) -> float:
+        """CPU seconds of the server, its children and its searchers so far."""
+        pids = [*process_tree(self.process.pid), *(s.pid for s in self.searchers)]
+        return sum(process_cpu(pid) for pid in pids)
+
+
+def process_tree(pid: int) -> list[int]:
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return [pid, *(p for child in children for p in process_tree(int(child)))]
+
+
+def process_cpu(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except FileNotFoundError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 @dataclass(frozen=True)
@@ -145,13 +167,14 @@ def running(layout: Layout, crawl: CrawlDir, baseline: Path | None) -> Iterator[
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
     base = [sys.executable, "-c", CLI]
     with ExitStack() as stack:
-        addresses = []
+        addresses, searchers = [], []
         for shards in layout.searchers:
             port = free_port()
             command = [*base, "searcher", "--dir", str(crawl.path), "--shards", shards]
             process = subprocess.Popen([*command, "--port", str(port)], **quiet)
             stack.callback(stop, process)
             addresses.append(f"127.0.0.1:{port}")
+            searchers.append(process)
         port = free_port()
         command = [*base, "serve", "--dir", str(crawl.path), "--port", str(port), *layout.serve]
         command += ["-D", "server.heavy.workers=1"]
@@ -160,7 +183,7 @@ def running(layout: Layout, crawl: CrawlDir, baseline: Path | None) -> Iterator[
         process = subprocess.Popen(command, env=env, **quiet)
         stack.callback(stop, process)
         wait_healthy(port, process)
-        yield Server(layout.name, port, process)
+        yield Server(layout.name, port, process, searchers)
 
 
 def stop(process: subprocess.Popen) -> None:
@@ -229,9 +252,8 @@ class Load:
         return sum(n for status, n in self.statuses.items() if status != 200) + self.partial
 
 
-async def client(
-    port: int, paths: list[str], start: int, stop_at: float, load: Load, check: bool
-) -> None:
+async def client(port: int, paths: list[str], start: int, stop_at: float, load: Load) -> None:
+    """One client asking one query after another until `stop_at`."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     i = start
     while time.perf_counter() < stop_at:
@@ -247,20 +269,15 @@ async def client(
             continue
         load.latencies.append(time.perf_counter() - began)
         load.statuses[status] += 1
-        if check and status == 200 and b'"partial":true' in body:
-            load.partial += 1
+        load.partial += status == 200 and b'"partial":true' in body
     writer.close()
 
 
-async def drive(
-    port: int, paths: list[str], clients: int, seconds: float, check: bool = False
-) -> Load:
+async def drive(port: int, paths: list[str], clients: int, seconds: float) -> Load:
     load = Load(seconds)
     stop_at = time.perf_counter() + seconds
     step = max(1, len(paths) // clients)
-    await asyncio.gather(
-        *(client(port, paths, i * step, stop_at, load, check) for i in range(clients))
-    )
+    await asyncio.gather(*(client(port, paths, i * step, stop_at, load) for i in range(clients)))
     return load
 
 
@@ -297,6 +314,8 @@ class Measured:
     latency: Load
     loaded: Load
     identical: float
+    server_cpu: float  # ms per query under load: the server, its searchers
+    client_cpu: float  # ms per query under load: this process
 
 
 def identity_requests(queries: list[str]) -> list[tuple[str, dict]]:
@@ -338,35 +357,110 @@ def measure(
     paths = [search_path(q) for q in queries]
     asyncio.run(in_turn(server.port, paths[: args.warmup]))
     latency = asyncio.run(in_turn(server.port, paths[args.warmup : args.warmup + args.latency]))
+    cpu, own = server.cpu(), time.process_time()
     loaded = asyncio.run(drive(server.port, paths, args.clients, args.seconds))
+    server_cpu = (server.cpu() - cpu) / len(loaded.latencies) * 1000
+    client_cpu = (time.process_time() - own) / len(loaded.latencies) * 1000
     found = asyncio.run(answers(server.port, [search_path(q, **p) for q, p in requests]))
     identical = sum(same(a, e, whole) for a, e in zip(found, expected)) / len(expected)
-    return Measured(latency, loaded, identical)
+    return Measured(latency, loaded, identical, server_cpu, client_cpu)
 
 
-def failover(server: Server, args: argparse.Namespace, queries: list[str]) -> tuple[Load, str]:
-    """The load while one of two light searchers is killed (SIGKILL) and started again."""
+async def paced(port: int, paths: list[str], rate: float, seconds: float) -> Load:
+    """`rate` queries a second on schedule, over as many keep-alive connections as they
+    need; each latency counts from when its query was due."""
+    load = Load(seconds)
+    idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+
+    async def one(path: str, due: float) -> None:
+        connection = idle.pop() if idle else await asyncio.open_connection("127.0.0.1", port)
+        try:
+            status, body = await request(*connection, path)
+        except (OSError, asyncio.IncompleteReadError):
+            load.errors += 1
+            connection[1].close()
+            return
+        load.latencies.append(time.perf_counter() - due)
+        load.statuses[status] += 1
+        load.partial += status == 200 and b'"partial":true' in body
+        idle.append(connection)
+
+    start = time.perf_counter()
+    tasks = []
+    for i in range(int(rate * seconds)):
+        due = start + i / rate
+        await asyncio.sleep(max(0.0, due - time.perf_counter()))
+        tasks.append(asyncio.ensure_future(one(paths[i % len(paths)], due)))
+    await asyncio.gather(*tasks)
+    for _, writer in idle:
+        writer.close()
+    return load
+
+
+def failover(
+    server: Server, args: argparse.Namespace, queries: list[str]
+) -> tuple[Load, Load, str]:
+    """The paced load undisturbed, then while one of two light searchers is killed
+    (SIGKILL) and started again."""
     paths = [search_path(q) for q in queries]
+    undisturbed = asyncio.run(paced(server.port, paths, args.kill_rate, args.kill_seconds))
     victims = local_searchers(server)
     assert len(victims) == 2, f"expected 2 light searchers, found {victims}"
 
     async def run() -> Load:
         running = asyncio.ensure_future(
-            drive(server.port, paths, args.kill_clients, args.kill_seconds, check=True)
+            paced(server.port, paths[::-1], args.kill_rate, args.kill_seconds)
         )
         await asyncio.sleep(KILL_AT)
         os.kill(victims[0], signal.SIGKILL)
         return await running
 
-    load = asyncio.run(run())
+    killed = asyncio.run(run())
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         status, body = asyncio.run(one_request(server.port, "/healthz"))
         alive = orjson.loads(body)["searchers"]["alive"] if status == 200 else 0
         if alive == 2 and victims[0] not in local_searchers(server):
-            return load, f"rejoined {time.monotonic() - deadline + 120:.1f} s after the run"
+            waited = time.monotonic() - deadline + 120
+            return undisturbed, killed, f"rejoined {waited:.1f} s after the run"
         time.sleep(0.5)
-    return load, "did not rejoin within 120 s"
+    return undisturbed, killed, "did not rejoin within 120 s"
+
+
+def protocol_cost(crawl: CrawlDir, calls: int = 2000) -> str:
+    """The searcher protocol's cost per call: `info` round trips (no search) to a
+    `filbert searcher` over TCP on loopback, through the broker's connection code."""
+    port = free_port()
+    command = [sys.executable, "-c", CLI, "searcher", "--dir", str(crawl.path), "--shards", "0"]
+    process = subprocess.Popen([*command, "--port", str(port)], stderr=subprocess.DEVNULL)
+
+    async def run() -> list[float]:
+        replica = Replica(f"127.0.0.1:{port}", 1)
+        replica.alive = True
+        while True:
+            try:
+                await replica.call({"kind": "info"}, 5.0)
+                break
+            except SearcherDown:
+                await asyncio.sleep(0.2)
+        seconds = []
+        for _ in range(calls):
+            began = time.perf_counter()
+            await replica.call({"kind": "info"}, 5.0)
+            seconds.append(time.perf_counter() - began)
+        replica.take_out()
+        return seconds
+
+    try:
+        seconds = np.array(asyncio.run(run())) * 1000
+    finally:
+        stop(process)
+    return (
+        f"the searcher protocol's round trip (an `info` call, no search, TCP on loopback): "
+        f"p50 {np.median(seconds):.3f} ms, p99 {np.percentile(seconds, 99):.3f} ms over "
+        f"{calls:,} calls; a search through searchers of some shards takes two per group "
+        f"(query and fetch phase), one with a searcher of every shard"
+    )
 
 
 def idf_spread(searcher: Searcher, queries: list[str]) -> str:
@@ -402,8 +496,9 @@ def report(
     args: argparse.Namespace,
     layouts: list[Layout],
     runs: dict[str, list[Measured]],
-    kill: tuple[Load, str],
+    kill: tuple[Load, Load, str],
     spread: str,
+    protocol: str,
     load_avg: tuple[float, float],
 ) -> str:
     lines = [
@@ -415,9 +510,9 @@ def report(
         "",
         (
             f"| server | p50 ms, 1 client | p99 ms, 1 client | queries/s, {args.clients} clients "
-            f"| p50 ms | p99 ms | not 200 | identical results |"
+            f"| p50 ms | p99 ms | CPU ms a query: server, client | not 200 | identical results |"
         ),
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for layout in layouts:
         measured = runs[layout.name]
@@ -427,6 +522,8 @@ def report(
             f"| {median_of(measured, lambda m: m.loaded.qps):.0f} "
             f"| {median_of(measured, lambda m: m.loaded.ms(50)):.1f} "
             f"| {median_of(measured, lambda m: m.loaded.ms(99)):.1f} "
+            f"| {median_of(measured, lambda m: m.server_cpu):.2f}, "
+            f"{median_of(measured, lambda m: m.client_cpu):.2f} "
             f"| {sum(m.loaded.failed + m.loaded.errors for m in measured)} "
             f"| {min(m.identical for m in measured):.1%} |"
         )
@@ -438,7 +535,7 @@ def report(
     throughput_split = qps[layouts[3].name] / qps[layouts[1].name]
     latency = p50[layouts[2].name] / p50[base]
     latency_split = p50[layouts[3].name] / p50[base]
-    kill_load, rejoined = kill
+    undisturbed, kill_load, rejoined = kill
     identical = min(m.identical for name in runs for m in runs[name] if name != base)
     verdict = lambda ok: "PASS" if ok else "FAIL"  # noqa: E731
     lines += [
@@ -455,10 +552,13 @@ def report(
         ),
         (
             f"- a replica killed (SIGKILL) {KILL_AT:.0f} s into {args.kill_seconds:.0f} s of "
-            f"{args.kill_clients} clients on `serve --workers 2`: {len(kill_load.latencies):,} "
-            f"requests, **{kill_load.failed + kill_load.errors} failed** (not 200 or partial), "
+            f"{args.kill_rate:.0f} queries a second on `serve --workers 2`: "
+            f"{len(kill_load.latencies):,} requests, "
+            f"**{kill_load.failed + kill_load.errors} failed** (not 200 or partial), "
             f"p50 {kill_load.ms(50):.1f} ms, **p99 {kill_load.ms(99):.1f} ms**, max "
-            f"{kill_load.ms(100):.1f} ms; the searcher {rejoined} — target no failure, p99 < 100 ms: "
+            f"{kill_load.ms(100):.1f} ms (undisturbed: {undisturbed.failed + undisturbed.errors} "
+            f"failed, p50 {undisturbed.ms(50):.1f}, p99 {undisturbed.ms(99):.1f} ms); the "
+            f"searcher {rejoined} — target no failure, p99 < 100 ms: "
             f"{verdict(kill_load.failed + kill_load.errors == 0 and kill_load.ms(99) < 100)}"
         ),
         (
@@ -466,6 +566,7 @@ def report(
             f"queries): **{identical:.1%}** — target 100 %: {verdict(identical == 1.0)}; the "
             f"single process's total and hits: {min(m.identical for m in single):.1%}"
         ),
+        f"- {protocol}",
         f"- {spread}",
     ]
     return "\n".join(lines)
@@ -479,13 +580,13 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workdir", type=Path, default=Path("/work/bench-data/ql-1m-4shards"))
     parser.add_argument("--baseline", default="dadbe7d", help="the single-process server's commit")
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--warmup", type=int, default=50)
     parser.add_argument("--latency", type=int, default=300, help="queries timed at one client")
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--identical", type=int, default=300)
-    parser.add_argument("--kill-clients", type=int, default=4)
+    parser.add_argument("--kill-rate", type=float, default=30.0, help="queries a second")
     parser.add_argument("--kill-seconds", type=float, default=12.0)
     parser.add_argument("--no-record", action="store_true")
     return parser.parse_args()
@@ -528,7 +629,9 @@ def main() -> None:
     with running(layouts[2], work.crawl, baseline) as server:
         asyncio.run(in_turn(server.port, [search_path(q) for q in queries[:50]]))
         kill = failover(server, args, queries)
-    body = report(args, layouts, runs, kill, spread, (load_before, os.getloadavg()[0]))
+    load_after = os.getloadavg()[0]
+    protocol = protocol_cost(work.crawl)
+    body = report(args, layouts, runs, kill, spread, protocol, (load_before, load_after))
     print(body)
     if not args.no_record:
         command = "python bench/distributed_search.py " + " ".join(sys.argv[1:])
