@@ -2,8 +2,8 @@
 processes against the single-process server it replaced, on the 1M-document index of
 bench/query_latency.py split into 4 shards (built and cached by that script's code).
 
-Servers, each a fresh `filbert serve` on a free 127.0.0.1 port over the same index, run one
-after the other, `--rounds` times (the figures are the medians of the rounds):
+Servers, each a `filbert serve` on a free 127.0.0.1 port over the same index, all started at
+once:
 
 - single process: the server of `--baseline` (the commit before the broker: HTTP and one
   worker process doing the whole search), `server.search.workers=1`, from a `git archive`
@@ -13,11 +13,14 @@ after the other, `--rounds` times (the figures are the medians of the rounds):
 - broker, 2 searchers of 2 shards: `filbert searcher --shards 0,1` and `--shards 2,3`,
   `serve --searchers` (each query goes to both).
 
-Every server has its heavy searcher idle (server.heavy.workers=1). For each: p50/p99 at one
-client (`--latency` queries in turn after a warm-up), then `--clients` concurrent clients for
-`--seconds`: queries per second, p50/p99. The load comes from raw keep-alive HTTP/1.1
-connections on this process's uvloop (one per client), about 40 µs of client CPU a request.
-Queries are query_latency.py's (1-3 words drawn by frequency, fixed seed).
+Every server has its heavy searcher idle (server.heavy.workers=1). Latency at one client:
+after a warm-up, each of `--latency` queries is timed on every server in turn (the order
+rotating), so that all see the same machine. Throughput: one server at a time (the others
+idle), `--rounds` times, medians: `--clients` concurrent clients for `--seconds`: queries per
+second, p50/p99, and the CPU time a query took in the server's processes and in this one
+(the client). The load comes from raw keep-alive HTTP/1.1 connections on this process's
+uvloop, one per client. Queries are query_latency.py's (1-3 words drawn by frequency, fixed
+seed).
 
 Results: each answer of `--identical` queries (n=10; every 5th with offset=10, every 7th
 with explain) is compared with the in-process Searcher's, whole JSON (URLs, order, total,
@@ -311,7 +314,6 @@ async def answers(port: int, paths: list[str]) -> list[dict]:
 
 @dataclass
 class Measured:
-    latency: Load
     loaded: Load
     identical: float
     server_cpu: float  # ms per query under load: the server, its searchers
@@ -355,15 +357,29 @@ def measure(
     whole: bool,
 ) -> Measured:
     paths = [search_path(q) for q in queries]
-    asyncio.run(in_turn(server.port, paths[: args.warmup]))
-    latency = asyncio.run(in_turn(server.port, paths[args.warmup : args.warmup + args.latency]))
     cpu, own = server.cpu(), time.process_time()
     loaded = asyncio.run(drive(server.port, paths, args.clients, args.seconds))
     server_cpu = (server.cpu() - cpu) / len(loaded.latencies) * 1000
     client_cpu = (time.process_time() - own) / len(loaded.latencies) * 1000
     found = asyncio.run(answers(server.port, [search_path(q, **p) for q, p in requests]))
     identical = sum(same(a, e, whole) for a, e in zip(found, expected)) / len(expected)
-    return Measured(latency, loaded, identical, server_cpu, client_cpu)
+    return Measured(loaded, identical, server_cpu, client_cpu)
+
+
+async def paired(ports: list[int], paths: list[str]) -> list[Load]:
+    """Each path on each server in turn (the order rotating), one request at a time: the
+    servers' latencies at one client, under the same conditions."""
+    connections = [await asyncio.open_connection("127.0.0.1", port) for port in ports]
+    loads = [Load(0.0) for _ in ports]
+    for i, path in enumerate(paths):
+        for k in [(i + j) % len(ports) for j in range(len(ports))]:
+            began = time.perf_counter()
+            status, _ = await request(*connections[k], path)
+            loads[k].latencies.append(time.perf_counter() - began)
+            loads[k].statuses[status] += 1
+    for _, writer in connections:
+        writer.close()
+    return loads
 
 
 async def paced(port: int, paths: list[str], rate: float, seconds: float) -> Load:
@@ -495,6 +511,7 @@ def median_of(runs: list[Measured], value) -> float:
 def report(
     args: argparse.Namespace,
     layouts: list[Layout],
+    latency: dict[str, Load],
     runs: dict[str, list[Measured]],
     kill: tuple[Load, Load, str],
     spread: str,
@@ -517,8 +534,8 @@ def report(
     for layout in layouts:
         measured = runs[layout.name]
         lines.append(
-            f"| {layout.name} | {median_of(measured, lambda m: m.latency.ms(50)):.2f} "
-            f"| {median_of(measured, lambda m: m.latency.ms(99)):.2f} "
+            f"| {layout.name} | {latency[layout.name].ms(50):.2f} "
+            f"| {latency[layout.name].ms(99):.2f} "
             f"| {median_of(measured, lambda m: m.loaded.qps):.0f} "
             f"| {median_of(measured, lambda m: m.loaded.ms(50)):.1f} "
             f"| {median_of(measured, lambda m: m.loaded.ms(99)):.1f} "
@@ -529,7 +546,7 @@ def report(
         )
     single = runs[layouts[0].name]
     qps = {name: median_of(runs[name], lambda m: m.loaded.qps) for name in runs}
-    p50 = {name: median_of(runs[name], lambda m: m.latency.ms(50)) for name in runs}
+    p50 = {name: latency[name].ms(50) for name in runs}
     base = layouts[0].name
     throughput = qps[layouts[2].name] / qps[layouts[1].name]
     throughput_split = qps[layouts[3].name] / qps[layouts[1].name]
@@ -614,24 +631,30 @@ def main() -> None:
     ]
     runs: dict[str, list[Measured]] = {layout.name: [] for layout in layouts}
     load_before = os.getloadavg()[0]
-    for round_ in range(args.rounds):
-        for layout in layouts:
-            print(f"round {round_ + 1}: {layout.name}…", flush=True)
-            with running(layout, work.crawl, baseline) as server:
+    paths = [search_path(q) for q in queries]
+    with ExitStack() as stack:
+        print("starting the servers…", flush=True)
+        servers = [stack.enter_context(running(layout, work.crawl, baseline)) for layout in layouts]
+        for server in servers:
+            asyncio.run(in_turn(server.port, paths[: args.warmup]))
+        print("latency at one client, the servers in turn…", flush=True)
+        timed = paths[args.warmup : args.warmup + args.latency]
+        latency = dict(zip(runs, asyncio.run(paired([server.port for server in servers], timed))))
+        for round_ in range(args.rounds):
+            for layout, server in zip(layouts, servers):
                 measured = measure(server, args, queries, requests, expected, not layout.baseline)
-            runs[layout.name].append(measured)
-            print(
-                f"  p50 {measured.latency.ms(50):.2f} ms; {measured.loaded.qps:.0f} q/s; "
-                f"identical {measured.identical:.1%}",
-                flush=True,
-            )
-    print("failover: a replica killed under load…", flush=True)
-    with running(layouts[2], work.crawl, baseline) as server:
-        asyncio.run(in_turn(server.port, [search_path(q) for q in queries[:50]]))
-        kill = failover(server, args, queries)
+                runs[layout.name].append(measured)
+                print(
+                    f"round {round_ + 1}: {layout.name}: {measured.loaded.qps:.0f} q/s; "
+                    f"identical {measured.identical:.1%}",
+                    flush=True,
+                )
+        print("failover: a replica killed under load…", flush=True)
+        kill = failover(servers[2], args, queries)
     load_after = os.getloadavg()[0]
     protocol = protocol_cost(work.crawl)
-    body = report(args, layouts, runs, kill, spread, protocol, (load_before, load_after))
+    load_avg = (load_before, load_after)
+    body = report(args, layouts, latency, runs, kill, spread, protocol, load_avg)
     print(body)
     if not args.no_record:
         command = "python bench/distributed_search.py " + " ".join(sys.argv[1:])

@@ -191,6 +191,8 @@ def test_results_say_which_shards_answered(site: Site) -> None:
         assert body["total"] > 0 and body["hits"]
         health = client.get("/healthz")
         assert health.status_code == 503 and "shard(s) 2,3" in health.json()["status"]
+        page = client.get("/", params={"q": W[0]})
+        assert page.status_code == 200 and "2 of 4 shards" in page.text
 
 
 def load(client: TestClient, stop: threading.Event, seen: list[httpx.Response]) -> None:
