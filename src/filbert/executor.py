@@ -1,17 +1,24 @@
-"""Run bucket-level tasks: in this process or in a local process pool."""
+"""Run bucket-level tasks: in this process, in a local process pool, or on a Dask cluster."""
 
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor
-from typing import Protocol, TypeVar
+from concurrent.futures import CancelledError, ProcessPoolExecutor
+from typing import Any, Protocol, TypeVar
 
-from filbert.config import Settings
+from filbert.config import ConfigError, Settings
+from filbert.errors import UserError
 
 T = TypeVar("T")
 R = TypeVar("R")
+
+
+class ExecutorError(UserError):
+    """The cluster failed the step (its scheduler was lost, a task kept killing workers);
+    nothing was published: the crawl directory keeps its previous state."""
 
 
 class Executor(Protocol):
@@ -31,6 +38,7 @@ class SequentialExecutor:
 
 
 _POOLS: dict[int, ProcessPoolExecutor] = {}
+_CLIENTS: dict[tuple[str, str, int], Any] = {}  # (kind, address, workers) -> dask Client
 
 
 def _pool(workers: int) -> ProcessPoolExecutor:
@@ -42,10 +50,16 @@ def _pool(workers: int) -> ProcessPoolExecutor:
 
 
 @atexit.register
-def _shutdown_pools() -> None:
+def _shutdown() -> None:
     for pool in _POOLS.values():
         pool.shutdown(cancel_futures=True)
     _POOLS.clear()
+    for client in _CLIENTS.values():
+        cluster = client.cluster
+        client.close()
+        if cluster is not None:
+            cluster.close()
+    _CLIENTS.clear()
 
 
 class LocalExecutor:
@@ -63,7 +77,87 @@ class LocalExecutor:
         yield from _pool(self.workers).map(fn, items)
 
 
+class DaskExecutor:
+    """Tasks on the workers of a Dask cluster. Functions and items travel pickled, as to a
+    process pool; the crawl directory must be at the same path on every worker (a shared
+    filesystem). When a worker dies, Dask runs its tasks again on another: they write
+    attempt-unique files renamed into place, and only the driver publishes, so a step's
+    result does not depend on it. A lost scheduler, or a task that keeps killing workers,
+    is an ExecutorError."""
+
+    def __init__(self, client: Any, where: str):
+        self.client = client
+        self.where = where
+        self.workers = max(1, len(client.scheduler_info()["workers"]))
+
+    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterable[R]:
+        from distributed import as_completed
+        from distributed.scheduler import KilledWorker
+
+        items = list(items)
+        if not items:
+            return
+        futures = []
+        try:
+            futures = self.client.map(fn, items, pure=False)
+            for future in as_completed(futures):
+                yield future.result()
+        except KilledWorker as exc:
+            raise ExecutorError(
+                f"a task killed the Dask workers that ran it ({exc}); nothing was published"
+            ) from None
+        except (OSError, TimeoutError, CancelledError) as exc:  # CommClosedError: an OSError
+            raise ExecutorError(
+                f"lost the Dask scheduler {self.where} during the step ({exc or type(exc).__name__}); "
+                "nothing was published: run the step again when it is back"
+            ) from None
+        finally:
+            if futures:
+                self.client.cancel(futures)
+
+
+def _dask_client(kind: str, address: str, workers: int, timeout: float) -> Any:
+    """The process's client of the scheduler at `address`, or of a LocalCluster of
+    `workers` processes (one thread each: the tasks hold the GIL)."""
+    key = (kind, address, workers)
+    client = _CLIENTS.get(key)
+    if client is not None and client.status == "running":
+        return client
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise ConfigError(
+            f"executor.kind = {kind!r} needs Dask: pip install 'filbert[dask]'"
+        ) from None
+    logging.getLogger("distributed").setLevel(logging.ERROR)
+    if kind == "dask-local":
+        cluster = LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            silence_logs=logging.ERROR,
+        )
+        client = Client(cluster)
+    else:
+        try:
+            client = Client(address, timeout=timeout)
+        except (OSError, TimeoutError) as exc:
+            raise ExecutorError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
+    _CLIENTS[key] = client
+    return client
+
+
 def make_executor(settings: Settings) -> Executor:
-    if settings["executor.kind"] == "sequential":
+    kind = settings["executor.kind"]
+    workers = settings["executor.workers"] or os.cpu_count() or 1
+    if kind == "sequential":
         return SequentialExecutor()
-    return LocalExecutor(settings["executor.workers"] or os.cpu_count() or 1)
+    if kind == "local":
+        return LocalExecutor(workers)
+    address = settings["executor.address"]
+    if kind == "dask" and not address:
+        raise ConfigError("executor.kind = 'dask' needs executor.address, e.g. tcp://host:8786")
+    client = _dask_client(kind, address, workers, settings["executor.connect.timeout"])
+    where = f"at {address}" if kind == "dask" else "of the local cluster"
+    return DaskExecutor(client, where)

@@ -42,9 +42,26 @@ def part_name(bucket: int) -> str:
     return f"part-{bucket:05d}.parquet"
 
 
-def write_table(table: pa.Table, path: Path) -> None:
-    """Write one Parquet file (zstd) inside a directory that is not yet published."""
-    pq.write_table(table, path, compression="zstd")
+def attempt_path(path: Path) -> Path:
+    """A name only this attempt writes, beside `path`: a task run twice (its worker was
+    lost, or thought lost) never writes into another attempt's file; the finished file is
+    renamed onto `path`."""
+    return path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
+
+
+def write_table(table: pa.Table, path: Path, row_group_size: int | None = None) -> None:
+    """Write one Parquet file (zstd) inside a directory that is not yet published, under an
+    attempt-unique name renamed onto `path` when complete."""
+    tmp = attempt_path(path)
+    pq.write_table(table, tmp, compression="zstd", row_group_size=row_group_size)
+    os.replace(tmp, path)
+
+
+def drop_attempts(directory: Path) -> None:
+    """Removes what attempts that did not finish left (attempt_path files): a task whose
+    worker died half-way, then ran again."""
+    for leftover in directory.rglob(".*.tmp"):
+        leftover.unlink(missing_ok=True)
 
 
 class PartWriter:
@@ -65,6 +82,7 @@ class PartWriter:
         self.directory, self.schema, self.name, self.batch = directory, schema, name, batch
         self.rows: dict[int, list[dict]] = {}
         self.writers: dict[int, pq.ParquetWriter] = {}
+        self.paths: dict[int, Path] = {}  # each file's attempt-unique name until close()
 
     def add(self, key: int, row: dict) -> None:
         rows = self.rows.setdefault(key, [])
@@ -74,7 +92,7 @@ class PartWriter:
 
     def _flush(self, key: int) -> None:
         if key not in self.writers:
-            path = self.directory / self.name(key)
+            path = self.paths[key] = attempt_path(self.directory / self.name(key))
             # No dictionary encoding: most columns are unique per row (URLs, fingerprints,
             # content), and zstd packs the repeats of the others.
             self.writers[key] = pq.ParquetWriter(
@@ -87,8 +105,9 @@ class PartWriter:
         file. Returns the keys that have a file."""
         for key in list(self.rows):
             self._flush(key)
-        for writer in self.writers.values():
+        for key, writer in self.writers.items():
             writer.close()
+            os.replace(self.paths[key], self.directory / self.name(key))
         empty = set(keys) - self.writers.keys()
         for key in empty:
             write_table(self.schema.empty_table(), self.directory / self.name(key))
@@ -173,6 +192,7 @@ class VersionedTable:
 
     def publish(self, tmp: Path, meta: dict) -> Path:
         """Atomically make `tmp` the current generation, then drop older ones."""
+        drop_attempts(tmp)
         (tmp / META).write_text(json.dumps(meta, indent=1, sort_keys=True))
         stamp = datetime.now(UTC).strftime(SEGMENT_FORMAT)
         gen = self.path / f"gen-{stamp}-{uuid.uuid4().hex[:8]}"
@@ -304,6 +324,7 @@ class Segment:
         sub-directories derived from what is replaced, so a kill half-way leaves the steps
         visibly unfinished rather than a mix of old and new parts.
         """
+        drop_attempts(tmp)
         gone = [m for m in reversed(self.MARKERS) if m in subs or m in stale]
         for sub in dict.fromkeys([*gone, *stale]):
             shutil.rmtree(self.path / sub, ignore_errors=True)

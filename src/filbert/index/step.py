@@ -167,7 +167,7 @@ def _write_docs(task: DocsTask) -> int:
         db, links, data, text, max_text=task.max_text, changed=task.changed, bucket=task.bucket
     )
     table = connect().sql(sql, params=bound).to_arrow_table()
-    pq.write_table(table, task.out, row_group_size=ROWS_PER_GROUP)
+    write_table(table, Path(task.out), ROWS_PER_GROUP)
     return table.num_rows
 
 

@@ -1,0 +1,260 @@
+"""Crawls on Dask: a LocalCluster of two worker processes, and a scheduler and workers
+started with Dask's own commands, give the crawldb, linkdb and search results of the local
+executor; a worker killed during a step changes nothing; politeness holds across workers;
+a lost scheduler fails the step with a clear message and leaves the crawl as it was."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from pipeline import crawl_site
+from sites import GRAPH_WORDS, SiteServer, link_graph
+
+distributed = pytest.importorskip("distributed")
+
+from filbert.config import load_settings  # noqa: E402
+from filbert.crawl import fetch_step  # noqa: E402
+from filbert.crawldb.generate import generate  # noqa: E402
+from filbert.crawldb.inject import inject  # noqa: E402
+from filbert.crawldb.updatedb import updatedb  # noqa: E402
+from filbert.executor import ExecutorError  # noqa: E402
+from filbert.search import Searcher  # noqa: E402
+from filbert.storage import CrawlDir  # noqa: E402
+
+BIN = Path(sys.executable).parent
+CLUSTER = ["executor.workers=2", "fetcher.partitions=2"]
+QUERIES = [*GRAPH_WORDS[:6], f"{GRAPH_WORDS[0]} {GRAPH_WORDS[3]}"]
+
+
+def rows(files: list[Path], columns: list[str]) -> list[tuple]:
+    tables = [pq.read_table(f, columns=columns) for f in files]
+    table = pa.concat_tables(tables) if tables else None
+    found = zip(*(table[c].to_pylist() for c in columns)) if table is not None else []
+    return sorted(found, key=lambda row: tuple(str(v) for v in row))
+
+
+def crawldb(crawl: CrawlDir) -> list[tuple]:
+    return rows(crawl.crawldb.files(), ["url", "status", "retries", "signature", "score"])
+
+
+def linkdb(crawl: CrawlDir) -> list[tuple]:
+    return [
+        (url, sorted(map(str, inlinks)))
+        for url, inlinks in rows(crawl.linkdb.files(), ["url", "inlinks"])
+    ]
+
+
+def results(crawl: CrawlDir) -> list[list[tuple[str, float]]]:
+    searcher = Searcher(crawl, load_settings(crawl.path))
+    return [[(h.url, h.score) for h in searcher.search(q).hits] for q in QUERIES]
+
+
+@pytest.fixture(scope="module")
+def servers() -> Iterator[list[SiteServer]]:
+    with (
+        SiteServer(link_graph(14, 3, seed=1)) as a,
+        SiteServer(link_graph(14, 3, seed=2)) as b,
+        SiteServer(link_graph(14, 3, seed=3)) as c,
+    ):
+        yield [a, b, c]
+
+
+def crawl_on(path: Path, servers: list[SiteServer], *overrides: str) -> CrawlDir:
+    crawl, _, _ = crawl_site(path, [s.url("/") for s in servers], *overrides, depth=3)
+    return crawl
+
+
+@pytest.fixture(scope="module")
+def local(servers: list[SiteServer], tmp_path_factory: pytest.TempPathFactory) -> CrawlDir:
+    return crawl_on(
+        tmp_path_factory.mktemp("local") / "crawl", servers, "executor.kind=local", *CLUSTER
+    )
+
+
+def same_crawl(crawl: CrawlDir, expected: CrawlDir) -> None:
+    assert crawldb(crawl) == crawldb(expected)
+    assert linkdb(crawl) == linkdb(expected)
+    assert results(crawl) == results(expected)
+    assert len(crawldb(crawl)) == 3 * 15
+
+
+def test_a_crawl_on_a_local_cluster_is_the_local_executors(
+    servers: list[SiteServer], local: CrawlDir, tmp_path: Path
+) -> None:
+    crawl = crawl_on(tmp_path / "crawl", servers, "executor.kind=dask-local", *CLUSTER)
+    same_crawl(crawl, local)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class Cluster:
+    address: str
+    scheduler: subprocess.Popen
+    workers: list[subprocess.Popen]
+
+    def worker_pids(self) -> dict[str, int]:
+        """Each worker's address → the pid of the process that runs its tasks."""
+        with distributed.Client(self.address, timeout=30) as client:
+            return client.run(os.getpid)
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[Cluster]:
+    """`dask scheduler` and two `dask worker`s (no nanny: a killed worker stays dead)."""
+    port = free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "cwd": tmp_path}
+    scheduler = subprocess.Popen(
+        [BIN / "dask", "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
+        **quiet,
+    )
+    workers = [
+        subprocess.Popen(
+            [BIN / "dask", "worker", address, "--nthreads", "1", "--no-nanny", "--no-dashboard"],
+            **quiet,
+        )
+        for _ in range(2)
+    ]
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with distributed.Client(address, timeout=5) as client:
+                    if len(client.scheduler_info()["workers"]) == 2:
+                        break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, "the Dask cluster did not start"
+            time.sleep(0.2)
+        yield Cluster(address, scheduler, workers)
+    finally:
+        for process in [*workers, scheduler]:
+            if process.poll() is None:
+                os.kill(process.pid, signal.SIGCONT)
+                process.kill()
+            process.wait()
+
+
+def test_a_crawl_on_a_scheduler_and_workers_started_with_dasks_commands(
+    servers: list[SiteServer], local: CrawlDir, cluster: Cluster, tmp_path: Path
+) -> None:
+    dask = ["executor.kind=dask", f"executor.address={cluster.address}", "fetcher.partitions=2"]
+    crawl = crawl_on(tmp_path / "crawl", servers, *dask)
+    same_crawl(crawl, local)
+
+
+def pending_segment(path: Path, servers: list[SiteServer]) -> tuple[CrawlDir, str]:
+    """A crawl with one round done, the next fetched and parsed but not applied."""
+    crawl = crawl_on(path, servers, "executor.kind=sequential")
+    settings = load_settings(None, ["fetcher.server.delay=0", "executor.kind=sequential"])
+    inject(crawl, [s.url("/late.html") for s in servers], settings)
+    name = generate(crawl, settings).segment
+    fetch_step(crawl, name, settings)
+    return crawl, name
+
+
+def test_a_worker_killed_during_a_step_changes_nothing(
+    servers: list[SiteServer], cluster: Cluster, tmp_path: Path
+) -> None:
+    crawl, _ = pending_segment(tmp_path / "crawl", servers)
+    expected = CrawlDir(tmp_path / "expected")
+    shutil.copytree(crawl.path, expected.path)
+    updatedb(expected, load_settings(None, ["executor.kind=sequential"]))
+
+    settings = load_settings(None, ["executor.kind=dask", f"executor.address={cluster.address}"])
+    victim_address, victim = next(iter(cluster.worker_pids().items()))
+    os.kill(victim, signal.SIGSTOP)  # it takes tasks and finishes none
+    done: list[object] = []
+    step = threading.Thread(target=lambda: done.append(updatedb(crawl, settings)))
+    step.start()
+    with distributed.Client(cluster.address, timeout=30) as watcher:
+        deadline = time.monotonic() + 30
+        while not watcher.processing().get(victim_address):
+            assert time.monotonic() < deadline, "no task reached the stopped worker"
+            time.sleep(0.02)
+    os.kill(victim, signal.SIGKILL)  # with tasks on it: they run again on the other worker
+    step.join(timeout=120)
+    assert done and not step.is_alive()
+    assert crawldb(crawl) == crawldb(expected)
+    assert not list(crawl.crawldb.current().rglob(".*.tmp"))
+
+
+def test_a_lost_scheduler_fails_the_step_and_keeps_the_crawl(
+    servers: list[SiteServer], cluster: Cluster, tmp_path: Path
+) -> None:
+    crawl, _ = pending_segment(tmp_path / "crawl", servers)
+    before, generation = crawldb(crawl), crawl.crawldb.current()
+    for worker in cluster.workers:
+        os.kill(worker.pid, signal.SIGSTOP)  # the step's tasks wait...
+    settings = load_settings(None, ["executor.kind=dask", f"executor.address={cluster.address}"])
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            updatedb(crawl, settings)
+        except BaseException as exc:  # what the step raised, checked below
+            failed.append(exc)
+
+    step = threading.Thread(target=run)
+    step.start()
+    time.sleep(1.0)
+    cluster.scheduler.kill()  # ...and the scheduler is lost
+    step.join(timeout=120)
+    assert not step.is_alive() and failed
+    assert isinstance(failed[0], ExecutorError), repr(failed[0])
+    assert "scheduler" in str(failed[0]) and "nothing was published" in str(failed[0])
+    assert crawl.crawldb.current() == generation and crawldb(crawl) == before
+
+
+def test_a_host_is_fetched_politely_across_workers(tmp_path: Path) -> None:
+    with SiteServer(link_graph(6, 2, seed=4)) as a, SiteServer(link_graph(6, 2, seed=5)) as b:
+        crawl_site(
+            tmp_path / "crawl",
+            [a.url("/"), b.url("/")],
+            "executor.kind=dask-local",
+            *CLUSTER,
+            "fetcher.server.delay=0.3",
+            depth=2,
+        )
+        for server in (a, b):
+            times = sorted(r.time for r in server.requests)
+            assert len(times) >= 7
+            assert min(y - x for x, y in itertools.pairwise(times)) >= 0.29
+
+
+def test_dask_needs_an_address() -> None:
+    from filbert.config import ConfigError
+    from filbert.executor import make_executor
+
+    with pytest.raises(ConfigError, match=r"executor\.address"):
+        make_executor(load_settings(None, ["executor.kind=dask"]))
+    with pytest.raises(ExecutorError, match="cannot reach the Dask scheduler"):
+        make_executor(
+            load_settings(
+                None,
+                [
+                    "executor.kind=dask",
+                    f"executor.address=tcp://127.0.0.1:{free_port()}",
+                    "executor.connect.timeout=1",
+                ],
+            )
+        )
