@@ -61,6 +61,7 @@ import pyarrow.compute as pc
 from filbert import schemas
 from filbert.buckets import Relation, connect, latest_per_page, params, parquet_relation
 from filbert.config import ConfigError, Settings
+from filbert.executor import make_executor
 from filbert.storage import CrawlDir, GenerationHolder, Segment, read_parts, reading, write_table
 from filbert.suggest.phrases import (
     Affixes,
@@ -206,21 +207,46 @@ def crawl_phrases(crawl: CrawlDir, settings: Settings | None = None) -> dict[str
     return ranks(host_tallies(crawl, settings), Rules.of(settings))
 
 
+@dataclass(frozen=True)
+class TallyTask:
+    """The tally of the hosts of one bucket (of `hosts`; None: all)."""
+
+    crawl: str
+    bucket: int
+    settings: Settings
+    hosts: tuple[str, ...] | None
+
+
 def host_tallies(crawl: CrawlDir, settings: Settings, hosts: set[str] | None = None) -> pa.Table:
     """What the pages of each host (of `hosts`; None: all) add to the dictionary, as TALLY
     rows: a page name's rank, and the pages a heading, a term or a body term is on. A
     host's phrases depend on its own pages, and on other hosts' only through the anchor
-    texts of their links to its pages, which change its pages' keys."""
-    rules = Rules.of(settings)
+    texts of their links to its pages, which change its pages' keys: so each bucket of
+    hosts is a task (the crawldb, linkdb and parse outputs are split by host bucket)."""
+    only = None if hosts is None else tuple(sorted(hosts))
+    tasks = [
+        TallyTask(str(crawl.path), bucket, settings, only)
+        for bucket in range(crawl.buckets(settings))
+    ]
+    tallies = dict(make_executor(settings).map(_tally_bucket, tasks))
+    return pa.concat_tables([tallies[bucket] for bucket in sorted(tallies)])
+
+
+def _tally_bucket(task: TallyTask) -> tuple[int, pa.Table]:
+    crawl, bucket = CrawlDir(Path(task.crawl)), task.bucket
+    rules = Rules.of(task.settings)
     segments = [seg for seg in crawl.segments() if seg.parsed]
-    db_files, link_files = crawl.crawldb.files(), crawl.linkdb.files()
-    data_files = [p for seg in segments for p in seg.parts(Segment.PARSE_DATA)]
-    text_files = [p for seg in segments for p in seg.parts(Segment.PARSE_TEXT)]
+    db_files = _existing([crawl.crawldb.bucket_path(bucket)])
+    link_files = _existing([crawl.linkdb.bucket_path(bucket)])
+    data_files = _existing([seg.part(Segment.PARSE_DATA, bucket) for seg in segments])
+    text_files = _existing([seg.part(Segment.PARSE_TEXT, bucket) for seg in segments])
+    if not db_files:
+        return bucket, _tally_table([])
     db = parquet_relation("crawldb", db_files, schemas.CRAWLDB)
     links = parquet_relation("linkdb", link_files, schemas.LINKDB)
     data = parquet_relation("parse_data", data_files, schemas.PARSE_DATA, segment=True)
     text = parquet_relation("parse_text", text_files, schemas.PARSE_TEXT, segment=True)
-    only = {"all_hosts": hosts is None, "hosts": sorted(hosts or ())}
+    only = {"all_hosts": task.hosts is None, "hosts": list(task.hosts or ())}
     con = connect()
     with reading([*db_files, *link_files, *data_files, *text_files]):
         columns = {
@@ -243,7 +269,11 @@ def host_tallies(crawl: CrawlDir, settings: Settings, hosts: set[str] | None = N
                 found.add(host, fp, title, score, headings or (), anchors or ())
         body_sql = _body_sql(db, data, text, columns)
         body = _body_terms(con, body_sql, params(db, data, text, **only), rules)
-    return pa.concat_tables([found.tally(), body])
+    return bucket, pa.concat_tables([found.tally(), body])
+
+
+def _existing(paths: Iterable[Path | None]) -> list[Path]:
+    return [path for path in paths if path is not None and path.exists()]
 
 
 def ranks(tally: pa.Table, rules: Rules) -> dict[str, float]:
