@@ -31,13 +31,21 @@ from filbert.crawl import fetch_step  # noqa: E402
 from filbert.crawldb.generate import generate  # noqa: E402
 from filbert.crawldb.inject import inject  # noqa: E402
 from filbert.crawldb.updatedb import updatedb  # noqa: E402
-from filbert.executor import ExecutorError  # noqa: E402
+from filbert.executor import ExecutorError, shutdown  # noqa: E402
 from filbert.search import Searcher  # noqa: E402
 from filbert.storage import CrawlDir  # noqa: E402
 
 BIN = Path(sys.executable).parent
 CLUSTER = ["executor.workers=2", "fetcher.partitions=2"]
 QUERIES = [*GRAPH_WORDS[:6], f"{GRAPH_WORDS[0]} {GRAPH_WORDS[3]}"]
+
+
+@pytest.fixture(autouse=True)
+def one_cluster_at_a_time() -> Iterator[None]:
+    """Each test's clusters are its own (a process uses one cluster, as a crawl does)."""
+    shutdown()
+    yield
+    shutdown()
 
 
 def rows(files: list[Path], columns: list[str]) -> list[tuple]:

@@ -171,6 +171,7 @@ PARSERS: dict[str, Callable[[Mapping[str, Any], str], object]] = {
     "suggest.errors.lengths": _of_settings("filbert.suggest.step:error_lengths"),
     "suggest.synonyms.file": _of_path("filbert.suggest.step:read_synonyms"),
     "search.searchers": _of_settings("filbert.web.broker:searcher_addresses"),
+    "executor.address": _of_settings("filbert.executor:scheduler_address"),
 }
 
 

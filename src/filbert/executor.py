@@ -5,7 +5,8 @@ from __future__ import annotations
 import atexit
 import logging
 import os
-from collections.abc import Callable, Iterable
+import re
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import CancelledError, ProcessPoolExecutor
 from typing import Any, Protocol, TypeVar
 
@@ -13,6 +14,7 @@ from filbert.config import ConfigError, Settings
 from filbert.errors import UserError
 
 T = TypeVar("T")
+SCHEDULER_ADDRESS = re.compile(r"(tcp|tls|ucx|inproc)://[^\s/]+")
 R = TypeVar("R")
 
 
@@ -50,7 +52,9 @@ def _pool(workers: int) -> ProcessPoolExecutor:
 
 
 @atexit.register
-def _shutdown() -> None:
+def shutdown() -> None:
+    """Stops the process pools, the Dask clients and the local clusters (at exit; and
+    between clusters, when one process uses several)."""
     for pool in _POOLS.values():
         pool.shutdown(cancel_futures=True)
     _POOLS.clear()
@@ -148,6 +152,17 @@ def _dask_client(kind: str, address: str, workers: int, timeout: float) -> Any:
     return client
 
 
+def scheduler_address(settings: Mapping[str, Any]) -> str:
+    """`executor.address`: empty, or a Dask scheduler's address such as tcp://host:8786."""
+    address = settings["executor.address"]
+    if address and not SCHEDULER_ADDRESS.fullmatch(address):
+        raise ConfigError(
+            f"executor.address: {address!r} is not a Dask scheduler's address such as "
+            "tcp://10.0.0.1:8786"
+        )
+    return address
+
+
 def make_executor(settings: Settings) -> Executor:
     kind = settings["executor.kind"]
     workers = settings["executor.workers"] or os.cpu_count() or 1
@@ -155,7 +170,7 @@ def make_executor(settings: Settings) -> Executor:
         return SequentialExecutor()
     if kind == "local":
         return LocalExecutor(workers)
-    address = settings["executor.address"]
+    address = scheduler_address(settings)
     if kind == "dask" and not address:
         raise ConfigError("executor.kind = 'dask' needs executor.address, e.g. tcp://host:8786")
     client = _dask_client(kind, address, workers, settings["executor.connect.timeout"])

@@ -13,6 +13,7 @@ Groups are global, or limited to one host or domain (`dedup.group.mode`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -23,11 +24,13 @@ from filbert.buckets import (
     BucketTask,
     connect,
     latest_per_page,
+    params,
     parquet_relation,
     rewrite,
     write_result,
 )
 from filbert.config import ConfigError, Settings
+from filbert.executor import make_executor
 from filbert.storage import CrawlDir, Segment, reading
 from filbert.urls import bucket_of
 
@@ -124,7 +127,7 @@ def find_duplicates(
     distance = settings["dedup.simhash.distance"]
     if distance <= 0:
         return dupes, _SIMHASHES.empty_table()
-    simhashes = _new_simhashes(con, crawl)
+    simhashes = _new_simhashes(crawl, settings)
     con.register("new_simhashes", simhashes)
     con.execute("UPDATE pages SET simhash = n.simhash FROM new_simhashes n WHERE pages.fp = n.fp")
     dupes.update(_near_duplicates(con, distance, dupes))
@@ -134,26 +137,51 @@ def find_duplicates(
 _SIMHASHES = pa.schema([("fp", pa.binary()), ("host", pa.string()), ("simhash", pa.int64())])
 
 
-def _new_simhashes(con, crawl: CrawlDir) -> pa.Table:
-    """Simhashes of the parsed pages that have none yet, from their latest parse_text in the
-    segments the crawldb holds."""
+@dataclass(frozen=True)
+class SimhashTask:
+    crawl: str
+    bucket: int
+
+
+def _new_simhashes(crawl: CrawlDir, settings: Settings) -> pa.Table:
+    """Simhashes of the parsed pages that have none yet, bucket by bucket (the executor's
+    tasks: the text of every new page is read and hashed)."""
+    tasks = [SimhashTask(str(crawl.path), b) for b in range(crawl.buckets(settings))]
+    found = dict(make_executor(settings).map(_bucket_simhashes, tasks))
+    return pa.concat_tables([found[bucket] for bucket in sorted(found)])
+
+
+def _bucket_simhashes(task: SimhashTask) -> tuple[int, pa.Table]:
+    """The bucket's candidate pages without a simhash, hashed from their latest parse_text
+    in the segments the crawldb holds."""
+    crawl = CrawlDir(Path(task.crawl))
+    current = crawl.crawldb.bucket_path(task.bucket)
+    if current is None or not current.exists():
+        return task.bucket, _SIMHASHES.empty_table()
     applied = set(crawl.crawldb.meta().get("segments", []))
     files = [
-        p
+        part
         for seg in crawl.segments()
         if seg.included_in(applied)
-        for p in seg.parts(Segment.PARSE_TEXT)
+        if (part := seg.part(Segment.PARSE_TEXT, task.bucket)).exists()
     ]
+    db = parquet_relation("crawldb", [current], schemas.CRAWLDB)
     texts = parquet_relation("texts", files, schemas.PARSE_TEXT, segment=True)
-    with reading(files):
-        rows = con.execute(
-            f"""
-            SELECT t.fp, p.host, t.text FROM {texts.sql} t
-            JOIN (SELECT fp, host FROM pages WHERE simhash IS NULL AND signature IS NOT NULL) p USING (fp)
-            {latest_per_page("t")}""",
-            texts.params,
-        ).fetchall()
-    return pa.table(
+    statuses = ", ".join(f"'{s}'" for s in CANDIDATES)
+    with reading([current, *files]):
+        rows = (
+            connect()
+            .execute(
+                f"""
+                SELECT t.fp, p.host, t.text FROM {texts.sql} t
+                JOIN (SELECT fp, host FROM {db.sql} WHERE status IN ({statuses})
+                      AND simhash IS NULL AND signature IS NOT NULL) p USING (fp)
+                {latest_per_page("t")}""",
+                params(db, texts),
+            )
+            .fetchall()
+        )
+    table = pa.table(
         [
             pa.array([r[0] for r in rows], pa.binary()),
             pa.array([r[1] for r in rows], pa.string()),
@@ -161,6 +189,7 @@ def _new_simhashes(con, crawl: CrawlDir) -> pa.Table:
         ],
         schema=_SIMHASHES,
     )
+    return task.bucket, table
 
 
 def _near_duplicates(con, distance: int, known: dict) -> dict[bytes, tuple[str, str]]:
