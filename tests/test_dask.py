@@ -266,3 +266,15 @@ def test_dask_needs_an_address() -> None:
                 ],
             )
         )
+
+
+def test_a_tasks_own_error_keeps_its_type() -> None:
+    """An OSError raised by a task is the task's error, not a lost scheduler."""
+    from filbert.executor import make_executor
+
+    executor = make_executor(
+        load_settings(None, ["executor.kind=dask-local", "executor.workers=1"])
+    )
+    assert sorted(executor.map(abs, [-2, 1])) == [1, 2]
+    with pytest.raises(FileNotFoundError):
+        list(executor.map(os.stat, ["/nonexistent/part-00000.parquet"]))

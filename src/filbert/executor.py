@@ -81,6 +81,14 @@ class LocalExecutor:
         yield from _pool(self.workers).map(fn, items)
 
 
+class _TaskError(Exception):
+    """A task's exception, kept apart from the cluster's own (an OSError in a task is not a
+    lost connection)."""
+
+    def __init__(self, error: BaseException):
+        self.error = error
+
+
 class DaskExecutor:
     """Tasks on the workers of a Dask cluster. Functions and items travel pickled, as to a
     process pool; the crawl directory must be at the same path on every worker (a shared
@@ -105,7 +113,11 @@ class DaskExecutor:
         try:
             futures = self.client.map(fn, items, pure=False)
             for future in as_completed(futures):
+                if future.status == "error":  # the task's own, as it would be in this process
+                    raise _TaskError(future.exception())
                 yield future.result()
+        except _TaskError as failed:
+            raise failed.error from None
         except KilledWorker as exc:
             raise ExecutorError(
                 f"a task killed the Dask workers that ran it ({exc}); nothing was published"
