@@ -72,6 +72,7 @@ from urllib.parse import urlencode
 import numpy as np
 import orjson
 import uvloop
+from procs import tree_cpu
 from query_latency import HEAP_MB, Vocabulary, Workdir, ensure_indexes, make_queries
 from results import record
 
@@ -121,21 +122,7 @@ class Server:
 
     def cpu(self) -> float:
         """CPU seconds of the server, its children and its searchers so far."""
-        pids = [*process_tree(self.process.pid), *(s.pid for s in self.searchers)]
-        return sum(process_cpu(pid) for pid in pids)
-
-
-def process_tree(pid: int) -> list[int]:
-    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    return [pid, *(p for child in children for p in process_tree(int(child)))]
-
-
-def process_cpu(pid: int) -> float:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except FileNotFoundError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return tree_cpu(self.process.pid) + sum(tree_cpu(s.pid) for s in self.searchers)
 
 
 @dataclass(frozen=True)

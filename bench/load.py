@@ -74,6 +74,7 @@ import aiohttp
 import numpy as np
 import tantivy
 import uvloop
+from procs import process_tree, tree_cpu
 from results import record, section
 
 BENCH = Path(__file__).resolve().parent
@@ -131,24 +132,6 @@ QUICK = Plan(2, 3, 3, 3_000, 300)
 # --- the server's process tree, from /proc -----------------------------------------------------
 
 
-def process_tree(root: int) -> list[int]:
-    """`root` and its descendants."""
-    children: dict[int, list[int]] = {}
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                stat = Path(entry.path, "stat").read_text()
-            except OSError:
-                continue
-            children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry.name))
-    tree, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        tree.append(pid)
-        todo.extend(children.get(pid, []))
-    return tree
-
-
 def tree_rss(root: int) -> int:
     """Resident bytes of the tree, summed (pages shared after a fork count in each process)."""
     total = 0
@@ -158,20 +141,6 @@ def tree_rss(root: int) -> int:
         except (OSError, IndexError):
             continue
     return total * os.sysconf("SC_PAGE_SIZE")
-
-
-def tree_cpu(root: int) -> float:
-    """CPU seconds of the live tree, plus the children `root` has reaped."""
-    ticks = 0
-    for pid in process_tree(root):
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        ticks += int(fields[11]) + int(fields[12])
-        if pid == root:
-            ticks += int(fields[13]) + int(fields[14])
-    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 # --- data: packages, static site, crawl ----------------------------------------------------------

@@ -62,6 +62,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from procs import cpu_ticks, process_tree
 from results import record
 
 from filbert import schemas as s
@@ -395,35 +396,11 @@ def expected(base: CrawlDir, segment: Path) -> dict[str, Any]:
 # --- one executor's round, in its own process ---------------------------------------------------------
 
 
-def process_tree(root: int) -> list[int]:
-    """`root` and its descendants."""
-    children: dict[int, list[int]] = {}
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                stat = Path(entry.path, "stat").read_text()
-            except OSError:
-                continue
-            children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry.name))
-    tree, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        tree.append(pid)
-        todo.extend(children.get(pid, []))
-    return tree
-
-
 def cpu_seconds() -> tuple[float, float]:
     """CPU seconds of this process (with its reaped children) and of its live descendants
     (with the children they reaped)."""
     own = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    ticks = 0
-    for pid in process_tree(os.getpid())[1:]:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        ticks += sum(int(f) for f in fields[11:15])
+    ticks = sum(cpu_ticks(pid, reaped=True) for pid in process_tree(os.getpid())[1:])
     return sum(r.ru_utime + r.ru_stime for r in own), ticks / os.sysconf("SC_CLK_TCK")
 
 
