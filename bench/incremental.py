@@ -41,8 +41,8 @@ from results import record
 
 from filbert.analysis.analyzers import stop_words
 from filbert.config import Settings, load_settings
-from filbert.index.shards import hash_shard, update_shards
-from filbert.index.step import analyzed_documents
+from filbert.index.shards import hash_shard
+from filbert.index.step import index_documents
 from filbert.search import Searcher
 from filbert.storage import CrawlDir
 from filbert.urls import fingerprint
@@ -114,9 +114,7 @@ def index_into(
     meter = Meter(label, pq.ParquetFile(docs).metadata.num_rows)
     tmp = crawl.index.begin()
     start = time.perf_counter()
-    analyzed = analyzed_documents([docs], settings, meter.add)
-    adding = pq.ParquetFile(docs).metadata.num_rows
-    written = update_shards(previous, meta, tmp, analyzed, deletes or {}, settings, adding)
+    written = index_documents([docs], tmp, settings, meter.add, previous, meta, deletes)
     seconds = time.perf_counter() - start
     meter.done()
     crawl.index.publish(tmp, written)

@@ -99,6 +99,18 @@ class HostClock:
     def after_request(self, key: str, delay: float) -> None:
         self.next_time[key] = max(self.next_time.get(key, 0.0), time.monotonic() + delay)
 
+    def deadlines(self) -> dict[str, float]:
+        """The queues that may not be asked yet, and until when by the wall clock: what a
+        clock in another process, or on another machine, goes on from."""
+        now, wall = time.monotonic(), time.time()
+        return {key: wall + at - now for key, at in self.next_time.items() if at > now}
+
+    def respect(self, deadlines: dict[str, float]) -> None:
+        """Holds each queue until its wall-clock deadline from another clock, too."""
+        now, wall = time.monotonic(), time.time()
+        for key, at in deadlines.items():
+            self.next_time[key] = max(self.next_time.get(key, 0.0), now + at - wall)
+
 
 @dataclass
 class FetchQueue:
@@ -259,14 +271,18 @@ class Fetcher:
                         FetchResult(item, status, message=rules.reason or "denied by robots.txt")
                     )
                     continue
-                while (wait := self.clock.wait(queue.key)) > 0:
-                    await asyncio.sleep(wait)
+                await self._turn(queue.key)
                 async with self.slots:
                     result = await self._fetch(item)
                 self._pace(queue, result, rules)
                 self._emit(result)
         finally:
             queue.workers -= 1
+
+    async def _turn(self, key: str) -> None:
+        """Waits until the queue `key` may be asked again."""
+        while (wait := self.clock.wait(key)) > 0:
+            await asyncio.sleep(wait)
 
     def _pace(self, queue: FetchQueue, result: FetchResult, rules: RobotRules) -> None:
         """Set when the queue may be asked again; back off or drop it when the server struggles."""
@@ -328,10 +344,12 @@ class Fetcher:
     async def _cached_robots(self, origin: str) -> RobotRules:
         rules = self.robots_cache.get(origin)
         if rules is None:
+            # the robots.txt request counts too: it waits its turn, and so does the next
+            key = self._queue_key(host_of(origin + "/"))
+            await self._turn(key)
             rules = await self._fetch_robots(origin)
             self.robots_cache.put(origin, rules)
-            # the robots.txt request counts too: the first page waits its turn
-            self.clock.after_request(self._queue_key(host_of(origin + "/")), self._delay(rules))
+            self.clock.after_request(key, self._delay(rules))
         return rules
 
     async def _fetch_robots(self, origin: str) -> RobotRules:

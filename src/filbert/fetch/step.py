@@ -32,6 +32,7 @@ class FetchStats:
     bytes: int = 0
     parsed: Counter = field(default_factory=Counter)  # the sink's counts (the parser's: pages
     # by parse status, and "outlinks")
+    deadlines: dict[str, float] = field(default_factory=dict)  # HostClock.deadlines at the end
 
     @property
     def fetched(self) -> int:
@@ -45,6 +46,8 @@ class FetchStats:
         self.by_http.update(other.by_http)
         self.bytes += other.bytes
         self.parsed.update(other.parsed)
+        for key, at in other.deadlines.items():
+            self.deadlines[key] = max(self.deadlines.get(key, at), at)
 
     @property
     def pages_per_second(self) -> float:
@@ -79,6 +82,7 @@ class FetchTask:
     settings: Settings
     threads: int
     sink: SinkFactory | None
+    not_before: dict[str, float]  # politeness queues held from earlier fetches (wall clock)
 
 
 def fetch_partition(
@@ -129,6 +133,8 @@ def fetch_partition(
             on_result(result)
 
     robots_cache = robots_cache or RobotsCache(settings["http.robots.cache.ttl"])
+    clock = clock or HostClock()
+    clock.respect(task.not_before)
     buckets = set(task.buckets)
     stats.seconds = run_fetcher(
         items,
@@ -143,6 +149,7 @@ def fetch_partition(
     content_out.close()
     if sink:
         stats.parsed = sink.close(fetched)
+    stats.deadlines = clock.deadlines()
     return stats
 
 
@@ -180,6 +187,7 @@ def fetch_segment(
         crawl.buckets(settings),
         threads or settings["fetcher.threads.fetch"],
         sink,
+        clock.deadlines() if clock else {},
     )
     if len(tasks) == 1:
         stats = fetch_partition(tasks[0], on_result, robots_cache, clock)
@@ -187,6 +195,8 @@ def fetch_segment(
         stats = FetchStats(name)
         for part in make_executor(settings).map(fetch_partition, tasks):
             stats.add(part)
+        if clock:  # the next round's partitions go on from where these left each host
+            clock.respect(stats.deadlines)
     segment.publish(tmp, outputs, stale=Segment.PARSE_OUTPUTS)
     return stats
 
@@ -198,6 +208,7 @@ def _partition(
     bucket_count: int,
     threads: int,
     sink: SinkFactory | None,
+    not_before: dict[str, float],
 ) -> list[FetchTask]:
     buckets = [b for b in range(bucket_count) if segment.part(Segment.GENERATE, b).exists()]
     n = max(1, min(settings["fetcher.partitions"], len(buckets)))
@@ -210,6 +221,7 @@ def _partition(
             settings,
             max(1, threads // n),
             sink,
+            not_before,
         )
         for i in range(n)
     ]

@@ -20,15 +20,17 @@ place, counted in tantivy's BM25 statistics until it is written again (as in Ela
 before a merge): the shard is written anew, as base only, when its base would hold more
 than `index.merge.deletes` of deleted documents, or when its delta outgrows
 `index.merge.delta` of it (every update writes the delta again).
+
+Each shard is updated by its own task (ShardTask), wherever the executor runs it: on a
+cluster, shards are written on the workers, in parallel.
 """
 
 from __future__ import annotations
 
-import math
 import os
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,6 +43,7 @@ import tantivy
 
 from filbert.buckets import connect
 from filbert.config import Settings
+from filbert.executor import make_executor
 from filbert.index.columns import COLUMNS_FILE, Columns
 from filbert.index.schema import ALL_FIELD, TEXT_FIELDS, index_schema, shard_name
 from filbert.storage import damaged_file
@@ -68,8 +71,6 @@ LIVE_FILE = "live.parquet"
 REWRITE_BATCH = 1024  # forward rows read at a time when documents are written again
 DELTA = "delta-"  # forward files of a shard's delta; the others are its base's
 NOT_LINKED = frozenset({COLUMNS_FILE, ".tantivy-writer.lock", ".tantivy-meta.lock"})
-
-Scores = Callable[[np.ndarray], np.ndarray]  # uids -> their PageRank scores
 
 
 def hash_shard(url: str, shards: int) -> int:
@@ -118,98 +119,124 @@ class ShardUpdate:
             keep = pc.and_(keep, in_delta if delta else pc.invert(in_delta))
         return self.live.filter(keep)
 
-    def add(self, rows: list[dict], out: Path) -> None:
-        """Writes documents to the shard's forward file and, unless it is written in
-        canonical order at the end, to tantivy."""
+    def add(self, table: pa.Table, out: Path) -> None:
+        """Writes documents (FORWARD rows) to the shard's forward file and, unless it is
+        written in canonical order at the end, to tantivy."""
         if not self.canonical:
             assert self.writer is not None
-            for row in rows:
+            for row in table.to_pylist():
                 self.writer.add_document(tantivy_document(row))
-        table = pa.Table.from_pylist(rows, schema=FORWARD)
         if self.forward is None:
             path = forward_dir(out, self.shard) / self.forward_name
             self.forward = pq.ParquetWriter(path, FORWARD, compression="zstd")
         self.forward.write_table(table)
-        names = pa.array([self.forward_name] * len(rows), pa.string())
-        self.added.append(pa.table([table.column("uid"), names, table.column("lang")], schema=LIVE))
+        names = pa.array([self.forward_name] * table.num_rows, pa.string())
+        self.added.append(pa.table([table["uid"], names, table["lang"]], schema=LIVE))
+
+
+@dataclass(frozen=True)
+class ShardTask:
+    """One shard's update, run where the executor puts it."""
+
+    shard: int
+    previous: str | None  # the previous generation (None: a rebuild)
+    deleted: int  # its base documents left deleted in place by the previous generation
+    out: str
+    analyzed: tuple[str, ...]  # the shard's new documents: FORWARD Parquet files
+    deletes: np.ndarray  # uids
+    scores: tuple[str, ...]  # Parquet files of (uid, score, shard) for the columns
+    settings: Settings
+    stamp: str
 
 
 def update_shards(
     previous: Path | None,
     previous_meta: dict,
     out: Path,
-    analyzed: Iterable[list[dict]],
+    analyzed: dict[int, list[Path]],
     deletes: dict[int, np.ndarray],
     settings: Settings,
-    adding: int,
-    scores: Scores | None = None,
+    scores: list[Path] | None = None,
 ) -> dict:
-    """Writes the shards of a new generation into `out`: the previous generation's (None: a
-    rebuild) without the `deletes` (uids by shard; a replaced page's too), plus the
-    `analyzed` pages (batches of analyze_document's rows; `adding` of them in all). `scores`
-    gives the current PageRank scores of uids for the columns (a page's score changes
-    without its text).
+    """Writes the shards of a new generation into `out`, one task per shard: the previous
+    generation's (None: a rebuild) without the `deletes` (uids by shard; a replaced page's
+    too), plus the `analyzed` documents (FORWARD Parquet files by shard). `scores` are files
+    of every page's current PageRank score (uid, score, shard) for the columns: a page's
+    score changes without its text.
     Returns the index metadata: documents, shards, languages, each shard's documents left
     deleted in place, and how many shards were written anew."""
     shards = settings["index.shards"]
     stamp = uuid.uuid4().hex[:12]
-    updates = [
-        _plan(previous, previous_meta, shard, deletes.get(shard), settings, stamp, adding)
+    before = previous_meta.get("deleted", [])
+    tasks = [
+        ShardTask(
+            shard,
+            str(previous) if previous is not None else None,
+            before[shard] if shard < len(before) else 0,
+            str(out),
+            tuple(str(path) for path in analyzed.get(shard, ())),
+            deletes.get(shard, np.empty(0, np.int64)),
+            tuple(str(path) for path in scores or ()),
+            settings,
+            stamp,
+        )
         for shard in range(shards)
     ]
-    for update in updates:
-        _open(update, previous, out, settings)
-    for batch in analyzed:
-        by_shard: dict[int, list[dict]] = {}
-        for row in batch:
-            by_shard.setdefault(hash_shard(row["url"], shards), []).append(row)
-        for shard, rows in by_shard.items():
-            updates[shard].add(rows, out)
+    written = sorted(make_executor(settings).map(_write_shard, tasks), key=lambda w: w["shard"])
     languages: Counter[str] = Counter()
-    for update in updates:
-        languages.update(_close(update, previous, out, settings).column("lang").to_pylist())
-        _save_columns(out / shard_name(update.shard), scores)
+    for shard in written:
+        languages.update(shard["languages"])
     documents = languages.total()
     del languages[""]  # pages too short to tell
     return {
         "documents": documents,
         "shards": shards,
         "languages": dict(languages.most_common()),
-        "deleted": [update.deleted for update in updates],
-        "rewritten": sum(update.rewrite for update in updates),
+        "deleted": [shard["deleted"] for shard in written],
+        "rewritten": sum(shard["rewrite"] for shard in written),
     }
 
 
-def _plan(
-    previous: Path | None,
-    previous_meta: dict,
-    shard: int,
-    deletes: np.ndarray | None,
-    settings: Settings,
-    stamp: str,
-    adding: int,
-) -> ShardUpdate:
-    """How the shard is written (see the module's rules)."""
-    live = _read_live(previous, shard)
-    gone = np.empty(0, np.int64) if deletes is None else deletes
-    dropped = np.intersect1d(live.column("uid").to_numpy(), gone)
-    update = ShardUpdate(shard, live, dropped, 0, False, "")
-    expected = live.num_rows - len(dropped) + math.ceil(adding / settings["index.shards"])
-    if expected <= settings["index.rewrite.max.docs"]:
+def _write_shard(task: ShardTask) -> dict:
+    """Writes one shard of the new generation; what it holds."""
+    previous = Path(task.previous) if task.previous is not None else None
+    out = Path(task.out)
+    adding = sum(pq.ParquetFile(path).metadata.num_rows for path in task.analyzed)
+    update = _plan(previous, task, adding)
+    _open(update, previous, out, task.settings)
+    for path in task.analyzed:
+        for batch in pq.ParquetFile(path).iter_batches(REWRITE_BATCH):
+            update.add(pa.Table.from_batches([batch]), out)
+    live = _close(update, previous, out, task.settings)
+    _save_columns(out / shard_name(task.shard), task.scores, task.shard)
+    return {
+        "shard": task.shard,
+        "languages": Counter(live.column("lang").to_pylist()),
+        "deleted": update.deleted,
+        "rewrite": update.rewrite,
+    }
+
+
+def _plan(previous: Path | None, task: ShardTask, adding: int) -> ShardUpdate:
+    """How the shard is written (see the module's rules), given that it gains `adding`."""
+    settings = task.settings
+    live = _read_live(previous, task.shard)
+    dropped = np.intersect1d(live.column("uid").to_numpy(), task.deletes)
+    update = ShardUpdate(task.shard, live, dropped, 0, False, "")
+    if live.num_rows - len(dropped) + adding <= settings["index.rewrite.max.docs"]:
         update.canonical = True
         update.rewrite = previous is not None
-        update.forward_name = f"new-{stamp}.parquet"
+        update.forward_name = f"new-{task.stamp}.parquet"
         return update
-    before = previous_meta.get("deleted", [])
     base = update.kept(delta=False).num_rows
-    deleted = (before[shard] if shard < len(before) else 0) + base_losses(update)
+    deleted = task.deleted + base_losses(update)
     update.rewrite = previous is not None and (
         deleted > settings["index.merge.deletes"] * (base + deleted)
         or update.kept(delta=True).num_rows > settings["index.merge.delta"] * live.num_rows
     )
     linked = previous is not None and not update.rewrite and live.num_rows > 0
     update.deleted = deleted if linked else 0
-    update.forward_name = f"{DELTA if linked else 'base-'}{stamp}.parquet"
+    update.forward_name = f"{DELTA if linked else 'base-'}{task.stamp}.parquet"
     return update
 
 
@@ -255,8 +282,8 @@ def _open(update: ShardUpdate, previous: Path | None, out: Path, settings: Setti
         for uid in gone.tolist():
             update.writer.delete_documents_by_term("uid", uid)
     if previous is not None:
-        for rows in _rows(previous, update.shard, update.kept(delta=True if linked else None)):
-            update.add(rows, out)
+        for table in _rows(previous, update.shard, update.kept(delta=True if linked else None)):
+            update.add(table, out)
 
 
 def _link(
@@ -283,14 +310,14 @@ def _kept(
     return {"kept_files": sorted({str(folder / name) for name in keep["file"].to_pylist()})}
 
 
-def _rows(previous: Path, shard: int, keep: pa.Table) -> Iterator[list[dict]]:
+def _rows(previous: Path, shard: int, keep: pa.Table) -> Iterator[pa.Table]:
     """The previous shard's documents that `keep` (LIVE rows) names, from its forward index."""
     if keep.num_rows == 0:
         return
     con = connect()
     bound = _kept(con, previous, shard, keep)
     for batch in con.sql(KEPT_SQL, params=bound).to_arrow_reader(REWRITE_BATCH):
-        yield batch.to_pylist()
+        yield pa.Table.from_batches([batch]).cast(FORWARD)
 
 
 def _close(update: ShardUpdate, previous: Path | None, out: Path, settings: Settings) -> pa.Table:
@@ -353,8 +380,23 @@ def _canonical(
     return table
 
 
-def _save_columns(shard_dir: Path, scores: Scores | None) -> None:
+def _save_columns(shard_dir: Path, scores: tuple[str, ...], shard: int) -> None:
+    """Saves the shard's columns, with the PageRank scores in `scores` when given (0 for a
+    page they lack)."""
     columns = Columns.read(tantivy.Index.open(str(shard_dir)).searcher())
-    if scores is not None:
-        columns.rescore(scores)
+    if scores:
+        found = connect().execute(
+            "SELECT uid, score FROM read_parquet($files) WHERE shard = $shard ORDER BY uid",
+            {"files": list(scores), "shard": shard},
+        )
+        uids, values = found.fetchnumpy().values()
+        columns.rescore(lambda wanted: _lookup(uids, values, wanted))
     columns.save(shard_dir / COLUMNS_FILE)
+
+
+def _lookup(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """The values of the `wanted` keys in sorted `keys` (0 for one it lacks)."""
+    if not len(keys):
+        return np.zeros(len(wanted))
+    at = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
+    return np.where(keys[at] == wanted, values[at], 0.0)

@@ -7,8 +7,8 @@
    key), gone (no longer listed) or unchanged. PageRank is no part of the key: the searcher
    reads it from the columns, written anew from the crawldb every time (shards.py).
 3. Bucket tasks gather the documents of the new and changed pages (their text from the
-   segments of their latest parse); analysis tasks analyze them in parallel while this
-   process updates the shards (shards.py).
+   segments of their latest parse); analysis tasks analyze them in parallel into files by
+   shard; then a task per shard updates it (shards.py).
 4. The new generation is published atomically. A rebuild (`--rebuild`, a first index, or
    settings that change what is indexed: INDEXED_WITH) starts from nothing.
 """
@@ -16,7 +16,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,7 +31,8 @@ from filbert.analysis import analyzer, identify, load_user_dict
 from filbert.buckets import Relation, connect, latest_per_page, params, parquet_relation
 from filbert.config import Settings
 from filbert.executor import make_executor
-from filbert.index.shards import LIVE_FILE, forward_dir, update_shards
+from filbert.index.schema import shard_name
+from filbert.index.shards import FORWARD, LIVE_FILE, forward_dir, hash_shard, update_shards
 from filbert.storage import CrawlDir, Segment, part_name, reading, write_table
 from filbert.urls import fingerprint
 
@@ -80,6 +82,9 @@ class AnalyzeTask:
     path: str
     row_groups: list[int]
     user_dict: str
+    shards: int
+    out: str  # the analyzed documents go to out/shard-NNN/NAME
+    name: str
 
 
 def _relations(task: StateTask | DocsTask) -> tuple[Relation, Relation, Relation]:
@@ -171,11 +176,21 @@ def _write_docs(task: DocsTask) -> int:
     return table.num_rows
 
 
-def _analyze(task: AnalyzeTask) -> list[dict]:
+def _analyze(task: AnalyzeTask) -> dict[int, str]:
+    """Analyzes documents into a FORWARD file per shard; the files by shard."""
     if task.user_dict:
         load_user_dict(Path(task.user_dict))
     rows = pq.ParquetFile(task.path).read_row_groups(task.row_groups).to_pylist()
-    return [analyze_document(row) for row in rows]
+    by_shard: dict[int, list[dict]] = {}
+    for row in rows:
+        by_shard.setdefault(hash_shard(row["url"], task.shards), []).append(analyze_document(row))
+    files = {}
+    for shard, docs in by_shard.items():
+        path = Path(task.out) / shard_name(shard) / task.name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_table(pa.Table.from_pylist(docs, schema=FORWARD), path)
+        files[shard] = str(path)
+    return files
 
 
 def analyze_document(doc: dict) -> dict:
@@ -266,15 +281,8 @@ def build_index(
     ]
     sum(executor.map(_docs_bucket, docs))
     doc_files = [Path(t.out) for t in docs]
-    written = update_shards(
-        previous,
-        meta if previous else {},
-        tmp,
-        analyzed_documents(doc_files, settings, on_doc),
-        changes.deletes,
-        settings,
-        changes.counts["new"] + changes.counts["changed"],
-        changes.scores,
+    written = index_documents(
+        doc_files, tmp, settings, on_doc, previous, meta, changes.deletes, changes.state
     )
     changes.save_holdings(tmp / HOLDINGS_FILE)
     for path in [*doc_files, *(Path(t.out) for t in states), changes.changed]:
@@ -327,15 +335,13 @@ def rebuild_reason(current: Path | None, meta: dict, settings: Settings, asked: 
 class Changes:
     """What changed since the previous generation: the pages to gather and analyze (fp,
     segment, bucket and whether it is new, in a Parquet file), the uids to delete by shard,
-    counts, and every indexed page's current PageRank score."""
+    and counts; `state` lists every page to index with its current PageRank score."""
 
     state: list[Path]
     changed: Path
     segments: dict[int, set[str]]  # by bucket: the segments of its changed pages' parses
     deletes: dict[int, np.ndarray]
     counts: dict[str, int]
-    uids: np.ndarray  # sorted
-    uid_scores: np.ndarray
     hosts: set[str]  # of the new, changed and gone pages
 
     @classmethod
@@ -373,16 +379,7 @@ class Changes:
             int(shard): dropped["uid"][dropped["shard"] == shard]
             for shard in np.unique(dropped["shard"])
         }
-        ranked = con.execute(f"SELECT uid, score FROM {now.sql} ORDER BY uid", now.params)
-        uids, scores = ranked.fetchnumpy().values()
-        return cls(state, changed, segments, deletes, counts, uids, scores, hosts)
-
-    def scores(self, uids: np.ndarray) -> np.ndarray:
-        """The current PageRank scores of `uids` (0 for a uid the index does not hold)."""
-        if not len(self.uids):
-            return np.zeros(len(uids))
-        at = np.minimum(np.searchsorted(self.uids, uids), len(self.uids) - 1)
-        return np.where(self.uids[at] == uids, self.uid_scores[at], 0.0)
+        return cls(state, changed, segments, deletes, counts, hosts)
 
     def save_holdings(self, path: Path) -> None:
         now = parquet_relation("state", self.state, schemas.INDEX_STATE)
@@ -390,32 +387,44 @@ class Changes:
         write_table(held.to_arrow_table(), path)
 
 
-def analyzed_documents(
-    doc_files: list[Path], settings: Settings, on_doc: Callable[[int], None] | None = None
-) -> Iterator[list[dict]]:
-    """The gathered documents analyzed in parallel, a batch at a time."""
-    tasks = [
-        AnalyzeTask(str(path), groups, settings["analysis.zh.userdict"])
-        for path in doc_files
-        for groups in _row_group_chunks(path)
-    ]
-    for docs in make_executor(settings).map(_analyze, tasks):
-        if on_doc:
-            on_doc(len(docs))
-        yield docs
-
-
 def index_documents(
     doc_files: list[Path],
     out: Path,
     settings: Settings,
     on_doc: Callable[[int], None] | None = None,
+    previous: Path | None = None,
+    previous_meta: dict | None = None,
+    deletes: dict[int, np.ndarray] | None = None,
+    scores: list[Path] | None = None,
 ) -> dict:
-    """Analyzes gathered documents in parallel and writes them into new shards under `out`.
-    Returns the index metadata: documents, shards, and documents per language."""
-    adding = sum(pq.ParquetFile(path).metadata.num_rows for path in doc_files)
-    analyzed = analyzed_documents(doc_files, settings, on_doc)
-    return update_shards(None, {}, out, analyzed, {}, settings, adding)
+    """Analyzes gathered documents in parallel, then writes the shards of a new generation
+    under `out` (update_shards: the previous one's, if given, without `deletes`, with the
+    new documents). Returns the index metadata: documents, shards, languages."""
+    analyzed_dir = out / "analyzed"
+    tasks = [
+        AnalyzeTask(
+            str(path),
+            groups,
+            settings["analysis.zh.userdict"],
+            settings["index.shards"],
+            str(analyzed_dir),
+            f"{n:05d}-{groups[0]:05d}.parquet",
+        )
+        for n, path in enumerate(doc_files)
+        for groups in _row_group_chunks(path)
+    ]
+    analyzed: dict[int, list[Path]] = {}
+    for files in make_executor(settings).map(_analyze, tasks):
+        for shard, path in files.items():
+            analyzed.setdefault(shard, []).append(Path(path))
+        if on_doc:
+            on_doc(sum(pq.ParquetFile(path).metadata.num_rows for path in files.values()))
+    for paths in analyzed.values():
+        paths.sort()  # the same documents are written in the same order
+    meta = previous_meta if previous is not None and previous_meta is not None else {}
+    written = update_shards(previous, meta, out, analyzed, deletes or {}, settings, scores)
+    shutil.rmtree(analyzed_dir, ignore_errors=True)
+    return written
 
 
 def _row_group_chunks(path: Path) -> list[list[int]]:
