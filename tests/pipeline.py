@@ -16,17 +16,29 @@ class Quiet:
 
     def __init__(self) -> None:
         self.steps: list[str] = []
+        self.fetches: list[list[tuple[int, int]]] = []  # each fetch's progress reports
 
     def step(self, message: str) -> None:
         self.steps.append(message)
 
-    def fetch_started(self, total: int) -> None: ...
-    def fetched(self, result) -> None: ...
+    def fetch_started(self, total: int) -> None:
+        self.fetches.append([])
+
+    def fetched(self, ok: int, failed: int) -> None:
+        self.fetches[-1].append((ok, failed))
+
     def fetch_done(self, stats) -> None: ...
 
 
-def crawl_site(path: Path, seeds: list[str], *overrides: str, depth: int = 5, **kwargs):
+def crawl_site(
+    path: Path,
+    seeds: list[str],
+    *overrides: str,
+    depth: int = 5,
+    reporter: Quiet | None = None,
+    **kwargs,
+):
     settings = load_settings(None, [*FAST, *overrides])
     crawl = CrawlDir(path)
-    summary = run_crawl(crawl, seeds, settings, Quiet(), depth=depth, **kwargs)
+    summary = run_crawl(crawl, seeds, settings, reporter or Quiet(), depth=depth, **kwargs)
     return crawl, settings, summary

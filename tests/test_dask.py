@@ -21,7 +21,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from pipeline import crawl_site
+from pipeline import Quiet, crawl_site
 from sites import GRAPH_WORDS, SiteServer, link_graph
 
 distributed = pytest.importorskip("distributed")
@@ -31,7 +31,8 @@ from filbert.crawl import fetch_step  # noqa: E402
 from filbert.crawldb.generate import generate  # noqa: E402
 from filbert.crawldb.inject import inject  # noqa: E402
 from filbert.crawldb.updatedb import updatedb  # noqa: E402
-from filbert.executor import ExecutorError, shutdown  # noqa: E402
+from filbert.executor import ExecutorError, observe_tasks, shutdown  # noqa: E402
+from filbert.progress import TaskBars  # noqa: E402
 from filbert.search import Searcher  # noqa: E402
 from filbert.storage import CrawlDir  # noqa: E402
 
@@ -47,6 +48,7 @@ def one_cluster_at_a_time() -> Iterator[None]:
     shutdown()
     yield
     shutdown()
+    observe_tasks(None)
 
 
 def rows(files: list[Path], columns: list[str]) -> list[tuple]:
@@ -235,18 +237,28 @@ def test_a_lost_scheduler_fails_the_step_and_keeps_the_crawl(
 
 
 def test_a_host_is_fetched_politely_across_workers(tmp_path: Path) -> None:
+    """And the progress of the workers' fetches and tasks is shown as it is locally."""
+    reporter, bars = Quiet(), TaskBars()
+    observe_tasks(bars)
     with SiteServer(link_graph(6, 2, seed=4)) as a, SiteServer(link_graph(6, 2, seed=5)) as b:
-        crawl_site(
+        _, _, summary = crawl_site(
             tmp_path / "crawl",
             [a.url("/"), b.url("/")],
             "executor.kind=dask-local",
             *CLUSTER,
             "fetcher.server.delay=0.3",
             depth=2,
+            reporter=reporter,
         )
         for server in (a, b):
             assert len(server.requests) >= 7
             assert smallest_gap(server) >= 0.3 - JITTER
+    assert len(reporter.fetches) == 2
+    for reports in reporter.fetches:  # the partitions' files, read while they fetch
+        assert reports and reports == sorted(reports) and sum(reports[-1]) <= summary.urls
+    assert sum(map(sum, (f[-1] for f in reporter.fetches))) > 0
+    assert bars.workers == 2 and bars.tasks >= 10 and not bars.bars
+    assert bars.summary()["tasks"] == f"{bars.tasks} on 2 workers"
 
 
 def test_a_hosts_delay_holds_from_one_rounds_workers_to_the_next(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ from rich.table import Table
 
 from filbert.config import Settings, load_settings
 from filbert.errors import UserError
-from filbert.progress import RichReporter, console, counts_table, stdout
+from filbert.progress import RichReporter, TaskBars, console, counts_table, stdout
 from filbert.storage import CrawlDir, CrawlDirError
 
 T = TypeVar("T")
@@ -50,11 +50,21 @@ def _open(directory: Path, defines: list[str] | None) -> tuple[CrawlDir, Setting
     return CrawlDir(directory), load_settings(directory, defines or [])
 
 
+def _show_tasks() -> TaskBars:
+    """Shows the bars of the steps' tasks from now on; returns their tally."""
+    from filbert.executor import observe_tasks
+
+    bars = TaskBars()
+    observe_tasks(bars)
+    return bars
+
+
 def _locked(
     directory: Path, defines: list[str] | None, step: Callable[[CrawlDir, Settings], T]
 ) -> T:
     """Run a step that changes the crawl directory, holding its lock."""
     crawl_dir, settings = _open(directory, defines)
+    _show_tasks()
     with crawl_dir.lock():
         return step(crawl_dir, settings)
 
@@ -79,6 +89,7 @@ def crawl(
 
     gc.freeze()  # the imported modules' objects: not worth re-scanning during a crawl
     crawl_dir, settings = _open(dir, define)
+    tasks = _show_tasks()
     with crawl_dir.lock():
         summary = run_crawl(
             crawl_dir,
@@ -106,6 +117,7 @@ def crawl(
             "total time": f"{summary.seconds:.1f} s",
             "pages/s": f"{summary.pages_per_second:.1f}",
             "documents indexed": "-" if summary.documents is None else summary.documents,
+            **tasks.summary(),
         },
     )
     console.print(table)
@@ -167,6 +179,7 @@ def fetch(
 
     crawl_dir, settings = _open(dir, define)
     reporter = RichReporter()
+    _show_tasks()
     with crawl_dir.lock():
         name = _segment_or_latest(crawl_dir, segment, "generated")
         stats = fetch_step(
@@ -187,6 +200,7 @@ def parse(
     from filbert.parse.step import parse_segment
 
     crawl_dir, settings = _open(dir, define)
+    _show_tasks()
     with crawl_dir.lock():
         counts = parse_segment(
             crawl_dir, _segment_or_latest(crawl_dir, segment, "fetched"), settings

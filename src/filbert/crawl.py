@@ -24,9 +24,10 @@ from filbert.crawldb.generate import generate
 from filbert.crawldb.inject import InjectStats, inject
 from filbert.crawldb.sitemaps import sitemap
 from filbert.crawldb.updatedb import pending_segments, updatedb
-from filbert.fetch import FetchResult, FetchStats, fetch_segment
+from filbert.fetch import FetchStats, fetch_segment
 from filbert.fetch.fetcher import HostClock
 from filbert.fetch.robots import RobotsCache
+from filbert.fetch.step import Progress
 from filbert.links.invertlinks import invertlinks
 from filbert.parse.step import SegmentParser, parse_segment
 from filbert.segments.mergesegs import merge_segments, mergeable
@@ -38,7 +39,9 @@ class Reporter(Protocol):
 
     def step(self, message: str) -> None: ...
     def fetch_started(self, total: int) -> None: ...
-    def fetched(self, result: FetchResult) -> None: ...
+    def fetched(self, ok: int, failed: int) -> None:
+        """Pages fetched so far in this fetch: ok, failed (or redirected)."""
+
     def fetch_done(self, stats: FetchStats) -> None: ...
 
 
@@ -63,7 +66,7 @@ def fetch_step(
     name: str,
     settings: Settings,
     threads: int | None = None,
-    on_result: Callable[[FetchResult], None] | None = None,
+    on_progress: Progress | None = None,
     on_start: Callable[[int], None] | None = None,
     robots: RobotsCache | None = None,
     clock: HostClock | None = None,
@@ -75,7 +78,7 @@ def fetch_step(
         name,
         settings,
         threads,
-        on_result,
+        on_progress,
         on_start,
         robots,
         clock,

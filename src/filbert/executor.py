@@ -6,7 +6,7 @@ import atexit
 import logging
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import CancelledError, ProcessPoolExecutor
 from typing import Any, Protocol, TypeVar
 
@@ -23,18 +23,57 @@ class ExecutorError(UserError):
     nothing was published: the crawl directory keeps its previous state."""
 
 
-class Executor(Protocol):
-    workers: int
+class TaskObserver(Protocol):
+    """Told about the tasks of every step: progress bars and summaries."""
 
-    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterable[R]:
-        """Apply fn to every item, yielding results as they finish (order not kept)."""
-        ...
+    def started(self, name: str, tasks: int, workers: int) -> None: ...
+    def done(self, name: str) -> None:
+        """One task finished."""
+
+    def finished(self, name: str) -> None: ...
 
 
-class SequentialExecutor:
+_observer: TaskObserver | None = None
+
+
+def observe_tasks(observer: TaskObserver | None) -> None:
+    """Tells `observer` about the tasks this process runs from now on (None: nobody)."""
+    global _observer
+    _observer = observer
+
+
+def task_name(fn: Callable) -> str:
+    """What a task function does, for people: _parse_bucket → "parse bucket"."""
+    return fn.__name__.strip("_").replace("_", " ")
+
+
+class Executor:
+    """Runs a step's tasks; subclasses say where (`_run`)."""
+
     workers = 1
 
-    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterable[R]:
+    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
+        """Apply fn to every item, yielding results as they finish (order not kept)."""
+        items = list(items)
+        observer = _observer
+        if observer is None or len(items) <= 1:
+            yield from self._run(fn, items)
+            return
+        name = task_name(fn)
+        observer.started(name, len(items), self.workers)
+        try:
+            for result in self._run(fn, items):
+                observer.done(name)
+                yield result
+        finally:
+            observer.finished(name)
+
+    def _run(self, fn: Callable[[T], R], items: list[T]) -> Iterator[R]:
+        raise NotImplementedError
+
+
+class SequentialExecutor(Executor):
+    def _run(self, fn: Callable[[T], R], items: list[T]) -> Iterator[R]:
         for item in items:
             yield fn(item)
 
@@ -66,15 +105,14 @@ def shutdown() -> None:
     _CLIENTS.clear()
 
 
-class LocalExecutor:
+class LocalExecutor(Executor):
     """A process pool; functions and items must be picklable (module-level functions).
     A single task runs in this process, where starting a worker would only cost time."""
 
     def __init__(self, workers: int):
         self.workers = workers
 
-    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterable[R]:
-        items = list(items)
+    def _run(self, fn: Callable[[T], R], items: list[T]) -> Iterator[R]:
         if len(items) <= 1 or self.workers <= 1:
             yield from map(fn, items)
             return
@@ -89,7 +127,7 @@ class _TaskError(Exception):
         self.error = error
 
 
-class DaskExecutor:
+class DaskExecutor(Executor):
     """Tasks on the workers of a Dask cluster. Functions and items travel pickled, as to a
     process pool; the crawl directory must be at the same path on every worker (a shared
     filesystem). When a worker dies, Dask runs its tasks again on another: they write
@@ -102,11 +140,10 @@ class DaskExecutor:
         self.where = where
         self.workers = max(1, len(client.scheduler_info()["workers"]))
 
-    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterable[R]:
+    def _run(self, fn: Callable[[T], R], items: list[T]) -> Iterator[R]:
         from distributed import as_completed
         from distributed.scheduler import KilledWorker
 
-        items = list(items)
         if not items:
             return
         futures = []

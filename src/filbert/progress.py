@@ -6,6 +6,7 @@ import time
 from typing import TYPE_CHECKING
 
 from rich.console import Console
+from rich.errors import LiveError
 from rich.markup import escape
 from rich.progress import (
     BarColumn,
@@ -18,7 +19,7 @@ from rich.progress import (
 from rich.table import Table
 
 if TYPE_CHECKING:  # the fetcher and parser cost 0.1 s to import; only crawls need them
-    from filbert.fetch import FetchResult, FetchStats
+    from filbert.fetch import FetchStats
 
 REFRESH_SECONDS = 0.1
 console = Console(stderr=True)  # progress and messages
@@ -31,15 +32,12 @@ class RichReporter:
     def __init__(self) -> None:
         self.progress: Progress | None = None
         self.task: TaskID | None = None
-        self.ok = 0
-        self.failed = 0
         self.shown = 0.0
 
     def step(self, message: str) -> None:
         console.print(f"[bold cyan]»[/] {escape(message)}")
 
     def fetch_started(self, total: int) -> None:
-        self.ok = self.failed = 0
         self.progress = Progress(
             TextColumn("[bold]fetch"),
             BarColumn(),
@@ -54,21 +52,14 @@ class RichReporter:
         self.progress.start()
         self.task = self.progress.add_task("fetch", total=total, rate=0.0, ok=0, failed=0)
 
-    def fetched(self, result: FetchResult) -> None:
-        if result.status == "fetch_success":
-            self.ok += 1
-        else:
-            self.failed += 1
+    def fetched(self, ok: int, failed: int) -> None:
         now = time.monotonic()
         if self.progress is not None and now - self.shown > REFRESH_SECONDS:  # redraws cost CPU
             self.shown = now
             assert self.task is not None  # added with the progress bar
             task = self.progress.tasks[0]
-            done = self.ok + self.failed
-            rate = done / task.elapsed if task.elapsed else 0.0
-            self.progress.update(
-                self.task, completed=done, rate=rate, ok=self.ok, failed=self.failed
-            )
+            rate = (ok + failed) / task.elapsed if task.elapsed else 0.0
+            self.progress.update(self.task, completed=ok + failed, rate=rate, ok=ok, failed=failed)
 
     def fetch_done(self, stats: FetchStats) -> None:
         if self.progress is not None:
@@ -79,6 +70,60 @@ class RichReporter:
             f"  fetched {stats.urls} URLs in {stats.seconds:.1f} s "
             f"({stats.pages_per_second:.1f} pages/s, {stats.bytes / 1e6:.1f} MB): {statuses}"
         )
+
+
+class TaskBars:
+    """A transient bar while a step's tasks run, here or on a cluster's workers (unless
+    another bar shows: the fetch's), and their tally for the summary."""
+
+    def __init__(self) -> None:
+        self.bars: list[tuple[Progress | None, float]] = []  # nested maps: the outer's bar shows
+        self.tasks = 0
+        self.seconds = 0.0
+        self.workers = 0
+
+    def started(self, name: str, tasks: int, workers: int) -> None:
+        self.workers = max(self.workers, workers)
+        bar: Progress | None = Progress(
+            TextColumn(f"[bold]{escape(name)}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn(f"tasks  {{task.fields[rate]:.1f}}/s on {workers} workers"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        )
+        try:
+            bar.start()
+            bar.add_task(name, total=tasks, rate=0.0)
+        except LiveError:  # the fetch's bar shows
+            bar = None
+        self.bars.append((bar, time.monotonic()))
+
+    def done(self, name: str) -> None:
+        bar, start = self.bars[-1]
+        self.tasks += 1
+        if bar is not None:
+            task = bar.tasks[0]
+            rate = (task.completed + 1) / max(time.monotonic() - start, 1e-3)
+            bar.update(task.id, advance=1, rate=rate)
+
+    def finished(self, name: str) -> None:
+        bar, start = self.bars.pop()
+        if bar is not None:
+            bar.stop()
+        if not self.bars:
+            self.seconds += time.monotonic() - start
+
+    def summary(self) -> dict[str, str]:
+        """Rows for a summary table."""
+        if not self.tasks:
+            return {}
+        rate = self.tasks / self.seconds if self.seconds else 0.0
+        return {
+            "tasks": f"{self.tasks} on {self.workers} workers",
+            "task time": f"{self.seconds:.1f} s ({rate:.1f} tasks/s)",
+        }
 
 
 def counts_table(title: str, counts: dict) -> Table:

@@ -4,8 +4,11 @@ with fetcher.parse, which writes the parse outputs too)."""
 
 from __future__ import annotations
 
+import threading
+import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -87,12 +90,13 @@ class FetchTask:
 
 def fetch_partition(
     task: FetchTask,
-    on_result: Callable[[FetchResult], None] | None = None,
+    on_progress: Progress | None = None,
     robots_cache: RobotsCache | None = None,
     clock: HostClock | None = None,
 ) -> FetchStats:
     """Fetch one partition's URLs into the temporary crawl_fetch and content directories
-    (and hand them to the task's sink)."""
+    (and hand them to the task's sink). Its progress goes to `on_progress`, or else to a
+    file beside them that fetch_segment watches."""
     segment = Segment(Path(task.segment))
     settings = task.settings
     items = _fetch_items(segment, task.buckets)
@@ -105,6 +109,7 @@ def fetch_partition(
         else None
     )
     stats = FetchStats(segment.name, len(items))
+    report = on_progress or ProgressFile(out / f"progress-{min(task.buckets, default=0):05d}")
 
     def record(result: FetchResult) -> None:
         item = result.item
@@ -129,8 +134,8 @@ def fetch_partition(
             sink.redirect(item.url, result.redirect_url, item.score)
         stats.by_status[result.status] += 1
         stats.by_http[result.http_status] += 1
-        if on_result:
-            on_result(result)
+        ok = stats.by_status[schemas.FETCH_SUCCESS]
+        report(ok, stats.by_status.total() - ok)
 
     robots_cache = robots_cache or RobotsCache(settings["http.robots.cache.ttl"])
     clock = clock or HostClock()
@@ -153,12 +158,54 @@ def fetch_partition(
     return stats
 
 
+Progress = Callable[[int, int], None]  # pages fetched so far: ok, failed (or redirected)
+PROGRESS_SECONDS = 0.5  # how often partitions elsewhere tell their progress
+
+
+class ProgressFile:
+    """A partition's progress for the process that runs the step, in a file beside its
+    outputs (the crawl directory is shared), written at most every PROGRESS_SECONDS."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.written = 0.0
+
+    def __call__(self, ok: int, failed: int) -> None:
+        now = time.monotonic()
+        if now - self.written >= PROGRESS_SECONDS:
+            self.written = now
+            self.path.with_suffix(".tmp").write_bytes(orjson.dumps([ok, failed]))
+            self.path.with_suffix(".tmp").replace(self.path)
+
+
+@contextmanager
+def watching(folder: Path, on_progress: Progress | None) -> Iterator[None]:
+    """Reports the sum of the ProgressFiles in `folder` to `on_progress` while the block runs."""
+    if on_progress is None:
+        yield
+        return
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.wait(PROGRESS_SECONDS):
+            counts = [orjson.loads(path.read_bytes()) for path in folder.glob("progress-*[0-9]")]
+            on_progress(sum(c[0] for c in counts), sum(c[1] for c in counts))
+
+    watcher = threading.Thread(target=watch, name="fetch progress", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        watcher.join()
+
+
 def fetch_segment(
     crawl: CrawlDir,
     name: str,
     settings: Settings,
     threads: int | None = None,
-    on_result: Callable[[FetchResult], None] | None = None,
+    on_progress: Progress | None = None,
     on_start: Callable[[int], None] | None = None,
     robots_cache: RobotsCache | None = None,
     clock: HostClock | None = None,
@@ -169,7 +216,7 @@ def fetch_segment(
     which writes the parse outputs; without one, `filbert parse` makes them later.
 
     With fetcher.partitions > 1 the partitions run through the executor (one event loop
-    per process) and report per partition instead of per page.
+    per process, on any worker) and report their progress in files that this process reads.
     """
     segment = crawl.segment(name)
     if not segment.generated:
@@ -190,11 +237,12 @@ def fetch_segment(
         clock.deadlines() if clock else {},
     )
     if len(tasks) == 1:
-        stats = fetch_partition(tasks[0], on_result, robots_cache, clock)
+        stats = fetch_partition(tasks[0], on_progress, robots_cache, clock)
     else:
         stats = FetchStats(name)
-        for part in make_executor(settings).map(fetch_partition, tasks):
-            stats.add(part)
+        with watching(tmp, on_progress):
+            for part in make_executor(settings).map(fetch_partition, tasks):
+                stats.add(part)
         if clock:  # the next round's partitions go on from where these left each host
             clock.respect(stats.deadlines)
     segment.publish(tmp, outputs, stale=Segment.PARSE_OUTPUTS)
