@@ -38,6 +38,8 @@ class RichReporter:
         console.print(f"[bold cyan]»[/] {escape(message)}")
 
     def fetch_started(self, total: int) -> None:
+        if not console.is_terminal:  # a log: a bar would leave a blank line in it
+            return
         self.progress = Progress(
             TextColumn("[bold]fetch"),
             BarColumn(),
@@ -84,7 +86,13 @@ class TaskBars:
 
     def started(self, name: str, tasks: int, workers: int) -> None:
         self.workers = max(self.workers, workers)
-        bar: Progress | None = Progress(
+        self.bars.append((self._bar(name, tasks, workers), time.monotonic()))
+
+    def _bar(self, name: str, tasks: int, workers: int) -> Progress | None:
+        """A live bar, unless the console is no terminal or the fetch's bar shows."""
+        if not console.is_terminal:  # a log: a bar would leave a blank line in it
+            return None
+        bar = Progress(
             TextColumn(f"[bold]{escape(name)}"),
             BarColumn(),
             MofNCompleteColumn(),
@@ -95,10 +103,10 @@ class TaskBars:
         )
         try:
             bar.start()
-            bar.add_task(name, total=tasks, rate=0.0)
         except LiveError:  # the fetch's bar shows
-            bar = None
-        self.bars.append((bar, time.monotonic()))
+            return None
+        bar.add_task(name, total=tasks, rate=0.0)
+        return bar
 
     def done(self, name: str) -> None:
         bar, start = self.bars[-1]

@@ -155,6 +155,8 @@ def fetch_partition(
     if sink:
         stats.parsed = sink.close(fetched)
     stats.deadlines = clock.deadlines()
+    if isinstance(report, ProgressFile):
+        report.flush()
     return stats
 
 
@@ -168,14 +170,18 @@ class ProgressFile:
 
     def __init__(self, path: Path):
         self.path = path
+        self.counts = [0, 0]
         self.written = 0.0
 
     def __call__(self, ok: int, failed: int) -> None:
-        now = time.monotonic()
-        if now - self.written >= PROGRESS_SECONDS:
-            self.written = now
-            self.path.with_suffix(".tmp").write_bytes(orjson.dumps([ok, failed]))
-            self.path.with_suffix(".tmp").replace(self.path)
+        self.counts = [ok, failed]
+        if time.monotonic() - self.written >= PROGRESS_SECONDS:
+            self.flush()
+
+    def flush(self) -> None:
+        self.written = time.monotonic()
+        self.path.with_suffix(".tmp").write_bytes(orjson.dumps(self.counts))
+        self.path.with_suffix(".tmp").replace(self.path)
 
 
 @contextmanager
@@ -186,10 +192,13 @@ def watching(folder: Path, on_progress: Progress | None) -> Iterator[None]:
         return
     stop = threading.Event()
 
+    def report() -> None:
+        counts = [orjson.loads(path.read_bytes()) for path in folder.glob("progress-*[0-9]")]
+        on_progress(sum(c[0] for c in counts), sum(c[1] for c in counts))
+
     def watch() -> None:
         while not stop.wait(PROGRESS_SECONDS):
-            counts = [orjson.loads(path.read_bytes()) for path in folder.glob("progress-*[0-9]")]
-            on_progress(sum(c[0] for c in counts), sum(c[1] for c in counts))
+            report()
 
     watcher = threading.Thread(target=watch, name="fetch progress", daemon=True)
     watcher.start()
@@ -198,6 +207,7 @@ def watching(folder: Path, on_progress: Progress | None) -> Iterator[None]:
     finally:
         stop.set()
         watcher.join()
+    report()  # where they ended
 
 
 def fetch_segment(
