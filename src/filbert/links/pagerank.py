@@ -11,17 +11,30 @@ priority) and the index (ranking) read them.
 
 from __future__ import annotations
 
+import os
+import shutil
 from dataclasses import dataclass
+from pathlib import Path
 
+import duckdb
 import numpy as np
 import pyarrow as pa
 from scipy import sparse
 
 from filbert import schemas
-from filbert.buckets import BucketTask, connect, params, parquet_relation, rewrite, write_result
+from filbert.buckets import (
+    BucketTask,
+    connect,
+    params,
+    parquet_relation,
+    rewrite,
+    write_result,
+)
 from filbert.config import Settings
 from filbert.errors import UserError
-from filbert.storage import CrawlDir, WebGraph, reading, write_table
+from filbert.executor import make_executor
+from filbert.storage import CrawlDir, WebGraph, attempt_path, reading, write_table
+from filbert.urls import fingerprint
 
 WEBGRAPH_SCORES = pa.schema(
     [
@@ -58,13 +71,19 @@ def pagerank(
     scales its tolerance by n, which stops a million-page graph after one iteration."""
     if n == 0:
         return PageRank(np.zeros(0), 0)
-    keys = np.sort(np.asarray(src, np.int64) * n + np.asarray(dst, np.int64))
+    keys = np.asarray(dst, np.int64) * n + np.asarray(src, np.int64)
+    keys.sort()  # row by row: the CSR order, with no COO matrix to convert (memory)
     keys = keys[np.r_[True, keys[1:] != keys[:-1]]] if keys.size else keys  # each link once
     # (np.unique does the same 10× slower)
-    src, dst = np.divmod(keys, n)
+    dst, src = np.divmod(keys, n)
+    del keys
     out_degree = np.bincount(src, minlength=n)
+    rows = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(dst, minlength=n), out=rows[1:])
+    del dst
     # column j spreads page j's rank over its outlinks: rank_next = links @ rank
-    links = sparse.csr_matrix((1.0 / out_degree[src], (dst, src)), shape=(n, n))
+    links = sparse.csr_matrix((1.0 / out_degree[src], src.astype(np.int32), rows), shape=(n, n))
+    del src
     dangling = out_degree == 0
     rank = np.full(n, 1.0 / n)
     for iteration in range(1, max_iter + 1):
@@ -80,31 +99,41 @@ def pagerank(
     )
 
 
+@dataclass(frozen=True)
+class GraphTask:
+    """The whole graph's PageRank: one task, so on a cluster one worker's memory holds it."""
+
+    crawldb: list[str]
+    crawl_parse: list[str]  # of every parsed segment
+    out: str  # the webgraph generation being made
+    damping: float
+    tolerance: float
+    max_iterations: int
+    memory_mb: int  # DuckDB's
+
+
 def compute_pagerank(crawl: CrawlDir, settings: Settings) -> dict[str, int]:
     """Compute PageRank for the whole crawl, store it in webgraph/ and in crawldb scores."""
     crawl.require()
     buckets = crawl.buckets(settings)
-    nodes, src, dst = _graph(crawl, buckets)
-    result = pagerank(
-        src,
-        dst,
-        len(nodes),
+    webgraph = crawl.webgraph
+    tmp = webgraph.begin()
+    task = GraphTask(
+        [str(p) for p in crawl.crawldb.files()],
+        [
+            str(p)
+            for seg in crawl.segments()
+            if seg.parsed
+            for b in range(buckets)
+            for p in seg.crawl_parse_parts(b)
+        ],
+        str(tmp),
         settings["pagerank.damping"],
         settings["pagerank.tolerance"],
         settings["pagerank.max.iterations"],
+        settings["pagerank.memory.mb"],
     )
-    n = len(nodes)
-    table = nodes.append_column("pagerank", pa.array(result.scores, pa.float64()))
-    table = table.append_column("inlinks", pa.array(np.bincount(dst, minlength=n), pa.int32()))
-    table = table.append_column("outlinks", pa.array(np.bincount(src, minlength=n), pa.int32()))
-    webgraph = crawl.webgraph
-    tmp = webgraph.begin()
-    write_table(table.select(WEBGRAPH_SCORES.names).cast(WEBGRAPH_SCORES), tmp / WebGraph.SCORES)
-    write_table(
-        pa.table({"src": pa.array(src, pa.int32()), "dst": pa.array(dst, pa.int32())}),
-        tmp / WebGraph.EDGES,
-    )
-    stats = {"pages": n, "links": len(src), "iterations": result.iterations}
+    (stats,) = make_executor(settings).map(_rank_graph, [task])
     scores_file = str(webgraph.publish(tmp, stats) / WebGraph.SCORES)
     with reading([*crawl.crawldb.files(), scores_file]):
         rewrite(
@@ -118,36 +147,70 @@ def compute_pagerank(crawl: CrawlDir, settings: Settings) -> dict[str, int]:
     return stats
 
 
-def _graph(crawl: CrawlDir, buckets: int) -> tuple[pa.Table, np.ndarray, np.ndarray]:
-    """The crawldb's URLs (row i is node i) and the link edges between them."""
-    db = parquet_relation("crawldb", crawl.crawldb.files(), schemas.CRAWLDB)
-    parts = [
-        str(p)
-        for seg in crawl.segments()
-        if seg.parsed
-        for b in range(buckets)
-        for p in seg.crawl_parse_parts(b)
-    ]
-    links = parquet_relation("crawl_parse", parts, schemas.CRAWL_PARSE)
-    con = connect()
-    with reading([*crawl.crawldb.files(), *parts]):
-        con.execute(
-            f"CREATE TEMP TABLE nodes AS SELECT row_number() OVER (ORDER BY fp) - 1 AS id, "
-            f"url, fp FROM {db.sql}",
-            db.params,
+def _rank_graph(task: GraphTask) -> dict[str, int]:
+    """Ranks the graph of the crawldb's URLs (node i: the i-th by fingerprint) and the links
+    between them; writes the webgraph's scores and edges into task.out. Only the edges and
+    the scores are held in Python; DuckDB holds the URLs."""
+    spill = Path(task.out) / ".spill"
+    config = {"threads": 1, "memory_limit": f"{task.memory_mb}MB", "temp_directory": str(spill)}
+    con = duckdb.connect(config=config)  # a database of its own: its memory is bounded
+    with reading([*task.crawldb, *task.crawl_parse]):
+        src, dst, n = _graph(con, task)
+        result = pagerank(src, dst, n, task.damping, task.tolerance, task.max_iterations)
+        ranks = pa.table(
+            {
+                "id": pa.array(np.arange(n)),
+                "pagerank": result.scores,
+                "inlinks": np.bincount(dst, minlength=n).astype(np.int32),
+                "outlinks": np.bincount(src, minlength=n).astype(np.int32),
+            }
         )
-        nodes = con.sql("SELECT url, fp FROM nodes ORDER BY id").to_arrow_table()
-        edges = con.sql(
-            f"""
-            SELECT DISTINCT s.id AS src, d.id AS dst
-            FROM (SELECT from_url, fp FROM {links.sql} WHERE kind = 'link') l
-            JOIN nodes s ON s.url = l.from_url JOIN nodes d ON d.fp = l.fp
-            WHERE s.id <> d.id
+        con.register("ranks", ranks)
+        out = Path(task.out)
+        scores = attempt_path(out / WebGraph.SCORES)
+        db = parquet_relation("crawldb", task.crawldb, schemas.CRAWLDB)
+        con.execute(
+            f"""COPY (SELECT url, fp, pagerank, inlinks, outlinks
+                FROM {db.sql} JOIN nodes USING (fp) JOIN ranks USING (id) ORDER BY id)
+            TO $path (FORMAT parquet, COMPRESSION zstd)""",
+            {**db.params, "path": str(scores)},
+        )
+        os.replace(scores, out / WebGraph.SCORES)
+    con.close()
+    shutil.rmtree(spill, ignore_errors=True)
+    write_table(pa.table({"src": src, "dst": dst}), out / WebGraph.EDGES)
+    return {"pages": n, "links": len(src), "iterations": result.iterations}
+
+
+def _graph(con: duckdb.DuckDBPyConnection, task: GraphTask) -> tuple[np.ndarray, np.ndarray, int]:
+    """The link edges as node numbers, and the number of nodes (the temporary table nodes:
+    id, fp). Links name their source by URL: the distinct sources' fingerprints are
+    computed here, so the join is on fingerprints, not on every crawldb URL."""
+    db = parquet_relation("crawldb", task.crawldb, schemas.CRAWLDB)
+    links = parquet_relation("crawl_parse", task.crawl_parse, schemas.CRAWL_PARSE)
+    con.execute(
+        f"CREATE TEMP TABLE nodes AS SELECT (row_number() OVER (ORDER BY fp) - 1)::INTEGER "
+        f"AS id, fp FROM {db.sql}",
+        db.params,
+    )
+    found = con.sql(
+        f"SELECT DISTINCT from_url FROM {links.sql} WHERE kind = 'link'", params=links.params
+    )
+    urls = found.to_arrow_table().column("from_url").to_pylist()
+    sources = pa.table({"from_url": urls, "from_fp": [fingerprint(url) for url in urls]})
+    con.register("sources", sources)
+    edges = con.sql(
+        f"""
+        SELECT DISTINCT s.id AS src, d.id AS dst
+        FROM (SELECT from_url, fp FROM {links.sql} WHERE kind = 'link') l
+        JOIN sources USING (from_url) JOIN nodes s ON s.fp = from_fp JOIN nodes d ON d.fp = l.fp
+        WHERE s.id <> d.id
         """,
-            params=links.params,
-        ).fetchnumpy()
-    con.execute("DROP TABLE nodes")
-    return nodes, edges["src"].astype(np.int64), edges["dst"].astype(np.int64)
+        params=links.params,
+    ).fetchnumpy()
+    con.unregister("sources")
+    ((n,),) = con.execute("SELECT count(*) FROM nodes").fetchall()
+    return edges["src"], edges["dst"], n
 
 
 @dataclass(frozen=True)
