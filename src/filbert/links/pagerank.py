@@ -152,8 +152,8 @@ def _rank_graph(task: GraphTask) -> dict[str, int]:
     between them; writes the webgraph's scores and edges into task.out. Only the edges and
     the scores are held in Python; DuckDB holds the URLs."""
     spill = Path(task.out) / ".spill"
-    config = {"threads": 1, "memory_limit": f"{task.memory_mb}MB", "temp_directory": str(spill)}
-    con = duckdb.connect(config=config)  # a database of its own: its memory is bounded
+    limit = f"{task.memory_mb}MB"  # a database of its own, so that its memory is bounded:
+    con = duckdb.connect(config={"threads": 1, "memory_limit": limit, "temp_directory": str(spill)})
     with reading([*task.crawldb, *task.crawl_parse]):
         src, dst, n = _graph(con, task)
         result = pagerank(src, dst, n, task.damping, task.tolerance, task.max_iterations)
