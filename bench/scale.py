@@ -35,9 +35,13 @@ no process above 2 GB (10^9 bytes); 2 Dask workers in ≤ 0.65 × the time of 1;
 crawldbs. --also runs the same round at smaller sizes (hosts scaled with the URLs) to show
 the growth, which should be close to linear (here: ≤ 1.25 × linear).
 
+--pagerank: after the round, PageRank over the crawl's whole graph (one task: in the driver
+with the local executor, on one worker with Dask), timed and measured apart from the round;
+the crawldbs compared are then the rescored ones.
+
     .venv/bin/python bench/scale.py [--urls 10000000] [--hosts 200000] [--also 1000000]
         [--executors local,dask-local-1,dask-local-2] [--max-count 100] [--buckets 8]
-        [--workdir bench/out/scale] [--no-record]
+        [--workdir bench/out/scale] [--pagerank] [--no-record]
 """
 
 from __future__ import annotations
@@ -72,6 +76,7 @@ from filbert.crawldb.generate import generate
 from filbert.crawldb.updatedb import updatedb
 from filbert.executor import make_executor
 from filbert.links.invertlinks import invertlinks
+from filbert.links.pagerank import compute_pagerank
 from filbert.parse.step import content_signature
 from filbert.storage import CrawlDir, PartWriter, Segment, count_rows, part_name, write_table
 from filbert.urls import bucket_of, fingerprint
@@ -433,9 +438,12 @@ class PeakMemory(threading.Thread):
             if step and "VmRSS" in kb:
                 self.steps[step] = max(self.steps.get(step, 0), kb["VmRSS"])
 
-    def stop(self) -> list[dict[str, Any]]:
+    def stop(self) -> None:
         self.done.set()
         self.join()
+
+    def peaks_now(self) -> list[dict[str, Any]]:
+        """Every process's peak RSS so far."""
         self.sample()
         role, rss = self.peaks[os.getpid()]
         self.peaks[os.getpid()] = (
@@ -508,7 +516,10 @@ def run_round(args: argparse.Namespace) -> None:
     publish_segment(crawl.segment(made.segment), args.segment_dir)
     step("updatedb", lambda: updatedb(crawl, settings, [made.segment], NOW))
     step("invertlinks", lambda: invertlinks(crawl, settings))
-    result["processes"] = memory.stop()
+    result["processes"] = memory.peaks_now()  # the round's
+    if args.pagerank:
+        result["pagerank"] = step("pagerank", lambda: compute_pagerank(crawl, settings))
+    memory.stop()
     args.crawl_dir.with_suffix(".json").write_text(json.dumps(result, indent=1))
 
 
@@ -528,7 +539,7 @@ class Size:
     checks: dict[str, dict[str, Any]]  # executor -> check results
 
     def round_time(self, executor: str) -> float:
-        return sum(step["wall"] for step in self.rounds[executor]["steps"].values())
+        return sum(self.rounds[executor]["steps"][name]["wall"] for name in STEPS)
 
 
 def run_size(args: argparse.Namespace, urls: int) -> Size:
@@ -574,6 +585,7 @@ def spawn_round(
         *(sys.executable, __file__, "--round", executor, "--crawl-dir", str(run)),
         *("--segment-dir", str(cached), "--top-n", str(top_n)),
         *("--max-count", str(args.max_count)),
+        *(["--pagerank"] if args.pagerank else []),
     ]
     subprocess.run(command, check=True)
     return json.loads(run.with_suffix(".json").read_text())
@@ -625,6 +637,13 @@ def size_lines(size: Size, buckets: int) -> list[str]:
         f"{sum(seg['crawldb'].values()):,} rows. {built or 'Data cached.'} Each step: seconds "
         f"(the largest RSS of a process during it, GB, sampled every {SAMPLE} s)."
     )
+    pagerank = all("pagerank" in run for run in size.rounds.values())
+    if pagerank:
+        graph = next(iter(size.rounds.values()))["pagerank"]
+        data += (
+            f" Then PageRank (not in the round, its time or its peaks): {graph['pages']:,} "
+            f"pages, {graph['links']:,} links, {graph['iterations']} iterations."
+        )
     lines = [
         f"### {size.urls:,} URLs on {size.hosts:,} hosts",
         "",
@@ -632,27 +651,30 @@ def size_lines(size: Size, buckets: int) -> list[str]:
         "",
         (
             f"| executor | cluster start | {' | '.join(STEPS)} | round | CPU (driver) "
-            "| peak RSS, GB: driver | workers |"
+            f"| peak RSS, GB: driver | workers |{' pagerank |' if pagerank else ''}"
         ),
-        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
+        f"|---|---:|---:|---:|---:|---:|---:|---:|---|{'---:|' if pagerank else ''}",
     ]
     for executor, run in size.rounds.items():
         steps = run["steps"]
-        cpu = [sum(step["cpu"][i] for step in steps.values()) for i in (0, 1)]
+        cpu = [sum(steps[name]["cpu"][i] for name in STEPS) for i in (0, 1)]
         driver = next(p["rss"] for p in run["processes"] if p["role"] == "driver")
         workers = sorted(
             (p["rss"] for p in run["processes"] if p["role"] == "worker"), reverse=True
         )
         lines.append(
             f"| {executor} | {run['start']:.1f} s | "
-            + " | ".join(
-                f"{steps[name]['wall']:.1f} s ({gb(steps[name]['rss'])})" for name in STEPS
-            )
+            + " | ".join(_step(steps[name]) for name in STEPS)
             + f" | **{size.round_time(executor):.1f} s** | {sum(cpu):.1f} s ({cpu[0]:.1f} s) | "
             f"{gb(driver)} | {', '.join(map(gb, workers)) or '–'} |"
+            + (f" {_step(steps['pagerank'])} |" if pagerank else "")
         )
     lines += ["", *check_lines(size)]
     return lines
+
+
+def _step(step: dict[str, Any]) -> str:
+    return f"{step['wall']:.1f} s ({gb(step['rss'])})"
 
 
 def check_lines(size: Size) -> list[str]:
@@ -764,6 +786,12 @@ def parse_args() -> argparse.Namespace:
         type=Path,
         default=Path(__file__).parent / "out" / "scale",
         help="cached crawldbs and segments, and each executor's copy",
+    )
+    parser.add_argument(
+        "--pagerank",
+        action="store_true",
+        help="then PageRank over the whole graph (one task: in the driver locally, on one "
+        "worker with Dask), reported apart from the round",
     )
     parser.add_argument("--no-record", action="store_true", help="do not append to RESULTS.md")
     # one executor's round, run by the benchmark in a process of its own

@@ -12,6 +12,8 @@ import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from rounds import Site, crawl_rounds
 from sites import SiteServer, html
@@ -21,7 +23,7 @@ from filbert.buckets import connect
 from filbert.config import load_settings
 from filbert.crawl import fetch_step
 from filbert.crawldb.generate import generate
-from filbert.crawldb.hostdb import OUTCOME_SQL, read_hostdb, reset_hosts
+from filbert.crawldb.hostdb import HOSTDB, HOSTDB_FILE, OUTCOME_SQL, read_hostdb, reset_hosts
 from filbert.crawldb.inject import inject
 from filbert.crawldb.updatedb import filter_crawldb, updatedb
 from filbert.index import build_index
@@ -107,9 +109,31 @@ def test_an_unreachable_host_is_skipped_until_rechecked(site_server, tmp_path):
     )
     [listed] = json.loads(shown.stdout)
     assert listed["host"] == dead and listed["skipped_until"] is not None
-    assert reset_hosts(crawl, [dead]) == 1
+    assert reset_hosts(crawl, settings, [dead]) == 1
     assert host_row(crawl, dead)["unreachable"] == 0
     assert f"http://{dead}/" in fetch_round(crawl, settings, later + timedelta(minutes=1))
+
+
+def test_a_hostdb_in_one_file_keeps_its_history_when_split_by_bucket(site_server, tmp_path):
+    """An earlier version kept the hostdb in one file; the next update splits it by host
+    bucket, as the crawldb is, and goes on counting."""
+    server = site_server({"/": html("Home", "alive")})
+    dead = f"127.0.0.1:{closed_port()}"
+    settings = load_settings(None, [*FAST, "hostdb.unreachable.rounds=5"])
+    crawl = CrawlDir(tmp_path / "crawl")
+    inject(crawl, [server.url("/"), f"http://{dead}/"], settings)
+    now = datetime.now(UTC)
+    fetch_round(crawl, settings, now + timedelta(days=1))
+    rows = sorted(read_hostdb(crawl), key=lambda row: row["host"])
+    tmp = crawl.hostdb.begin()
+    pq.write_table(pa.Table.from_pylist(rows, schema=HOSTDB), tmp / HOSTDB_FILE)
+    crawl.hostdb.publish(tmp, crawl.hostdb.meta())
+    assert read_hostdb(crawl) == rows and not crawl.hostdb.files()
+    fetch_round(crawl, settings, now + timedelta(days=2))
+    assert host_row(crawl, dead)["unreachable"] == 2
+    current = crawl.hostdb.current()
+    assert current is not None and not (current / HOSTDB_FILE).exists()
+    assert len(crawl.hostdb.files()) == crawl.buckets(settings)
 
 
 def test_fetch_outcomes_are_classified():

@@ -598,7 +598,7 @@ def hostdb(
     def step(crawl_dir: CrawlDir, settings: Settings) -> dict:
         counts = update_hostdb(crawl_dir, settings)
         if reset or reset_all:
-            counts["reset"] = reset_hosts(crawl_dir, None if reset_all else reset)
+            counts["reset"] = reset_hosts(crawl_dir, settings, None if reset_all else reset)
         return counts
 
     counts = _locked(dir, define, step)

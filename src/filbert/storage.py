@@ -57,6 +57,11 @@ def write_table(table: pa.Table, path: Path, row_group_size: int | None = None) 
     os.replace(tmp, path)
 
 
+def existing(path: Path | None) -> str | None:
+    """The path as a task takes it: None when there is no such file."""
+    return str(path) if path is not None and path.exists() else None
+
+
 def drop_attempts(directory: Path) -> None:
     """Removes what attempts that did not finish left (attempt_path files): a task whose
     worker died half-way, then ran again."""

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import heapq
+import itertools
+import shutil
+from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from filbert import schemas
 from filbert.buckets import BucketTask, connect, params, parquet_relation
@@ -23,7 +29,9 @@ from filbert.storage import (
     remove_tmp_dirs,
     write_table,
 )
-from filbert.urls import UrlFilter, bucket_of
+from filbert.urls import UrlFilter
+
+CANDIDATES = "candidates"  # each bucket's best due URLs, in the segment being made
 
 
 @dataclass
@@ -42,9 +50,9 @@ class GenerateTask(BucketTask):
     url_filter: UrlFilter | None  # applied to the due URLs (generate.filter)
 
 
-def _candidates(task: GenerateTask) -> pa.Table:
-    """This bucket's due URLs that the filters allow on hosts not left out, best first, at
-    most max.count per host and topN in all."""
+def _candidates(task: GenerateTask) -> tuple[int, int]:
+    """Writes this bucket's due URLs that the filters allow on hosts not left out, best
+    first, at most max.count per host and topN in all, to task.out; (bucket, how many)."""
     db = parquet_relation("crawldb", [task.old] if task.old else [], schemas.CRAWLDB)
     con = connect()
     due = con.sql(
@@ -68,43 +76,69 @@ def _candidates(task: GenerateTask) -> pa.Table:
     sql = f"""SELECT * FROM due {per_host}
         ORDER BY score DESC, url {"LIMIT $top_n" if task.top_n else ""}"""
     table = con.sql(sql, params=limits).to_arrow_table()
-    return table.select(schemas.FETCHLIST.names).cast(schemas.FETCHLIST, safe=False)
+    table = table.select(schemas.FETCHLIST.names).cast(schemas.FETCHLIST, safe=False)
+    write_table(table, Path(task.out))
+    return task.bucket, table.num_rows
 
 
 def generate(
     crawl: CrawlDir, settings: Settings, top_n: int | None = None, now: datetime | None = None
 ) -> GenerateStats:
-    """Write segments/<timestamp>/crawl_generate, split by host bucket; None if nothing is due."""
+    """Write segments/<timestamp>/crawl_generate, split by host bucket; None if nothing is due.
+    Each bucket's task writes its best candidates, at most topN; the best topN of all are
+    found by merging their sort keys, and each bucket's fetch list is the head of its own."""
     crawl.require()
     now = now or datetime.now(UTC)
     buckets = crawl.buckets(settings)
     skipped = skipped_hosts(crawl, settings, now)
     url_filter = UrlFilter.from_settings(settings) if settings["generate.filter"] else None
+    crawl.segments_dir.mkdir(parents=True, exist_ok=True)
+    remove_tmp_dirs(crawl.segments_dir)
+    tmp = new_tmp_dir(crawl.segments_dir)
+    (tmp / CANDIDATES).mkdir()
     tasks = [
-        GenerateTask(b, str(p), "", now, settings["generate.max.count"], top_n, skipped, url_filter)
+        GenerateTask(
+            b,
+            str(p),
+            str(tmp / CANDIDATES / part_name(b)),
+            now,
+            settings["generate.max.count"],
+            top_n,
+            skipped,
+            url_filter,
+        )
         for b in range(buckets)
         if (p := crawl.crawldb.bucket_path(b)) is not None and p.exists()
     ]
     with reading(crawl.crawldb.files()):
-        parts = list(make_executor(settings).map(_candidates, tasks))
-    table = pa.concat_tables(parts) if parts else schemas.FETCHLIST.empty_table()
-    if top_n and table.num_rows > top_n:
-        order = pc.sort_indices(table, [("score", "descending"), ("url", "ascending")])
-        table = table.take(order[:top_n])
-    if table.num_rows == 0:
+        found = {b: n for b, n in make_executor(settings).map(_candidates, tasks) if n}
+    candidates = {b: tmp / CANDIDATES / part_name(b) for b in found}
+    taken = _best(candidates, top_n) if top_n and sum(found.values()) > top_n else found
+    (tmp / Segment.GENERATE).mkdir()
+    urls = hosts = 0
+    for bucket, count in sorted(taken.items()):
+        table = pq.read_table(candidates[bucket]).slice(0, count)
+        write_table(table, tmp / Segment.GENERATE / part_name(bucket))
+        urls += table.num_rows
+        hosts += len(pc.unique(table["host"]))  # a host is in one bucket
+    shutil.rmtree(tmp / CANDIDATES)
+    if urls == 0:
+        shutil.rmtree(tmp)
         return GenerateStats(None, 0, 0)
     name = crawl.new_segment_name()
-    crawl.segments_dir.mkdir(parents=True, exist_ok=True)
-    remove_tmp_dirs(crawl.segments_dir)
-    tmp = new_tmp_dir(crawl.segments_dir)
-    _write_fetchlist(table, tmp / Segment.GENERATE, buckets)
     tmp.rename(crawl.segments_dir / name)
-    return GenerateStats(name, table.num_rows, len(pc.unique(table["host"])))
+    return GenerateStats(name, urls, hosts)
 
 
-def _write_fetchlist(table: pa.Table, out: Path, buckets: int) -> None:
-    out.mkdir()
-    hosts = table["host"].to_pylist()
-    bucket_ids = pa.array([bucket_of(h, buckets) for h in hosts])
-    for bucket in pc.unique(bucket_ids).to_pylist():
-        write_table(table.filter(pc.equal(bucket_ids, bucket)), out / part_name(bucket))
+def _best(candidates: dict[int, Path], top_n: int) -> dict[int, int]:
+    """How many of each bucket's candidates (files sorted best first) are among the best
+    `top_n` of all: score, then URL, as each bucket sorted them."""
+    streams = [_sort_keys(path, bucket) for bucket, path in candidates.items()]
+    return Counter(bucket for _, _, bucket in itertools.islice(heapq.merge(*streams), top_n))
+
+
+def _sort_keys(path: Path, bucket: int) -> Iterator[tuple[float, str, int]]:
+    for batch in pq.ParquetFile(path).iter_batches(columns=["score", "url"]):
+        scores = batch.column("score").to_numpy(zero_copy_only=False)
+        for score, url in zip((-scores).tolist(), batch.column("url").to_pylist()):
+            yield score, url, bucket

@@ -1,6 +1,7 @@
 """hostdb: what the crawl knows of each host (Nutch's HostDb), and the hosts generate skips.
 
-CRAWL/hostdb/ (a versioned table) holds a row per host (HOSTDB): its pages by crawldb status;
+CRAWL/hostdb/ (a versioned table, a file per host bucket as the crawldb) holds a row per host
+(HOSTDB): its pages by crawldb status;
 the fetch attempts of the segments folded in, by outcome (answered, DNS and connect failures,
 timeouts, robots.txt denials, HTTP 4xx and 5xx, other errors) and their response times; and
 `unreachable`: the rounds (segments) in a row in which every attempt failed to resolve the
@@ -16,15 +17,26 @@ updatedb folds each segment in after the crawldb (`filbert hostdb` does it on it
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
 from filbert import schemas
-from filbert.buckets import connect, parquet_relation
+from filbert.buckets import BucketTask, connect, parquet_relation, rewrite
 from filbert.config import Settings
-from filbert.storage import CrawlDir, Segment, read_parts, reading, write_table
+from filbert.storage import (
+    CrawlDir,
+    Segment,
+    existing,
+    part_name,
+    read_parts,
+    reading,
+    write_table,
+)
+from filbert.urls import bucket_of
 
 HOSTDB_FILE = "hosts.parquet"
 PAGE_COUNTS = ("pages", "fetched", "unfetched", "gone", "redirects", "duplicates")
@@ -68,27 +80,64 @@ OUTCOME_SQL = f"""CASE
     ELSE 'other_errors' END"""
 
 
+@dataclass(frozen=True)
+class HostTask(BucketTask):
+    buckets: int
+    legacy: str | None  # a hostdb in one file (before it was split by bucket): its rows here
+    fetch: list[str]  # this bucket's crawl_fetch of each segment to fold in, in order
+    crawldb: str | None
+
+
 def update_hostdb(crawl: CrawlDir, settings: Settings) -> dict[str, int]:
     """Folds the fetched segments not yet folded in into the hostdb, with the crawldb's
-    current page counts; returns how many segments and hosts."""
+    current page counts, a task per host bucket; returns how many segments and hosts."""
     crawl.require()
     done = set(crawl.hostdb.meta().get("segments", []))
     segments = [s for s in crawl.segments() if s.fetched and not s.included_in(done)]
-    hosts = {row["host"]: row | dict.fromkeys(PAGE_COUNTS, 0) for row in read_hostdb(crawl)}
-    for segment in segments:
-        for outcome in _outcomes(segment):
+    buckets = crawl.buckets(settings)
+    current = crawl.hostdb.current()
+    legacy = current / HOSTDB_FILE if current is not None else None
+    counts = rewrite(
+        crawl.hostdb,
+        buckets,
+        settings,
+        _host_bucket,
+        lambda b, old, out: HostTask(
+            b,
+            old,
+            out,
+            buckets,
+            str(legacy) if legacy is not None and legacy.exists() else None,
+            [str(p) for seg in segments if (p := seg.part(Segment.FETCH, b)).exists()],
+            existing(crawl.crawldb.bucket_path(b)),
+        ),
+        {"segments": sorted(done | {s.name for s in segments})},
+    )
+    return {"segments": len(segments), "hosts": counts.get("hosts", 0)}
+
+
+def _host_bucket(task: HostTask) -> dict[str, int]:
+    if task.old is not None or task.legacy is None:
+        rows = read_parts([Path(task.old)] if task.old else [], HOSTDB).to_pylist()
+    else:  # this bucket's hosts of the one file
+        rows = read_parts([Path(task.legacy)], HOSTDB).to_pylist()
+        rows = [row for row in rows if bucket_of(row["host"], task.buckets) == task.bucket]
+    hosts = {row["host"]: row | dict.fromkeys(PAGE_COUNTS, 0) for row in rows}
+    for path in task.fetch:
+        for outcome in _outcomes(path):
             _fold(hosts.setdefault(outcome["host"], _empty(outcome["host"])), outcome)
-    for counts in _page_counts(crawl):
+    for counts in _page_counts(task.crawldb):
         hosts.setdefault(counts["host"], _empty(counts["host"])).update(counts)
-    _publish(crawl, hosts.values(), done | {s.name for s in segments})
-    return {"segments": len(segments), "hosts": len(hosts)}
+    write_table(_table(hosts.values()), Path(task.out))
+    return {"hosts": len(hosts)}
 
 
 def read_hostdb(crawl: CrawlDir) -> list[dict[str, Any]]:
     current = crawl.hostdb.current()
     if current is None:
         return []
-    return read_parts([current / HOSTDB_FILE], HOSTDB).to_pylist()
+    files = crawl.hostdb.files() or [p for p in [current / HOSTDB_FILE] if p.exists()]
+    return read_parts(files, HOSTDB).to_pylist()
 
 
 def skipped_hosts(crawl: CrawlDir, settings: Settings, now: datetime) -> list[str]:
@@ -105,7 +154,7 @@ def skipped_hosts(crawl: CrawlDir, settings: Settings, now: datetime) -> list[st
     )
 
 
-def reset_hosts(crawl: CrawlDir, hosts: list[str] | None) -> int:
+def reset_hosts(crawl: CrawlDir, settings: Settings, hosts: list[str] | None) -> int:
     """Forgets the failures in a row of the named hosts (None: all), so generate takes them
     again; returns how many were unreachable."""
     rows = read_hostdb(crawl)
@@ -114,7 +163,14 @@ def reset_hosts(crawl: CrawlDir, hosts: list[str] | None) -> int:
         if (hosts is None or row["host"] in hosts) and row["unreachable"]:
             row["unreachable"] = 0
             reset += 1
-    _publish(crawl, rows, set(crawl.hostdb.meta().get("segments", [])))
+    buckets = crawl.buckets(settings)
+    by_bucket: dict[int, list[dict[str, Any]]] = {b: [] for b in range(buckets)}
+    for row in rows:
+        by_bucket[bucket_of(row["host"], buckets)].append(row)
+    tmp = crawl.hostdb.begin()
+    for bucket, bucket_rows in by_bucket.items():
+        write_table(_table(bucket_rows), tmp / part_name(bucket))
+    crawl.hostdb.publish(tmp, crawl.hostdb.meta())
     return reset
 
 
@@ -124,10 +180,10 @@ def _empty(host: str) -> dict[str, Any]:
     return row
 
 
-def _outcomes(segment: Segment) -> list[dict[str, Any]]:
-    """Per host, the segment's attempts by outcome, response times and times."""
-    files = segment.parts(Segment.FETCH)
-    fetch = parquet_relation("fetch", files, schemas.CRAWL_FETCH)
+def _outcomes(path: str) -> list[dict[str, Any]]:
+    """Per host, a segment's attempts (its crawl_fetch file `path`) by outcome, response
+    times and times."""
+    fetch = parquet_relation("fetch", [path], schemas.CRAWL_FETCH)
     counts = ", ".join(f"count(*) FILTER (WHERE outcome = '{name}') AS {name}" for name in OUTCOMES)
     sql = f"""
     SELECT host, count(outcome) FILTER (WHERE outcome <> 'robots_denied') AS attempts, {counts},
@@ -140,7 +196,7 @@ def _outcomes(segment: Segment) -> list[dict[str, Any]]:
     FROM (SELECT *, {OUTCOME_SQL} AS outcome FROM {fetch.sql})
     GROUP BY host
     """
-    with reading(files):
+    with reading([path]):
         return connect().sql(sql, params=fetch.params).to_arrow_table().to_pylist()
 
 
@@ -158,9 +214,10 @@ def _fold(row: dict[str, Any], outcome: dict[str, Any]) -> None:
             row[name] = outcome[name]
 
 
-def _page_counts(crawl: CrawlDir) -> list[dict[str, Any]]:
-    files = crawl.crawldb.files()
-    db = parquet_relation("crawldb", files, schemas.CRAWLDB)
+def _page_counts(crawldb: str | None) -> list[dict[str, Any]]:
+    if crawldb is None:
+        return []
+    db = parquet_relation("crawldb", [crawldb], schemas.CRAWLDB)
     fetched = f"'{schemas.DB_FETCHED}', '{schemas.DB_NOTMODIFIED}'"
     redirects = f"'{schemas.DB_REDIR_TEMP}', '{schemas.DB_REDIR_PERM}'"
     sql = f"""
@@ -172,12 +229,9 @@ def _page_counts(crawl: CrawlDir) -> list[dict[str, Any]]:
            count(*) FILTER (WHERE status = '{schemas.DB_DUPLICATE}') AS duplicates
     FROM {db.sql} GROUP BY host
     """
-    with reading(files):
+    with reading([crawldb]):
         return connect().sql(sql, params=db.params).to_arrow_table().to_pylist()
 
 
-def _publish(crawl: CrawlDir, rows: Iterable[dict[str, Any]], segments: set[str]) -> None:
-    tmp = crawl.hostdb.begin()
-    table = pa.Table.from_pylist(sorted(rows, key=lambda row: row["host"]), schema=HOSTDB)
-    write_table(table, tmp / HOSTDB_FILE)
-    crawl.hostdb.publish(tmp, {"segments": sorted(segments)})
+def _table(rows: Iterable[dict[str, Any]]) -> pa.Table:
+    return pa.Table.from_pylist(sorted(rows, key=lambda row: row["host"]), schema=HOSTDB)

@@ -33,7 +33,7 @@ from filbert.config import Settings
 from filbert.executor import make_executor
 from filbert.index.schema import shard_name
 from filbert.index.shards import FORWARD, LIVE_FILE, forward_dir, hash_shard, update_shards
-from filbert.storage import CrawlDir, Segment, part_name, reading, write_table
+from filbert.storage import CrawlDir, Segment, existing, part_name, reading, write_table
 from filbert.urls import fingerprint
 
 URL_PUNCTUATION = re.compile(r"[\W_]+")  # URL words, split apart so each is analyzed once
@@ -255,8 +255,8 @@ def build_index(
     states = [
         StateTask(
             b,
-            _existing(crawl.crawldb.bucket_path(b)),
-            _existing(crawl.linkdb.bucket_path(b)),
+            existing(crawl.crawldb.bucket_path(b)),
+            existing(crawl.linkdb.bucket_path(b)),
             [str(seg.part(Segment.PARSE_DATA, b)) for seg in segments],
             str(tmp / f"state-{part_name(b)}"),
             settings["index.shards"],
@@ -430,7 +430,3 @@ def index_documents(
 def _row_group_chunks(path: Path) -> list[list[int]]:
     groups = list(range(pq.ParquetFile(path).num_row_groups))
     return [groups[i : i + GROUPS_PER_TASK] for i in range(0, len(groups), GROUPS_PER_TASK)]
-
-
-def _existing(path: Path | None) -> str | None:
-    return str(path) if path is not None and path.exists() else None
