@@ -153,14 +153,8 @@ def _rank_graph(task: GraphTask) -> dict[str, int]:
     the scores are held in Python; DuckDB holds the URLs."""
     spill = Path(task.out) / ".spill"
     limit = f"{task.memory_mb}MB"  # a database of its own, so that its memory is bounded:
-    con = duckdb.connect(
-        config={
-            "threads": 1,
-            "memory_limit": limit,
-            "temp_directory": str(spill),
-            "enable_progress_bar": False,
-        }
-    )
+    con = duckdb.connect(config={"threads": 1, "memory_limit": limit, "temp_directory": str(spill)})
+    con.execute("SET enable_progress_bar = false")  # a worker's log is no terminal
     with reading([*task.crawldb, *task.crawl_parse]):
         src, dst, n = _graph(con, task)
         result = pagerank(src, dst, n, task.damping, task.tolerance, task.max_iterations)
