@@ -42,6 +42,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from procs import process_tree
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 RESULTS = HERE / "RESULTS.md"
@@ -213,19 +215,6 @@ def proc_stat(pid: int) -> tuple[int, float] | None:
     return int(fields[1]), (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
-def descendants(root: int) -> list[int]:
-    parents: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and (st := proc_stat(int(entry))):
-            parents.setdefault(st[0], []).append(int(entry))
-    found, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        found.append(pid)
-        todo.extend(parents.get(pid, []))
-    return found
-
-
 def memory_kb(pid: int) -> tuple[int, int]:
     """(RSS, PSS) in kB of one process; (0, 0) if gone."""
     rss = pss = 0
@@ -317,7 +306,7 @@ class Monitor:
     def sample(self) -> None:
         while not self.stop.is_set():
             now = time.monotonic()
-            pids = descendants(self.crawl_pid)
+            pids = process_tree(self.crawl_pid)
             mem = [memory_kb(p) for p in pids]
             cpu = sum((st[1] for p in pids if (st := proc_stat(p))), 0.0)
             server = proc_stat(self.server_pid)

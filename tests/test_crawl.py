@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from pipeline import FAST, crawl_site
@@ -28,7 +30,7 @@ from sites import (
 
 from filbert.config import load_settings
 from filbert.crawl import fetch_step
-from filbert.crawldb.generate import generate
+from filbert.crawldb.generate import _best, generate
 from filbert.crawldb.inject import inject
 from filbert.crawldb.updatedb import updatedb
 from filbert.parse.step import parse_segment
@@ -227,6 +229,24 @@ def test_topn_and_max_count_per_host(site_server, tmp_crawl):
     inject(crawl, [s.url(graph_path(n)) for s in (a, b) for n in range(5)], settings)
     assert generate(crawl, settings).urls == 4  # 2 per host
     assert generate(crawl, settings, top_n=3).urls == 3
+
+
+def test_topn_takes_the_best_of_all_buckets(tmp_path):
+    """generate's merge of the buckets' sorted candidates takes what one sort of them all
+    would: score first, then URL among equal scores."""
+    rows = [{"url": f"http://h{i % 7}.test/{i:03d}", "score": float(i % 5)} for i in range(60)]
+    files = {}
+    for bucket in range(3):
+        mine = [r for r in rows if hash_bucket(r["url"]) == bucket]
+        mine.sort(key=lambda r: (-r["score"], r["url"]))
+        files[bucket] = tmp_path / f"{bucket}.parquet"
+        pq.write_table(pa.Table.from_pylist(mine), files[bucket])
+    best = sorted(rows, key=lambda r: (-r["score"], r["url"]))[:17]
+    assert _best(files, 17) == Counter(hash_bucket(r["url"]) for r in best)
+
+
+def hash_bucket(url: str) -> int:
+    return int(url.split("/")[2][1]) % 3  # by host, as the crawldb's buckets
 
 
 def test_external_links_can_be_ignored(site_server, tmp_crawl):
