@@ -133,17 +133,17 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
     """`dask scheduler` and two `dask worker`s (no nanny: a killed worker stays dead)."""
     port = free_port()
     address = f"tcp://127.0.0.1:{port}"
-    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "cwd": tmp_path}
-    scheduler = subprocess.Popen(
-        [BIN / "dask", "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
-        **quiet,
+
+    def start(name: str, *args: str) -> subprocess.Popen:
+        log = open(tmp_path / f"{name}.log", "wb")  # read when a test fails
+        return subprocess.Popen([BIN / "dask", *args], stdout=log, stderr=log, cwd=tmp_path)
+
+    scheduler = start(
+        "scheduler", "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"
     )
     workers = [
-        subprocess.Popen(
-            [BIN / "dask", "worker", address, "--nthreads", "1", "--no-nanny", "--no-dashboard"],
-            **quiet,
-        )
-        for _ in range(2)
+        start(f"worker-{n}", "worker", address, "--nthreads", "1", "--no-nanny", "--no-dashboard")
+        for n in range(2)
     ]
     try:
         deadline = time.monotonic() + 60

@@ -6,6 +6,7 @@ import atexit
 import logging
 import os
 import re
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import CancelledError, ProcessPoolExecutor
 from typing import Any, Protocol, TypeVar
@@ -141,7 +142,6 @@ class DaskExecutor(Executor):
         self.workers = max(1, len(client.scheduler_info()["workers"]))
 
     def _run(self, fn: Callable[[T], R], items: list[T]) -> Iterator[R]:
-        from distributed import as_completed
         from distributed.scheduler import KilledWorker
 
         if not items:
@@ -149,7 +149,7 @@ class DaskExecutor(Executor):
         futures = []
         try:
             futures = self.client.map(fn, items, pure=False)
-            for future in as_completed(futures):
+            for future in _as_completed(futures):
                 if future.status == "error":  # the task's own, as it would be in this process
                     raise _TaskError(future.exception())
                 yield future.result()
@@ -167,6 +167,22 @@ class DaskExecutor(Executor):
         finally:
             if futures:
                 self.client.cancel(futures)
+
+
+def _as_completed(futures: list[Any]) -> Iterator[Any]:
+    """Dask futures as they finish. Polls their status as well as waiting for their
+    callbacks: `distributed.as_completed` can miss a future that finishes on a second
+    worker after the first died with it, and then waits forever."""
+    pending = list(futures)
+    woken = threading.Event()
+    for future in pending:
+        future.add_done_callback(lambda _: woken.set())
+    while pending:
+        woken.wait(0.2)
+        woken.clear()
+        done = [f for f in pending if f.status in ("finished", "error", "cancelled")]
+        pending = [f for f in pending if f.status not in ("finished", "error", "cancelled")]
+        yield from done
 
 
 def _dask_client(kind: str, address: str, workers: int, timeout: float) -> Any:
