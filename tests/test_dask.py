@@ -135,8 +135,8 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
     address = f"tcp://127.0.0.1:{port}"
 
     def start(name: str, *args: str) -> subprocess.Popen:
-        log = open(tmp_path / f"{name}.log", "wb")  # read when a test fails
-        return subprocess.Popen([BIN / "dask", *args], stdout=log, stderr=log, cwd=tmp_path)
+        with open(tmp_path / f"{name}.log", "wb") as log:  # read when a test fails
+            return subprocess.Popen([BIN / "dask", *args], stdout=log, stderr=log, cwd=tmp_path)
 
     scheduler = start(
         "scheduler", "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"

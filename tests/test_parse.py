@@ -399,7 +399,7 @@ def test_meta_named_after_the_agent():
 @pytest.mark.parametrize(
     "content_type, body",
     [
-        ("application/pdf", b"%PDF-1.7\n\x00\x01binary"),
+        ("application/zip", b"PK\x03\x04not an office document"),
         ("image/png", b"\x89PNG\r\n\x1a\n"),
         (None, b"\x00\x01\x02"),
     ],
@@ -540,19 +540,19 @@ def test_canonical_header_and_html_together():
 def test_canonical_link_header_on_unsupported_content():
     result = parse_content(
         PAGE,
-        b"%PDF-1.7",
-        "application/pdf",
-        {"Link": '<http://example.com/doc.pdf>; rel="canonical"', "X-Robots-Tag": "noindex"},
+        b"\x89PNG\r\n\x1a\n",
+        "image/png",
+        {"Link": '<http://example.com/doc.png>; rel="canonical"', "X-Robots-Tag": "noindex"},
     )
     assert result == ParseResult(
         PARSE_UNSUPPORTED,
-        "unsupported content type application/pdf",
+        "unsupported content type image/png",
         "",
         "",
         [],
         True,
         False,
-        "http://example.com/doc.pdf",
+        "http://example.com/doc.png",
     )
 
 
@@ -1024,15 +1024,15 @@ def test_xhtml_is_html():
 @pytest.mark.parametrize(
     "content_type",
     [
-        "application/pdf",
         "image/png",
         "application/octet-stream",
         None,
         "application/zip; foo=bar",
+        "application/x-sqlite3",
     ],
 )
 def test_unsupported_content_types(content_type):
-    result = parse(b"%PDF-1.7\n\x00\x01binary", content_type)
+    result = parse(b"\x89PNG\r\n\x1a\n\x00\x01binary", content_type)
     assert result.status == PARSE_UNSUPPORTED
     expected = (content_type or "(none)").split(";")[0]
     assert result.message == f"unsupported content type {expected}"

@@ -349,8 +349,8 @@ def test_parsechecker_non_html(checker):
     report = check_url(server.url(TRAP_PATHS["pdf"]), settings)
     assert report["fetch"]["status"] == schemas.FETCH_SUCCESS
     assert report["fetch"]["content_type"] == "application/pdf"
-    assert report["parse"]["status"] == schemas.PARSE_UNSUPPORTED
-    assert "unsupported content type application/pdf" in format_report(report)
+    assert report["parse"]["status"] == schemas.PARSE_FAILED  # a PDF without pages
+    assert "parse status:  failed (unreadable PDF: " in format_report(report)
 
     report = check_url(server.url("/doc.txt"), settings)
     assert report["parse"]["status"] == schemas.PARSE_SUCCESS

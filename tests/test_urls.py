@@ -295,7 +295,10 @@ def test_domain_setting_errors(entry):
 
 def test_suffix_deny_looks_at_the_path_only():
     f = _filter(urlfilter_suffix_deny=".PDF, .tar.gz")
-    assert f.why_rejected("http://a.com/doc.Pdf?x=1") == "path ends in .pdf (urlfilter.suffix.deny)"
+    assert (
+        f.why_rejected("http://a.com/doc.Pdf?x=1")
+        == "path ends in .pdf (urlfilter.suffix.deny, parser.types)"
+    )
     assert not f.accepts("http://a.com/x.tar.gz")
     assert f.accepts("http://a.com/get?file=doc.pdf")
     assert f.accepts("http://a.com/pdf")

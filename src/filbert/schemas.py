@@ -95,6 +95,7 @@ CONTENT = pa.schema(
 OUTLINK = pa.struct([("url", pa.string()), ("anchor", pa.string())])
 
 # segments/<ts>/parse_data: what the parser found besides the text.
+ALTERNATE = pa.struct([("lang", pa.string()), ("url", pa.string())])
 PARSE_DATA = pa.schema(
     [
         ("url", pa.string()),
@@ -110,6 +111,12 @@ PARSE_DATA = pa.schema(
         ("signature", pa.binary()),
         ("simhash", pa.int64()),
         ("canonical", pa.string()),
+        ("description", pa.string()),  # meta description, a feed's or document's summary
+        ("author", pa.string()),
+        ("published", pa.timestamp("ms", tz="UTC")),
+        ("modified", pa.timestamp("ms", tz="UTC")),
+        ("refresh", pa.string()),  # where a meta refresh sends the reader: a redirect
+        ("alternates", pa.list_(ALTERNATE)),  # hreflang alternates
     ]
 )
 
@@ -159,6 +166,7 @@ class FetchedPage:
     content_type: str | None
     headers: Mapping[str, str] | None  # the response headers
     score: float  # what the page passes on to its outlinks
+    truncated: bool = False  # the body was cut at the content limit
 
 
 # index/<tmp>/state-*: the pages the index should hold (index step), and the key of what each

@@ -388,7 +388,10 @@ class Fetcher:
             )
         try:
             resp = await self.http.get(
-                item.url, self._request_headers(item), self.settings["http.content.limit"]
+                item.url,
+                self._request_headers(item),
+                self.settings["http.content.limit"],
+                document_limit=self.settings["http.content.limit.documents"],
             )
         except HttpTimeout:
             return FetchResult(item, schemas.FETCH_RETRY, message="timeout")

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import pycurl
 
 from filbert.fetch.ipfilter import IpFilter
+from filbert.mediatypes import DOCUMENT_KINDS, KIND_OF_TYPE, media_type
 
 ACCEPT_ENCODING = "gzip, deflate, br"
 _WEB = pycurl.PROTO_HTTP | pycurl.PROTO_HTTPS
@@ -80,19 +81,32 @@ class ClientOptions:
 class _Transfer:
     """One request's state, kept on its handle while libcurl runs it."""
 
-    __slots__ = ("blocked", "chunks", "future", "header_lines", "limit", "size", "truncated")
+    __slots__ = (
+        "blocked",
+        "chunks",
+        "document_limit",
+        "future",
+        "header_lines",
+        "limit",
+        "size",
+        "truncated",
+    )
 
-    def __init__(self, future: asyncio.Future, limit: int):
+    def __init__(self, future: asyncio.Future, limit: int, document_limit: int):
         self.future = future
         self.chunks: list[bytes] = []
         self.size = 0
         self.limit = limit
+        self.document_limit = document_limit
         self.truncated = False
         self.header_lines: list[bytes] = []
         self.blocked = False
 
     def write(self, data: bytes) -> int | None:
-        """Keeps the body up to the limit; returning 0 makes libcurl stop the transfer."""
+        """Keeps the body up to the limit (the documents' limit for a PDF or an office
+        document); returning 0 makes libcurl stop the transfer."""
+        if not self.size and self.limit != self.document_limit and self._is_document():
+            self.limit = self.document_limit
         self.size += len(data)
         if self.size > self.limit >= 0:
             self.chunks.append(data[: len(data) - (self.size - self.limit)])
@@ -100,6 +114,15 @@ class _Transfer:
             return 0
         self.chunks.append(data)
         return None
+
+    def _is_document(self) -> bool:
+        """Whether the response's Content-Type is one of a binary document."""
+        for line in reversed(self.header_lines):
+            name, colon, value = line.partition(b":")
+            if colon and name.strip().lower() == b"content-type":
+                kind = KIND_OF_TYPE.get(media_type(value.decode("latin-1")))
+                return kind in DOCUMENT_KINDS
+        return False
 
     def response(self, status: int) -> Response:
         return Response(status, _headers(self.header_lines), b"".join(self.chunks), self.truncated)
@@ -130,11 +153,14 @@ class CurlClient:
         headers: Mapping[str, str] | None = None,
         limit: int = -1,
         max_redirects: int = 0,
+        document_limit: int | None = None,
     ) -> Response:
-        """The answer to GET url: the body cut at `limit` bytes (-1: no limit), redirects
-        followed up to max_redirects (0: the redirect itself is the answer)."""
+        """The answer to GET url: the body cut at `limit` bytes (-1: no limit), or at
+        `document_limit` for a PDF or an office document; redirects followed up to
+        max_redirects (0: the redirect itself is the answer)."""
         handle = self.idle.pop() if self.idle else self._new_handle()
-        transfer = _Transfer(self.loop.create_future(), limit)
+        document_limit = limit if document_limit is None else document_limit
+        transfer = _Transfer(self.loop.create_future(), limit, document_limit)
         try:
             self._prepare(handle, transfer, url, headers, max_redirects)
         except pycurl.error as exc:
@@ -204,7 +230,10 @@ class CurlClient:
         handle.setopt(pycurl.FOLLOWLOCATION, max_redirects > 0)
         handle.setopt(pycurl.MAXREDIRS, max_redirects)
         handle.setopt(
-            pycurl.WRITEFUNCTION, transfer.chunks.append if transfer.limit < 0 else transfer.write
+            pycurl.WRITEFUNCTION,
+            transfer.chunks.append
+            if transfer.limit == transfer.document_limit == -1
+            else transfer.write,
         )
         handle.setopt(pycurl.HEADERFUNCTION, transfer.header_lines.append)
         if self.options.ip_filter.active:

@@ -128,6 +128,7 @@ def fetch_partition(
                         result.content_type,
                         result.headers,
                         item.score,
+                        result.truncated,
                     )
                 )
         if sink and result.redirect_url:

@@ -1,6 +1,8 @@
-"""Parsing: charset detection, HTML text and link extraction."""
+"""Parsing: charset detection, and the text, links and metadata of HTML pages, plain
+text, PDF, feeds and office documents."""
 
+from filbert.parse.content import content_kind, parse_content
 from filbert.parse.encoding import decode_html, decode_text
-from filbert.parse.html import ParseResult, parse_content
+from filbert.parse.result import ParseResult
 
-__all__ = ["ParseResult", "decode_html", "decode_text", "parse_content"]
+__all__ = ["ParseResult", "content_kind", "decode_html", "decode_text", "parse_content"]

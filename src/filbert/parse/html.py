@@ -1,74 +1,20 @@
-"""Parse fetched content into title, visible text, outlinks, robots directives and the
-canonical URL.
-
-Robots directives come from ``<meta name="robots">``, ``<meta name="{agent}">`` and the
-``X-Robots-Tag`` response header (whose rules may be scoped to a user agent, as in
-``googlebot: noindex``); any of them saying noindex or nofollow (or none) sets the flag.
-The header applies to every content type, so an unsupported document still carries it.
-The canonical URL comes from ``<link rel="canonical">`` and the ``Link`` response header.
-"""
+"""Parse an HTML page into title, visible text, headings, outlinks, robots directives,
+the canonical URL and its metadata: the meta description and author, published and
+modified dates (meta tags and JSON-LD), a meta refresh and hreflang alternates."""
 
 from __future__ import annotations
 
 import codecs
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 
+import orjson
 from selectolax.lexbor import LexborDocumentOptions, LexborHTMLParser, LexborNode
 
 from filbert.parse._whitespace import collapse as _collapse  # " ".join(text.split())
-from filbert.parse.encoding import decode_html, decode_text
-from filbert.schemas import PARSE_FAILED, PARSE_SUCCESS, PARSE_UNSUPPORTED
+from filbert.parse.encoding import decode_html
+from filbert.parse.result import Found, ParseResult, directives, parse_date, resolve_or_none
 from filbert.urls import InvalidUrl, resolve_url
-
-
-@dataclass(frozen=True)
-class ParseResult:
-    status: str  # PARSE_SUCCESS, PARSE_FAILED or PARSE_UNSUPPORTED
-    message: str  # "" on success, else why
-    title: str
-    text: str  # visible text, whitespace collapsed
-    outlinks: list[tuple[str, str]]  # (absolute normalized URL, anchor text), document order
-    noindex: bool
-    nofollow: bool
-    # rel=canonical (HTML <link> or HTTP Link header), absolute and normalized; None when
-    # absent, invalid or ambiguous (sources naming different URLs). May equal the page URL.
-    canonical: str | None = None
-    headings: str = ""  # h1–h3 texts, one per line (the paper's "large font")
-
-
-_HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
-# Types that say nothing about the content, so the bytes decide (besides a missing type).
-_VAGUE_TYPES = frozenset(
-    {
-        "application/octet-stream",
-        "application/unknown",
-        "unknown/unknown",
-        "*/*",
-    }
-)
-# WHATWG MIME sniffing's HTML signatures.
-_HTML_START = re.compile(
-    rb"(?:\xef\xbb\xbf)?\s*(?:<!doctype\s+html|<!--|"
-    rb"<(?:html|head|body|title|script|style|iframe|h1|div|font|table|a|b|br|p|meta)[\s/>])",
-    re.I,
-)
-
-_DIRECTIVE_SPLIT = re.compile(r"[\s,;]+")
-# X-Robots-Tag rules of the form "name: value" that are not user-agent scopes.
-_VALUED_DIRECTIVES = frozenset(
-    {
-        "max-snippet",
-        "max-image-preview",
-        "max-video-preview",
-        "unavailable_after",
-    }
-)
-_AGENT_TOKEN = re.compile(r"^[\w.*-]+$")
-# Link header: <uri-reference> followed by ;-separated parameters (RFC 8288).
-_LINK = re.compile(r'<([^>]*)>((?:\s*;(?:[^;,"]|"[^"]*")*)*)')
-_LINK_PARAM = re.compile(r';((?:[^;,"]|"[^"]*")*)')
 
 
 def _tag_ids(names: Iterable[str]) -> frozenset[int]:
@@ -187,86 +133,10 @@ _FLAT = frozenset(
 )
 
 
-def parse_content(
-    url: str,
-    content: bytes,
-    content_type: str | None,
-    headers: Mapping[str, str] | None = None,
-    agent: str = "filbert",
+def parse_html(
+    url: str, content: bytes, content_type: str | None, agent: str, found: Found
 ) -> ParseResult:
-    """Parse one fetched document; never raises.
-
-    headers: the HTTP response headers (names in any case; repeated headers merged with
-    ", "), for X-Robots-Tag and Link. agent: the crawler's product token, which
-    ``<meta name=...>`` and user-agent-scoped X-Robots-Tag rules must name to apply."""
-    mime = (content_type or "").split(";", 1)[0].strip().lower()
-    try:
-        agent = (agent or "").strip().lower()
-        found = _Found()
-        if headers:
-            _header_hints(headers, agent, url, found)
-        if mime in _HTML_TYPES or (_is_vague(mime) and _HTML_START.match(content, 0, 1024)):
-            return _parse_html(url, content, content_type, agent, found)
-        if mime == "text/plain":
-            text = _collapse(decode_text(content, content_type, url)[0])
-            return _success("", text, [], found)
-        return _empty(PARSE_UNSUPPORTED, f"unsupported content type {mime or '(none)'}", found)
-    except Exception as exc:  # one bad document must not fail the whole segment
-        return _empty(PARSE_FAILED, f"{type(exc).__name__}: {exc}")
-
-
-def _is_vague(mime: str) -> bool:
-    return mime in _VAGUE_TYPES or "/" not in mime
-
-
-class _Found:
-    """Robots directives and canonical URLs gathered from the headers and the page."""
-
-    __slots__ = ("canonicals", "directives")
-
-    def __init__(self) -> None:
-        self.directives: set[str] = set()
-        self.canonicals: set[str] = set()
-
-    @property
-    def noindex(self) -> bool:
-        return "noindex" in self.directives or "none" in self.directives
-
-    @property
-    def nofollow(self) -> bool:
-        return "nofollow" in self.directives or "none" in self.directives
-
-    @property
-    def canonical(self) -> str | None:
-        # Like Google: several different canonical URLs cancel each other out.
-        return next(iter(self.canonicals)) if len(self.canonicals) == 1 else None
-
-
-def _success(
-    title: str, text: str, outlinks: list[tuple[str, str]], found: _Found, headings: str = ""
-) -> ParseResult:
-    return ParseResult(
-        PARSE_SUCCESS,
-        "",
-        title,
-        text,
-        outlinks,
-        found.noindex,
-        found.nofollow,
-        found.canonical,
-        headings,
-    )
-
-
-def _empty(status: str, message: str, found: _Found | None = None) -> ParseResult:
-    if found is None:
-        return ParseResult(status, message, "", "", [], False, False)
-    return ParseResult(status, message, "", "", [], found.noindex, found.nofollow, found.canonical)
-
-
-def _parse_html(
-    url: str, content: bytes, content_type: str | None, agent: str, found: _Found
-) -> ParseResult:
+    """Parse an HTML page; `found` holds what the headers said."""
     # WO_EVENTS: without it lexbor mirrors each <option> into <selectedcontent>,
     # which is quadratic in a <select> of many options.
     tree = LexborHTMLParser(
@@ -277,15 +147,18 @@ def _parse_html(
         _remove(tree, "svg")
         elements = _walk(tree)
     base = _base_url(elements["base"], url)
-    _page_hints(elements["hints"], agent, base, found)
+    og_title, dates = _page_hints(elements["hints"], agent, base, found)
+    _json_ld(elements["invisible"], found, dates)
+    _set_dates(found, dates)
     headings = _headings(elements["headings"])
-    title = _title(elements["title"]) or _title([h for h in elements["headings"] if h.tag == "h1"])
+    h1s = [h for h in elements["headings"] if h.tag == "h1"]
+    title = _title(elements["title"]) or og_title or _title(h1s)
     outlinks = [] if found.nofollow else _outlinks(elements["links"], base)
     for node in (*elements["invisible"], *elements["title"]):
         node.decompose()
     body = tree.body
     text = _collapse(body.text()) if body else ""
-    return _success(title, text, outlinks, found, headings)
+    return found.success(title, text, outlinks, headings)
 
 
 def _parser_input(url: str, content: bytes, content_type: str | None) -> str | bytes:
@@ -355,66 +228,135 @@ def _cap_nesting(html: str) -> str:
     return html
 
 
-def _page_hints(nodes: list[LexborNode], agent: str, base: str, found: _Found) -> None:
-    """Robots directives from <meta name="robots"> or <meta name="{agent}"> and the
-    rel=canonical links, from the whole document because a stray element in <head> makes
-    the parser move the rest into <body>."""
+# <meta name|property|itemprop> naming a page's dates, by what they date, most specific
+# first (the first one a page has wins).
+_DATE_NAMES = {
+    "published": (
+        "article:published_time",
+        "datepublished",
+        "dcterms.created",
+        "dcterms.issued",
+        "dc.date.created",
+        "dc.date.issued",
+        "dc.date",
+        "date",
+        "pubdate",
+        "publishdate",
+    ),
+    "modified": (
+        "article:modified_time",
+        "og:updated_time",
+        "datemodified",
+        "dcterms.modified",
+        "dc.date.modified",
+        "last-modified",
+    ),
+}
+_DATE_RANK = {
+    name: (kind, rank) for kind, names in _DATE_NAMES.items() for rank, name in enumerate(names)
+}
+# <meta http-equiv="refresh" content="5; url=/next">: the delay, then the target.
+_REFRESH = re.compile(r"\s*[\d.]*\s*[;,]?\s*(?:url\s*=\s*)?(['\"]?)(.*?)\1\s*$", re.I | re.S)
+
+
+def _page_hints(
+    nodes: list[LexborNode], agent: str, base: str, found: Found
+) -> tuple[str, dict[str, str]]:
+    """Robots directives, canonical and alternate links, the meta refresh and the meta
+    tags' description and author, from the whole document because a stray element in
+    <head> makes the parser move the rest into <body>. Returns og:title and the meta tags'
+    dates by kind (published, modified)."""
+    og_title = ""
+    dates: dict[str, tuple[int, str]] = {}
     for node in nodes:
         attrs = node.attributes
-        if node.tag == "meta":
-            name = (attrs.get("name") or "").strip().lower()
-            if name == "robots" or (name == agent and agent):
-                found.directives.update(
-                    _DIRECTIVE_SPLIT.split((attrs.get("content") or "").lower())
-                )
-        elif "canonical" in (attrs.get("rel") or "").lower().split():
-            _add_canonical(attrs.get("href") or "", base, found)
+        if node.tag != "meta":
+            _link_hint(attrs, base, found)
+            continue
+        content = attrs.get("content") or ""
+        name = attrs.get("name") or attrs.get("property") or attrs.get("itemprop") or ""
+        name = name.strip().lower()
+        if name == "robots" or (name == agent and agent):
+            found.directives.update(directives(content))
+        elif name in ("description", "og:description") and not found.description:
+            found.description = _collapse(content)
+        elif name == "author" and not found.author:
+            found.author = _collapse(content)
+        elif name == "og:title":
+            og_title = og_title or _collapse(content)
+        elif name in _DATE_RANK:
+            kind, rank = _DATE_RANK[name]
+            if rank < dates.get(kind, (len(_DATE_RANK), ""))[0]:
+                dates[kind] = (rank, content)
+        elif (attrs.get("http-equiv") or "").strip().lower() == "refresh":
+            _refresh(content, base, found)
+    return og_title, {kind: value for kind, (_, value) in dates.items()}
 
 
-def _add_canonical(href: str, base: str, found: _Found) -> None:
-    if href.strip():  # an empty href would resolve to the page itself: a template bug
-        url = _resolve_link(href, base)
-        if url is not None:
-            found.canonicals.add(url)
+def _link_hint(attrs: dict, base: str, found: Found) -> None:
+    rel = (attrs.get("rel") or "").lower().split()
+    if "canonical" in rel:
+        found.add_canonical(attrs.get("href") or "", base)
+    elif "alternate" in rel and attrs.get("hreflang") and attrs.get("href"):
+        url = resolve_or_none(attrs["href"] or "", base)
+        lang = (attrs.get("hreflang") or "").strip().lower()
+        if url is not None and lang and len(found.alternates) < MAX_ALTERNATES:
+            found.alternates.setdefault(lang, url)
 
 
-def _header_hints(headers: Mapping[str, str], agent: str, url: str, found: _Found) -> None:
-    """X-Robots-Tag directives and Link: <...>; rel=canonical from the response headers."""
-    for name, value in headers.items():
-        name = str(name).lower()
-        if name == "x-robots-tag":
-            found.directives.update(_x_robots_tag(str(value), agent))
-        elif name == "link":
-            for link in _LINK.finditer(str(value)):
-                if "canonical" in _link_rel(link.group(2)):
-                    _add_canonical(link.group(1), url, found)
+def _refresh(content: str, base: str, found: Found) -> None:
+    """A refresh that sends the reader elsewhere; one that reloads the page is no redirect."""
+    match = _REFRESH.match(content)
+    target = match.group(2).strip() if match else ""
+    if target and found.refresh is None:
+        url = resolve_or_none(target, base)
+        if url is not None and url != resolve_or_none("", base):
+            found.refresh = url
 
 
-def _link_rel(params: str) -> list[str]:
-    """The relation types of a Link header's link-value: its first rel parameter's tokens."""
-    for param in _LINK_PARAM.finditer(params):
-        name, _, value = param.group(1).partition("=")
-        if name.strip().lower() == "rel":
-            return value.strip().strip('"').lower().split()
-    return []
+def _set_dates(found: Found, dates: Mapping[str, str]) -> None:
+    """The page's own dates; a modified date from the page beats Last-Modified."""
+    found.published = parse_date(dates.get("published", ""))
+    found.modified = parse_date(dates.get("modified", "")) or found.modified
 
 
-def _x_robots_tag(value: str, agent: str) -> set[str]:
-    """The directives of an X-Robots-Tag value that apply to `agent`.
+MAX_ALTERNATES = 100
+_JSON_LD_LIMIT = 100_000  # characters of one JSON-LD script read
 
-    Rules are comma-separated; "name: rule" scopes that rule and the unscoped ones after
-    it to a user agent, until the next scope ("googlebot: noindex, nofollow" is all for
-    googlebot), except for the directives that take a value ("max-snippet: 20")."""
-    directives: set[str] = set()
-    scope: str | None = None
-    for part in value.lower().split(","):
-        name, colon, rest = part.partition(":")
-        name = name.strip()
-        if colon and name not in _VALUED_DIRECTIVES and _AGENT_TOKEN.match(name):
-            scope, part = name, rest
-        if scope is None or scope == agent:
-            directives.update(_DIRECTIVE_SPLIT.split(part.strip()))
-    return directives
+
+def _json_ld(nodes: list[LexborNode], found: Found, dates: dict[str, str]) -> None:
+    """datePublished, dateModified, author and description from JSON-LD (schema.org),
+    where the meta tags gave none."""
+    for node in nodes:
+        if node.tag != "script" or "ld+json" not in (node.attributes.get("type") or ""):
+            continue
+        try:
+            data = orjson.loads(node.text()[:_JSON_LD_LIMIT])
+        except orjson.JSONDecodeError:
+            continue
+        for item in _ld_items(data):
+            for kind, key in (("published", "datePublished"), ("modified", "dateModified")):
+                dates[kind] = dates.get(kind) or _ld_text(item.get(key))
+            found.author = found.author or _ld_text(item.get("author"))
+            found.description = found.description or _ld_text(item.get("description"))
+
+
+def _ld_items(data: object) -> list[dict]:
+    """The top-level objects of a JSON-LD document (a list, or an @graph)."""
+    items = data if isinstance(data, list) else [data]
+    graphs = [
+        i["@graph"] for i in items if isinstance(i, dict) and isinstance(i.get("@graph"), list)
+    ]
+    return [i for i in (*items, *(g for graph in graphs for g in graph)) if isinstance(i, dict)]
+
+
+def _ld_text(value: object) -> str:
+    """A JSON-LD value as text: a string, the name of an object, the first of a list."""
+    if isinstance(value, list):
+        value = value[0] if value else ""
+    if isinstance(value, dict):
+        value = value.get("name", "")
+    return _collapse(value)[:1000] if isinstance(value, str) else ""
 
 
 def _title(nodes: list[LexborNode]) -> str:
@@ -469,20 +411,13 @@ def _resolve_link(href: str, base: str) -> str | None:
     else:
         slash = base.rfind("/", base.find("//") + 2)
         if slash < 0 or not href or href[0] == "?" or href[0] < " ":
-            return _resolve_or_none(href, base)
+            return resolve_or_none(href, base)
         key = (base[: slash + 1], href)
     if key not in _RESOLVED:
         if len(_RESOLVED) >= _RESOLVED_LIMIT:
             _RESOLVED.clear()
-        _RESOLVED[key] = _resolve_or_none(href, base)
+        _RESOLVED[key] = resolve_or_none(href, base)
     return _RESOLVED[key]
-
-
-def _resolve_or_none(href: str, base: str) -> str | None:
-    try:
-        return resolve_url(href, base)
-    except InvalidUrl:
-        return None
 
 
 def _anchor_text(node: LexborNode) -> str:

@@ -21,7 +21,9 @@ import xxhash
 from filbert import schemas
 from filbert.config import Settings
 from filbert.executor import make_executor
-from filbert.parse.html import ParseResult, parse_content
+from filbert.mediatypes import parse_types
+from filbert.parse.content import parse_content
+from filbert.parse.result import ParseResult
 from filbert.schemas import FetchedPage
 from filbert.storage import CrawlDir, CrawlDirError, PartWriter, Segment, read_parts, reading
 from filbert.urls import UrlFilter, UrlNormalizer, bucket_of, fingerprint, host_of
@@ -89,6 +91,7 @@ class SegmentParser:
     def __init__(self, out: Path, settings: Settings, buckets: int, writer: int):
         self.outlinks = _Outlinks(settings)
         self.agent = settings["http.agent.name"]
+        self.kinds = parse_types(settings["parser.types"])
         self.texts = PartWriter(out / Segment.PARSE_TEXT, schemas.PARSE_TEXT)
         self.datas = PartWriter(
             out / Segment.PARSE_DATA, schemas.PARSE_DATA, batch=PartWriter.SMALL_BATCH
@@ -124,7 +127,15 @@ class SegmentParser:
         self.pending_bytes = 0
 
     def _parse(self, page: FetchedPage) -> None:
-        result = parse_content(page.url, page.content, page.content_type, page.headers, self.agent)
+        result = parse_content(
+            page.url,
+            page.content,
+            page.content_type,
+            page.headers,
+            self.agent,
+            self.kinds,
+            page.truncated,
+        )
         kept = self.outlinks.select(page.url, result.outlinks)
         self.counts[result.status] += 1
         text = result.text.encode("utf-8")  # once, for the signature and the Parquet column
@@ -133,6 +144,9 @@ class SegmentParser:
         share = page.score / max(1, len(kept))
         for target, anchor in kept:
             self.links.add(target, page.url, anchor, "link", share)
+        refresh = self.outlinks.select(page.url, [(result.refresh, "")]) if result.refresh else []
+        for target, _ in refresh:  # a meta refresh is followed like a redirect
+            self.links.add(target, page.url, "", "redirect", page.score)
 
 
 def _parse_bucket(task: ParseTask) -> Counter:
@@ -151,6 +165,7 @@ def _parse_bucket(task: ParseTask) -> Counter:
                 row["content_type"],
                 _headers(row["headers"]),
                 scores.get(row["fp"], 0.0),
+                bool(row.get("truncated")),
             )
         )
     for row in fetched.filter(pc.is_valid(fetched["redirect_url"])).to_pylist():
@@ -183,6 +198,12 @@ def _data_row(
         "signature": content_signature(page.url, result.title, text) if parsed else None,
         "simhash": None,  # computed by dedup, when needed
         "canonical": result.canonical,
+        "description": result.description,
+        "author": result.author,
+        "published": result.published,
+        "modified": result.modified,
+        "refresh": result.refresh,
+        "alternates": [{"lang": lang, "url": url} for lang, url in result.alternates],
     }
 
 

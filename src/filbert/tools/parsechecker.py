@@ -7,16 +7,16 @@ nothing is written anywhere.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from filbert import schemas
 from filbert.config import Settings
 from filbert.fetch.fetcher import FetchItem, FetchResult, origin_of, run_fetcher
 from filbert.fetch.robots import RobotRules, RobotsCache
-from filbert.parse import decode_html, decode_text, parse_content
+from filbert.mediatypes import parse_types
+from filbert.parse import content_kind, decode_html, decode_text, parse_content
 from filbert.urls import UrlFilter, fingerprint, host_of, normalize_url
-
-_TEXT_TYPES = frozenset({"text/plain"})
 
 
 class _RecordingRobotsCache(RobotsCache):
@@ -32,11 +32,14 @@ class _RecordingRobotsCache(RobotsCache):
 
 
 def _fetch(url: str, settings: Settings) -> tuple[list[FetchResult], dict[str, RobotRules]]:
-    """Fetch one URL through the fetcher; every result it reports (redirect hops first)."""
+    """Fetch one URL through the fetcher; every result it reports (redirect hops first).
+    A check is one visit, as a person's: robots.txt, the page and its redirects follow
+    each other without fetcher.server.delay between them."""
     results: list[FetchResult] = []
     item = FetchItem(url=url, fp=fingerprint(url), host=host_of(url), score=1.0)
     robots = _RecordingRobotsCache(settings["http.robots.cache.ttl"])
-    run_fetcher([item], settings, 1, results.append, robots)
+    visit = Settings({**settings, "fetcher.server.delay": 0.0})
+    run_fetcher([item], visit, 1, results.append, robots)
     return results, robots.seen
 
 
@@ -66,10 +69,16 @@ def _fetch_report(result: FetchResult) -> dict[str, Any]:
     }
 
 
-def _encoding(url: str, content: bytes, content_type: str | None) -> str:
-    mime = (content_type or "").split(";", 1)[0].strip().lower()
-    decode = decode_text if mime in _TEXT_TYPES else decode_html
+def _encoding(url: str, content: bytes, content_type: str | None, kind: str | None) -> str | None:
+    """The character encoding of a web page or text; None for other kinds."""
+    if kind not in ("html", "text"):
+        return None
+    decode = decode_text if kind == "text" else decode_html
     return decode(content, content_type, url)[1]
+
+
+def _iso(when: datetime | None) -> str | None:
+    return when.isoformat().replace("+00:00", "Z") if when else None
 
 
 def check_url(url: str, settings: Settings, text_chars: int = 500) -> dict[str, Any]:
@@ -94,15 +103,31 @@ def check_url(url: str, settings: Settings, text_chars: int = 500) -> dict[str, 
     }
     if final is None or final.content is None:
         return report
-    parsed = parse_content(final.item.url, final.content, final.content_type, final.headers, agent)
+    kind = content_kind(final.content_type, final.content)
+    parsed = parse_content(
+        final.item.url,
+        final.content,
+        final.content_type,
+        final.headers,
+        agent,
+        parse_types(settings["parser.types"]),
+        final.truncated,
+    )
     text = parsed.text if text_chars < 0 else parsed.text[:text_chars]
     report["parse"] = {
         "status": parsed.status,
         "message": parsed.message,
-        "encoding": _encoding(final.item.url, final.content, final.content_type)
+        "kind": kind,
+        "encoding": _encoding(final.item.url, final.content, final.content_type, kind)
         if parsed.status == schemas.PARSE_SUCCESS
         else None,
         "title": parsed.title,
+        "description": parsed.description,
+        "author": parsed.author,
+        "published": _iso(parsed.published),
+        "modified": _iso(parsed.modified),
+        "refresh": parsed.refresh,
+        "alternates": [{"lang": lang, "url": url} for lang, url in parsed.alternates],
         "noindex": parsed.noindex,
         "nofollow": parsed.nofollow,
         "outlinks": [
@@ -180,9 +205,14 @@ def format_report(report: dict[str, Any]) -> str:
     )
     if parse["status"] != schemas.PARSE_SUCCESS:
         return "\n".join(lines)
+    lines += [f"kind:          {parse['kind']}"]
+    if parse["encoding"]:
+        lines.append(f"encoding:      {parse['encoding']}")
+    lines.append(f"title:         {parse['title']}")
+    metadata = ("description", "author", "published", "modified", "refresh")
+    lines += [f"{name + ':':<15}{parse[name]}" for name in metadata if parse[name]]
+    lines += [f"alternate:     {a['lang']} {a['url']}" for a in parse["alternates"]]
     lines += [
-        f"encoding:      {parse['encoding']}",
-        f"title:         {parse['title']}",
         f"noindex:       {_yes(parse['noindex'])}",
         f"nofollow:      {_yes(parse['nofollow'])}",
         f"outlinks:      {len(parse['outlinks'])}"

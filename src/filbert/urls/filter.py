@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 import ada_url
 
 from filbert.errors import UserError
+from filbert.mediatypes import denied_suffixes
 from filbert.urls.domain import is_ip, strip_port
 from filbert.urls.traps import repeated_segment, year_out_of_range
 
@@ -113,7 +114,10 @@ class FilterLimits:
             max_length=settings["urlfilter.max.length"],
             allow_hosts=_parse_hosts(settings["urlfilter.domain.allow"], "urlfilter.domain.allow"),
             deny_hosts=_parse_hosts(settings["urlfilter.domain.deny"], "urlfilter.domain.deny"),
-            deny_suffixes=_list(settings["urlfilter.suffix.deny"]),
+            deny_suffixes=(
+                *_list(settings["urlfilter.suffix.deny"]),
+                *denied_suffixes(settings["parser.types"]),
+            ),
             max_path_depth=settings["urlfilter.max.path.depth"],
             max_query_params=settings["urlfilter.max.query.params"],
             max_repeats=settings["urlfilter.trap.max.repeats"],
@@ -212,7 +216,7 @@ class UrlFilter:
         if not path.endswith(self.limits.deny_suffixes):
             return None
         suffix = next(s for s in self.limits.deny_suffixes if path.endswith(s))
-        return f"path ends in {suffix} (urlfilter.suffix.deny)"
+        return f"path ends in {suffix} (urlfilter.suffix.deny, parser.types)"
 
     def _too_deep(self, parts: _Parts) -> str | None:
         if parts.path.count("/") <= self.limits.max_path_depth:

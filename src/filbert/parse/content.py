@@ -1,0 +1,105 @@
+"""Parse fetched content of any supported type: tell its kind from the Content-Type and,
+when that says nothing (or nothing useful), from the bytes, then hand it to the parser of
+that kind. The kinds a crawl parses are the setting `parser.types`."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Mapping
+
+from filbert.mediatypes import DOCUMENT_KINDS, KIND_OF_TYPE, KINDS, media_type
+from filbert.parse import documents
+from filbert.parse._whitespace import collapse as _collapse  # " ".join(text.split())
+from filbert.parse.encoding import decode_text
+from filbert.parse.html import parse_html
+from filbert.parse.result import Found, ParseResult, header_hints
+from filbert.schemas import PARSE_FAILED, PARSE_UNSUPPORTED
+
+# Types that say nothing about the content, so the bytes decide (besides a missing type).
+_VAGUE_TYPES = frozenset(
+    {
+        "application/octet-stream",
+        "application/unknown",
+        "unknown/unknown",
+        "binary/octet-stream",
+        "application/zip",
+        "application/x-zip-compressed",
+        "application/xml",
+        "text/xml",
+        "*/*",
+    }
+)
+# WHATWG MIME sniffing's HTML signatures.
+_HTML_START = re.compile(
+    rb"(?:\xef\xbb\xbf)?\s*(?:<!doctype\s+html|<!--|"
+    rb"<(?:html|head|body|title|script|style|iframe|h1|div|font|table|a|b|br|p|meta)[\s/>])",
+    re.I,
+)
+_SNIFF_BYTES = 1024
+
+
+def content_kind(content_type: str | None, content: bytes) -> str | None:
+    """The kind of a document ("html", "pdf", ...), or None when filbert cannot parse it."""
+    mime = media_type(content_type)
+    kind = KIND_OF_TYPE.get(mime)
+    if kind is not None:
+        return kind
+    if mime in _VAGUE_TYPES or "/" not in mime:
+        return _sniff(content)
+    return None
+
+
+def _sniff(content: bytes) -> str | None:
+    if _HTML_START.match(content, 0, _SNIFF_BYTES):
+        return "html"
+    if content[:_SNIFF_BYTES].lstrip().startswith(b"%PDF-"):
+        return "pdf"
+    if content.startswith(b"PK\x03\x04"):
+        return documents.office_kind(content)
+    if documents.is_feed(content[:_SNIFF_BYTES]):
+        return "feed"
+    return None
+
+
+def parse_content(
+    url: str,
+    content: bytes,
+    content_type: str | None,
+    headers: Mapping[str, str] | None = None,
+    agent: str = "filbert",
+    kinds: Collection[str] = KINDS.keys(),
+    truncated: bool = False,
+) -> ParseResult:
+    """Parse one fetched document; never raises.
+
+    headers: the HTTP response headers (names in any case; repeated headers merged with
+    ", "), for X-Robots-Tag, Link and Last-Modified. agent: the crawler's product token,
+    which ``<meta name=...>`` and user-agent-scoped X-Robots-Tag rules must name to apply.
+    kinds: the kinds to parse (`parser.types`). truncated: the body was cut at the
+    content limit."""
+    found = Found()
+    try:
+        agent = (agent or "").strip().lower()
+        if headers:
+            header_hints(headers, agent, url, found)
+        kind = content_kind(content_type, content)
+        if kind is None or kind not in kinds:
+            mime = media_type(content_type) or "(none)"
+            why = f" ({kind} is not in parser.types)" if kind else ""
+            return found.empty(PARSE_UNSUPPORTED, f"unsupported content type {mime}{why}")
+        if truncated and kind in DOCUMENT_KINDS:
+            return found.empty(
+                PARSE_FAILED,
+                f"the {kind} was truncated at the content limit ({len(content)} bytes; "
+                "raise http.content.limit.documents to read it)",
+            )
+        if kind == "html":
+            return parse_html(url, content, content_type, agent, found)
+        if kind == "text":
+            text = _collapse(decode_text(content, content_type, url)[0])
+            return found.success("", text, [])
+        return documents.parse_document(kind, url, content, content_type, found)
+    except documents.DocumentError as exc:
+        return found.empty(PARSE_FAILED, str(exc))
+    except Exception as exc:  # one bad document must not fail the whole segment
+        return found.empty(PARSE_FAILED, f"{type(exc).__name__}: {exc}")
