@@ -12,7 +12,6 @@ PDF = "application/pdf"
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 ODT = "application/vnd.oasis.opendocument.text"
 RSS = "application/rss+xml"
-ATOM = "application/atom+xml"
 
 
 def _pdf_string(text: str) -> str:

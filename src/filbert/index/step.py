@@ -94,10 +94,12 @@ def _relations(task: StateTask | DocsTask) -> tuple[Relation, Relation, Relation
     return db, links, data
 
 
-def _headings_column(data: Relation) -> str:
-    """headings, or NULL in segments parsed by versions without them."""
+def _optional_columns(data: Relation, names: tuple[str, ...]) -> str:
+    """The parse_data columns that versions before them did not write, each NULL where
+    the segments lack it: `a, NULL AS b, ...`."""
     described = connect().sql(f"DESCRIBE SELECT * FROM {data.sql}", params=data.params)
-    return "headings" if "headings" in {row[0] for row in described.fetchall()} else "NULL"
+    present = {row[0] for row in described.fetchall()}
+    return ", ".join(name if name in present else f"NULL AS {name}" for name in names)
 
 
 def _anchors_sql(links: Relation) -> str:
@@ -116,7 +118,8 @@ def _state_bucket(task: StateTask) -> int:
             SELECT fp, url, host, score, coalesce(simhash, 0) AS simhash FROM {db.sql}
             WHERE status IN ('{schemas.DB_FETCHED}', '{schemas.DB_NOTMODIFIED}')
         ), latest AS (
-            SELECT fp, title, {_headings_column(data)} AS headings, noindex, signature, segment
+            SELECT fp, title, {_optional_columns(data, ("headings", "refresh"))},
+                noindex, signature, segment
             FROM {data.sql} WHERE status = '{schemas.PARSE_SUCCESS}'
             {latest_per_page()}
         ), anchors AS ({_anchors_sql(links)})
@@ -124,7 +127,7 @@ def _state_bucket(task: StateTask) -> int:
             p.url, p.host, coalesce(l.title, ''), coalesce(l.headings, ''),
             coalesce(a.anchor, ''), coalesce(hex(l.signature), ''), p.simhash::VARCHAR)) AS key
         FROM pages p JOIN latest l USING (fp) LEFT JOIN anchors a USING (fp)
-        WHERE NOT l.noindex
+        WHERE NOT l.noindex AND l.refresh IS NULL  -- a meta refresh is a redirect
         """
         table = connect().sql(sql, params=params(db, links, data)).to_arrow_table()
     fps = table.column("fp").to_pylist()
@@ -153,7 +156,7 @@ def _write_docs(task: DocsTask) -> int:
         SELECT fp, url, host, score, coalesce(simhash, 0) AS simhash FROM {db.sql}
         WHERE fp IN (SELECT fp FROM changed)
     ), latest AS (
-        SELECT d.fp, d.title, {_headings_column(data)} AS headings, d.segment
+        SELECT d.fp, d.title, {_optional_columns(data, ("headings",))}, d.segment
         FROM {data.sql} d SEMI JOIN changed c ON d.fp = c.fp AND d.segment = c.segment
         WHERE d.status = '{schemas.PARSE_SUCCESS}'
         QUALIFY row_number() OVER (PARTITION BY d.fp) = 1

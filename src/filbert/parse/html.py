@@ -153,7 +153,7 @@ def parse_html(
     headings = _headings(elements["headings"])
     h1s = [h for h in elements["headings"] if h.tag == "h1"]
     title = _title(elements["title"]) or og_title or _title(h1s)
-    outlinks = [] if found.nofollow else _outlinks(elements["links"], base)
+    outlinks = [] if found.nofollow else _outlinks(elements["links"], base, found.alternates)
     for node in (*elements["invisible"], *elements["title"]):
         node.decompose()
     body = tree.body
@@ -381,8 +381,11 @@ def _base_url(nodes: list[LexborNode], url: str) -> str:
     return url
 
 
-def _outlinks(nodes: list[LexborNode], base: str) -> list[tuple[str, str]]:
-    """Followable links in document order, one per URL with its first non-empty anchor."""
+def _outlinks(
+    nodes: list[LexborNode], base: str, alternates: Mapping[str, str]
+) -> list[tuple[str, str]]:
+    """Followable links in document order, one per URL with its first non-empty anchor,
+    then the hreflang alternates not linked otherwise (the page's other languages)."""
     anchors: dict[str, str] = {}
     for node in nodes:
         attrs = node.attributes
@@ -391,6 +394,8 @@ def _outlinks(nodes: list[LexborNode], base: str) -> list[tuple[str, str]]:
         url = _resolve_link(attrs["href"] or "", base)
         if url is not None and not anchors.get(url):
             anchors[url] = _anchor_text(node)
+    for url in alternates.values():
+        anchors.setdefault(url, "")
     return list(anchors.items())
 
 

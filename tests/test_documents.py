@@ -1,0 +1,244 @@
+"""Documents beyond HTML crawled end to end from a loopback site: PDF, DOCX, ODT, feeds
+and plain text are parsed and indexed with their metadata and links; broken ones are
+parse failures with a reason; page metadata (description, dates, refresh, hreflang)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pyarrow.parquet as pq
+import pytest
+from documents import DOCX, PDF, RSS, atom, docx, odt, pdf, rss
+from pipeline import crawl_site
+from sites import Page, SiteServer, html, link
+
+from filbert import schemas
+from filbert.search import Searcher
+from filbert.storage import CrawlDir, Segment
+from filbert.tools.readdb import crawldb_url
+
+REPORT = pdf(
+    [["Quarterly report", "Revenue of zqpdfonex grew."], ["Appendix zqpdftwox"]],
+    title="Quarterly Report 2024",
+    author="Ann Smith",
+    created="D:20240102030405+01'00'",
+    links=[("/from-pdf.html", "Quarterly report")],
+)
+PAGES: dict[str, Page | str] = {
+    "/": html(
+        "Documents",
+        "".join(
+            link(path, text)
+            for path, text in [
+                ("/report.pdf", "report"),
+                ("/notes.docx", "notes"),
+                ("/minutes", "minutes"),
+                ("/news.rss", "news"),
+                ("/blog/atom", "blog"),
+                ("/readme.txt", "readme"),
+                ("/cut.pdf", "cut"),
+                ("/locked.pdf", "locked"),
+                ("/junk.docx", "junk"),
+                ("/moved.html", "moved"),
+                ("/meta.html", "meta"),
+            ]
+        ),
+    ),
+    "/report.pdf": Page(REPORT, content_type=PDF),
+    "/notes.docx": Page(
+        docx(
+            "Meeting notes",
+            "Budget",
+            ["The zqdocxwordx budget was agreed."],
+            author="Bob Jones",
+            created="2023-05-06T07:08:09Z",
+            link=("http://127.0.0.1:1/unreachable.html", "elsewhere"),
+        ),
+        content_type=DOCX,
+    ),
+    "/minutes": Page(
+        odt("Minutes", "Agenda", ["Discussed zqodtwordx today."], author="Eve"),
+        content_type="application/octet-stream",  # told by its bytes
+    ),
+    "/news.rss": Page(
+        rss(
+            "Site news",
+            [
+                (
+                    "First post",
+                    "/post1.html",
+                    "<p>About <b>zqrssitemx</b></p>",
+                    "Mon, 06 Sep 2021 16:45:00 +0200",
+                ),
+                ("Second post", "/post2.html", "More news", "Tue, 07 Sep 2021 10:00:00 GMT"),
+            ],
+        ),
+        content_type=RSS,
+    ),
+    "/blog/atom": Page(
+        atom("Blog", "/blog/", [("An entry", "entry.html", "zqatomsumx", "2022-03-04T05:06:07Z")]),
+        content_type="application/xml",
+    ),
+    "/readme.txt": Page("Plain zqtextwordx file.", content_type="text/plain"),
+    "/cut.pdf": Page(REPORT[: len(REPORT) // 2], content_type=PDF),
+    "/locked.pdf": Page(pdf([["Secret zqlockedx"]], encrypted=True), content_type=PDF),
+    "/junk.docx": Page(b"PK\x03\x04 not really a zip archive", content_type=DOCX),
+    "/moved.html": html(
+        "Moved", "<p>zqmovedx</p>", '<meta http-equiv="refresh" content="0; url=/new-home.html">'
+    ),
+    "/meta.html": html(
+        "Meta page",
+        "<p>Body of zqmetax.</p>",
+        '<meta name="description" content="A page about zqdescx.">'
+        '<meta property="article:published_time" content="2020-02-03T04:05:06Z">'
+        '<link rel="alternate" hreflang="de" href="/de/meta.html">',
+    ),
+    **{
+        path: html(path, f"<p>{word}</p>")
+        for path, word in [
+            ("/post1.html", "zqpostonex"),
+            ("/post2.html", "zqposttwox"),
+            ("/blog/entry.html", "zqentryx"),
+            ("/from-pdf.html", "zqfrompdfx"),
+            ("/new-home.html", "zqnewhomex"),
+            ("/de/meta.html", "zqdeutschx"),
+        ]
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def crawled(tmp_path_factory):
+    with SiteServer(PAGES) as server:
+        crawl, settings, _ = crawl_site(
+            tmp_path_factory.mktemp("documents") / "crawl", [server.url("/")], depth=3
+        )
+        yield server, crawl, settings
+
+
+def parsed(crawl: CrawlDir) -> dict[str, dict]:
+    rows = {}
+    for segment in crawl.segments():
+        for part in segment.parts(Segment.PARSE_DATA):
+            rows.update((row["url"], row) for row in pq.read_table(part).to_pylist())
+    return rows
+
+
+def top_url(crawl: CrawlDir, settings, query: str) -> str | None:
+    hits = Searcher(crawl, settings).search(query).hits
+    return hits[0].url if hits else None
+
+
+@pytest.mark.parametrize(
+    "path, word",
+    [
+        ("/report.pdf", "zqpdfonex"),
+        ("/report.pdf", "zqpdftwox"),  # the second page
+        ("/notes.docx", "zqdocxwordx"),
+        ("/minutes", "zqodtwordx"),
+        ("/news.rss", "zqrssitemx"),
+        ("/blog/atom", "zqatomsumx"),
+        ("/readme.txt", "zqtextwordx"),
+        ("/post1.html", "zqpostonex"),  # found only through the feed
+        ("/blog/entry.html", "zqentryx"),  # the Atom entry's link, relative to xml:base
+        ("/from-pdf.html", "zqfrompdfx"),  # the PDF's link annotation
+        ("/new-home.html", "zqnewhomex"),  # where the meta refresh sends the reader
+        ("/de/meta.html", "zqdeutschx"),  # an hreflang alternate is crawled
+    ],
+)
+def test_each_kind_is_crawled_and_found(crawled, path, word):
+    server, crawl, settings = crawled
+    assert top_url(crawl, settings, word) == server.url(path)
+
+
+def test_titles_and_metadata_of_documents(crawled):
+    server, crawl, _ = crawled
+    rows = parsed(crawl)
+    report = rows[server.url("/report.pdf")]
+    assert (report["status"], report["title"], report["author"]) == (
+        schemas.PARSE_SUCCESS,
+        "Quarterly Report 2024",
+        "Ann Smith",
+    )
+    assert report["published"] == datetime(2024, 1, 2, 2, 4, 5, tzinfo=UTC)
+    notes = rows[server.url("/notes.docx")]
+    assert (notes["title"], notes["author"], notes["headings"]) == (
+        "Meeting notes",
+        "Bob Jones",
+        "Budget",
+    )
+    assert notes["published"] == datetime(2023, 5, 6, 7, 8, 9, tzinfo=UTC)
+    assert [o["url"] for o in notes["outlinks"]] == ["http://127.0.0.1:1/unreachable.html"]
+    assert rows[server.url("/minutes")]["title"] == "Minutes"
+    news = rows[server.url("/news.rss")]
+    assert news["title"] == "Site news"
+    assert news["modified"] == datetime(2021, 9, 7, 10, 0, tzinfo=UTC)  # the newest item
+    assert {o["url"]: o["anchor"] for o in news["outlinks"]} == {
+        server.url("/post1.html"): "First post",
+        server.url("/post2.html"): "Second post",
+    }
+    assert rows[server.url("/readme.txt")]["title"] == ""
+
+
+@pytest.mark.parametrize(
+    "path, reason",
+    [
+        ("/cut.pdf", "unreadable PDF"),
+        ("/locked.pdf", "unreadable PDF: Incorrect password"),
+        ("/junk.docx", "not a readable docx (ZIP) file"),
+    ],
+)
+def test_broken_documents_fail_to_parse_with_a_reason(crawled, path, reason):
+    server, crawl, settings = crawled
+    row = parsed(crawl)[server.url(path)]
+    assert row["status"] == schemas.PARSE_FAILED and row["message"].startswith(reason)
+    assert crawldb_url(crawl, server.url(path))["status"] == schemas.DB_FETCHED
+    assert top_url(crawl, settings, "zqlockedx") is None
+
+
+def test_page_metadata(crawled):
+    server, crawl, _ = crawled
+    meta = parsed(crawl)[server.url("/meta.html")]
+    assert meta["description"] == "A page about zqdescx."
+    assert meta["published"] == datetime(2020, 2, 3, 4, 5, 6, tzinfo=UTC)
+    assert meta["alternates"] == [{"lang": "de", "url": server.url("/de/meta.html")}]
+    moved = parsed(crawl)[server.url("/moved.html")]
+    assert moved["refresh"] == server.url("/new-home.html")
+
+
+def test_a_refresh_page_is_not_indexed(crawled):
+    _, crawl, settings = crawled
+    assert top_url(crawl, settings, "zqmovedx") is None
+
+
+def test_parser_types_leave_kinds_out(tmp_path):
+    with SiteServer(PAGES) as server:
+        crawl, settings, _ = crawl_site(
+            tmp_path / "crawl", [server.url("/")], "parser.types=html,text", depth=2
+        )
+        paths = server.paths()
+    assert "/report.pdf" not in paths and "/notes.docx" not in paths  # their suffixes
+    rows = parsed(crawl)
+    minutes = rows[server.url("/minutes")]  # fetched: its suffix is not denied, but
+    assert minutes["status"] == schemas.PARSE_UNSUPPORTED
+    assert minutes["message"] == (
+        "unsupported content type application/octet-stream (odt is not in parser.types)"
+    )
+    assert top_url(crawl, settings, "zqtextwordx") == server.url("/readme.txt")
+
+
+def test_documents_have_their_own_content_limit(tmp_path):
+    with SiteServer(PAGES) as server:
+        crawl, *_ = crawl_site(
+            tmp_path / "crawl",
+            [server.url("/report.pdf"), server.url("/meta.html")],
+            "http.content.limit=100",
+            f"http.content.limit.documents={len(REPORT) // 2}",
+            depth=1,
+        )
+    rows = parsed(crawl)
+    assert rows[server.url("/meta.html")]["status"] == schemas.PARSE_SUCCESS  # HTML: cut, read
+    report = rows[server.url("/report.pdf")]
+    assert report["status"] == schemas.PARSE_FAILED
+    assert "truncated at the content limit" in report["message"]
+    assert "http.content.limit.documents" in report["message"]
