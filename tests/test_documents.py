@@ -242,3 +242,17 @@ def test_documents_have_their_own_content_limit(tmp_path):
     assert report["status"] == schemas.PARSE_FAILED
     assert "truncated at the content limit" in report["message"]
     assert "http.content.limit.documents" in report["message"]
+
+
+def test_results_show_metadata_and_fall_back_to_the_description(crawled):
+    server, crawl, settings = crawled
+    hit = Searcher(crawl, settings).search("zqdescx").hits[0]  # only in the description
+    assert hit.url == server.url("/meta.html")
+    assert hit.snippet == "A page about zqdescx." and "<b>zqdescx</b>" in hit.snippet_html
+    data = hit.to_dict()
+    assert data["description"] == "A page about zqdescx."
+    assert data["published"] == "2020-02-03T04:05:06Z" and data["modified"] is None
+    hit = Searcher(crawl, settings).search("zqmetax").hits[0]  # in the body: its snippet
+    assert hit.snippet == "Body of zqmetax." and hit.description == "A page about zqdescx."
+    report = Searcher(crawl, settings).search("zqpdfonex").hits[0]
+    assert report.published == "2024-01-02T02:04:05Z" and report.title == "Quarterly Report 2024"

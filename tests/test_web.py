@@ -86,7 +86,10 @@ def test_api_shape_and_unique_word_is_top(site: Site) -> None:
     assert body["shards"] == {"total": shards, "successful": shards, "failed": 0}
     assert (body["query"], body["total"], body["offset"]) == (rare_word(7), 1, 0)
     hit = body["hits"][0]
-    assert set(hit) == {"url", "title", "lang", "score", "snippet", "snippet_html", "signals"}
+    assert set(hit) == {
+        *("url", "title", "lang", "score", "snippet", "snippet_html", "signals"),
+        *("description", "published", "modified"),
+    }
     assert hit["url"] == site.server.url(graph_path(7))
     assert hit["title"].startswith("Page 0007")
     assert hit["score"] > 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 
 import tantivy
@@ -17,7 +18,8 @@ from filbert.errors import DamagedFileError
 from filbert.storage import CrawlDir, damaged_file
 
 TEXT_FIELDS = ("title", "headings", "anchor", "urlwords", "body")  # analyzed hit types
-STORED_TEXT = ("title_text", "body_text")  # shown, not indexed
+STORED_TEXT = ("title_text", "body_text", "description_text")  # shown, not indexed
+DATE_FIELDS = ("published", "modified")  # stored: seconds since the epoch, UTC
 KEYWORD_FIELDS = ("url", "host", "site", "lang", "segment")  # exact values
 # every text field's terms, without counts or positions: matches a page as a word in any
 # text field does, in one posting list (tantivy intersects those by skipping; the searcher
@@ -41,12 +43,14 @@ def index_schema() -> tantivy.Schema:
     builder.add_integer_field("simhash", fast=True)  # near-duplicate collapsing
     builder.add_integer_field("host_id", fast=True)  # host crowding
     builder.add_integer_field("uid", indexed=True, fast=True)  # picks candidates by id
+    for name in DATE_FIELDS:
+        builder.add_integer_field(name, stored=True)
     builder.add_text_field(ALL_FIELD, tokenizer_name="whitespace", index_option="basic")
     return builder.build()
 
 
 FAST_FIELDS = ("score", "simhash", "host_id", "uid")
-FIELD_NAMES = (*TEXT_FIELDS, *STORED_TEXT, *KEYWORD_FIELDS, *FAST_FIELDS, ALL_FIELD)  # schema order
+FIELD_NAMES = (*TEXT_FIELDS, *STORED_TEXT, *KEYWORD_FIELDS, *FAST_FIELDS, *DATE_FIELDS, ALL_FIELD)
 
 
 def shard_name(shard: int) -> str:
@@ -86,10 +90,18 @@ def stored_str(doc: tantivy.Document, name: str) -> str:
 
 
 def stored_text(doc: tantivy.Document, name: str) -> str:
-    """A STORED_TEXT field's value (kept as UTF-8 bytes; the index step writes both)."""
+    """A STORED_TEXT field's value (kept as UTF-8 bytes); "" when an index built before
+    the field lacks it."""
     value = doc.get_first(name)
-    assert isinstance(value, bytes), f"the document stores no {name}"
-    return value.decode()
+    return value.decode() if isinstance(value, bytes) else ""
+
+
+def stored_date(doc: tantivy.Document, name: str) -> str | None:
+    """A DATE_FIELDS field as ISO 8601 (2024-01-02T03:04:05Z), None when unknown."""
+    value = doc.get_first(name)
+    if not isinstance(value, int):
+        return None
+    return datetime.fromtimestamp(value, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 _TANTIVY_FILE = re.compile(r'filepath: "([^"]+)"')

@@ -55,6 +55,7 @@ FORWARD = pa.schema(
         *((name, pa.string()) for name in TEXT_FIELDS),
         ("title_text", pa.binary()),
         ("body_text", pa.binary()),
+        ("description_text", pa.binary()),
         ("url", pa.string()),
         ("host", pa.string()),
         ("site", pa.list_(pa.string())),
@@ -64,6 +65,8 @@ FORWARD = pa.schema(
         ("simhash", pa.int64()),
         ("host_id", pa.int64()),
         ("uid", pa.int64()),
+        ("published", pa.int64()),
+        ("modified", pa.int64()),
     ]
 )
 LIVE = pa.schema([("uid", pa.int64()), ("file", pa.string()), ("lang", pa.string())])
@@ -83,7 +86,7 @@ def forward_dir(generation: Path, shard: int) -> Path:
 
 def tantivy_document(row: dict) -> tantivy.Document:
     """The tantivy document of an analyzed page (analyze_document's row or a FORWARD row)."""
-    fields = {name: row[name] for name in FORWARD.names}
+    fields = {name: row[name] for name in FORWARD.names if row[name] is not None}  # dates
     return tantivy.Document(**fields, **{ALL_FIELD: [row[name] for name in TEXT_FIELDS]})
 
 

@@ -50,7 +50,7 @@ HOLDINGS = pa.schema(
     ]
 )
 # Bumped when what a document holds changes: an index of another format is rebuilt.
-INDEX_FORMAT = 3
+INDEX_FORMAT = 4
 # Settings that change what is indexed: a change rebuilds the index.
 INDEXED_WITH = ("index.shards", "parser.text.max.length", "analysis.zh.userdict")
 
@@ -94,6 +94,10 @@ def _relations(task: StateTask | DocsTask) -> tuple[Relation, Relation, Relation
     return db, links, data
 
 
+# What parse_data tells of a page besides its text, indexed since format 4.
+METADATA = ("description", "published", "modified")
+
+
 def _optional_columns(data: Relation, names: tuple[str, ...]) -> str:
     """The parse_data columns that versions before them did not write, each NULL where
     the segments lack it: `a, NULL AS b, ...`."""
@@ -118,14 +122,15 @@ def _state_bucket(task: StateTask) -> int:
             SELECT fp, url, host, score, coalesce(simhash, 0) AS simhash FROM {db.sql}
             WHERE status IN ('{schemas.DB_FETCHED}', '{schemas.DB_NOTMODIFIED}')
         ), latest AS (
-            SELECT fp, title, {_optional_columns(data, ("headings", "refresh"))},
+            SELECT fp, title, {_optional_columns(data, ("headings", *METADATA, "refresh"))},
                 noindex, signature, segment
             FROM {data.sql} WHERE status = '{schemas.PARSE_SUCCESS}'
             {latest_per_page()}
         ), anchors AS ({_anchors_sql(links)})
         SELECT p.fp, p.host, l.segment, coalesce(p.score, 0)::DOUBLE AS score, md5(concat_ws(chr(0),
             p.url, p.host, coalesce(l.title, ''), coalesce(l.headings, ''),
-            coalesce(a.anchor, ''), coalesce(hex(l.signature), ''), p.simhash::VARCHAR)) AS key
+            coalesce(a.anchor, ''), coalesce(hex(l.signature), ''), p.simhash::VARCHAR,
+            {", ".join(f"coalesce(l.{name}::VARCHAR, '')" for name in METADATA)})) AS key
         FROM pages p JOIN latest l USING (fp) LEFT JOIN anchors a USING (fp)
         WHERE NOT l.noindex AND l.refresh IS NULL  -- a meta refresh is a redirect
         """
@@ -156,7 +161,7 @@ def _write_docs(task: DocsTask) -> int:
         SELECT fp, url, host, score, coalesce(simhash, 0) AS simhash FROM {db.sql}
         WHERE fp IN (SELECT fp FROM changed)
     ), latest AS (
-        SELECT d.fp, d.title, {_optional_columns(data, ("headings",))}, d.segment
+        SELECT d.fp, d.title, {_optional_columns(data, ("headings", *METADATA))}, d.segment
         FROM {data.sql} d SEMI JOIN changed c ON d.fp = c.fp AND d.segment = c.segment
         WHERE d.status = '{schemas.PARSE_SUCCESS}'
         QUALIFY row_number() OVER (PARTITION BY d.fp) = 1
@@ -165,7 +170,8 @@ def _write_docs(task: DocsTask) -> int:
         FROM {text.sql} t SEMI JOIN changed c ON t.fp = c.fp AND t.segment = c.segment
     ), anchors AS ({_anchors_sql(links)})
     SELECT p.url, p.host, coalesce(l.title, '') AS title, coalesce(l.headings, '') AS headings,
-           coalesce(a.anchor, '') AS anchor,
+           coalesce(a.anchor, '') AS anchor, coalesce(l.description, '') AS description,
+           epoch(l.published)::BIGINT AS published, epoch(l.modified)::BIGINT AS modified,
            left(coalesce(b.text, ''), $max_text) AS body, l.segment, p.score, p.simhash
     FROM pages p JOIN latest l USING (fp)
     LEFT JOIN body b ON b.fp = p.fp AND b.segment = l.segment
@@ -199,6 +205,7 @@ def _analyze(task: AnalyzeTask) -> dict[int, str]:
 def analyze_document(doc: dict) -> dict:
     """One page as index fields: its language, analyzed hit types and what results show."""
     title, body = doc["title"], doc["body"]
+    description = doc.get("description") or ""  # documents made without metadata lack it
     lang = identify(f"{title}\n{body}")
     text = analyzer(lang)
     fields = {
@@ -206,7 +213,9 @@ def analyze_document(doc: dict) -> dict:
         "headings": doc["headings"],
         "anchor": doc["anchor"],
         "urlwords": URL_PUNCTUATION.sub(" ", doc["url"].partition("://")[2]),
-        "body": body,
+        # the meta description is matched as body text (a field of its own would cost
+        # every query another term lookup per word) and shown apart
+        "body": f"{description}\n{body}" if description else body,
     }
     analyzed = {name: text.joined(value) for name, value in fields.items()}
     return {
@@ -222,6 +231,9 @@ def analyze_document(doc: dict) -> dict:
         "uid": int.from_bytes(fingerprint(doc["url"])[:8], "big") >> 1,
         "title_text": title.encode(),
         "body_text": body.encode(),
+        "description_text": description.encode(),
+        "published": doc.get("published"),
+        "modified": doc.get("modified"),
         **analyzed,
     }
 

@@ -50,6 +50,9 @@ class Hit:
     snippet_html: str  # HTML-escaped, query terms in <b>
     signals: dict[str, float] = field(default_factory=dict)  # text, pagerank, hub, authority…
     explanation: dict | None = None  # with explain: the score as a tree of its parts
+    description: str = ""  # the page's meta description or a document's summary
+    published: str | None = None  # ISO 8601, UTC
+    modified: str | None = None
 
     def to_dict(self) -> dict:
         data = {
@@ -59,6 +62,9 @@ class Hit:
             "score": self.score,
             "snippet": self.snippet,
             "snippet_html": self.snippet_html,
+            "description": self.description,
+            "published": self.published,
+            "modified": self.modified,
             "signals": self.signals,
         }
         if self.explanation is not None:
@@ -223,6 +229,9 @@ class Ranking:
             fetched["snippet_html"],
             {name: round(value, 6) for name, value in candidate.signals.items()},
             None if parts is None else self.reranker.explain(candidate, parts),
+            fetched["description"],
+            fetched["published"],
+            fetched["modified"],
         )
 
 

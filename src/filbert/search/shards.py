@@ -34,6 +34,7 @@ from filbert.index.schema import (
     index_schema,
     open_shard,
     shard_name,
+    stored_date,
     stored_doc,
     stored_str,
     stored_text,
@@ -95,6 +96,9 @@ class Fetched(TypedDict):
     lang: str
     snippet: str
     snippet_html: str
+    description: str
+    published: str | None
+    modified: str | None
     explanation: list[dict] | None
 
 
@@ -386,13 +390,22 @@ class ShardSearcher:
         url = stored_str(doc, "url")
         lang = doc.get_first("lang") or ""
         body = stored_text(doc, "body_text")
+        description = stored_text(doc, "description_text")
         snippet = make_snippet(body, lang, analyzed.terms, analyzed.probes, self.snippet_chars)
+        if description and (not snippet.matched or not body):  # the page's own summary
+            summary = make_snippet(
+                description, lang, analyzed.terms, analyzed.probes, self.snippet_chars
+            )
+            snippet = summary if summary.matched or not body else snippet
         return Fetched(
             url=url,
             title=stored_text(doc, "title_text") or url,
             lang=lang,
             snippet=snippet.text,
             snippet_html=snippet.html,
+            description=description,
+            published=stored_date(doc, "published"),
+            modified=stored_date(doc, "modified"),
             explanation=None if flat is None else self._explain(analyzed, candidate, address, flat),
         )
 

@@ -29,6 +29,7 @@ ASCII_WORD = re.compile(r"[A-Za-z0-9]+")  # WORD in ASCII text, a fifth faster t
 class Snippet:
     text: str  # plain text
     html: str  # HTML-escaped, query terms in <b>
+    matched: bool = False  # whether it shows a query word
 
 
 def make_snippet(text: str, lang: str, terms: set[str], probes: list[str], length: int) -> Snippet:
@@ -130,4 +131,4 @@ def _render(text: str, start: int, length: int, hits: list[tuple[int, int]]) -> 
             parts += [html.escape(window[pos:a]), "<b>", html.escape(window[a:b]), "</b>"]
             pos = b
     parts.append(html.escape(window[pos:]))
-    return Snippet(prefix + window + suffix, prefix + "".join(parts) + suffix)
+    return Snippet(prefix + window + suffix, prefix + "".join(parts) + suffix, bool(hits))
