@@ -51,6 +51,7 @@ def test_override_values_parse_as_toml_or_text():
         ("db.fetch.retry.max=many", "must be int"),
         ("db.ignore.external.links=1", "must be bool"),
         ("novalue", "key=value"),
+        ("parser.types=html,exe", "unknown kind exe; the kinds are html, text, pdf"),
     ],
 )
 def test_bad_overrides(override, message):

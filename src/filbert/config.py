@@ -153,6 +153,11 @@ def _of_settings(target: str) -> Callable[[Mapping[str, Any], str], object]:
     return lambda settings, key: _resolve(target)(settings)
 
 
+def _of_value(target: str) -> Callable[[Mapping[str, Any], str], object]:
+    """A parser of the setting's value."""
+    return lambda settings, key: _resolve(target)(settings[key])
+
+
 def _of_path(target: str) -> Callable[[Mapping[str, Any], str], object]:
     """A parser of the file the setting names."""
     return lambda settings, key: _resolve(target)(Path(settings[key]))
@@ -172,6 +177,7 @@ PARSERS: dict[str, Callable[[Mapping[str, Any], str], object]] = {
     "suggest.synonyms.file": _of_path("filbert.suggest.step:read_synonyms"),
     "search.searchers": _of_settings("filbert.web.broker:searcher_addresses"),
     "executor.address": _of_settings("filbert.executor:scheduler_address"),
+    "parser.types": _of_value("filbert.mediatypes:parse_types"),
 }
 
 

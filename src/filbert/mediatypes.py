@@ -36,7 +36,7 @@ def parse_types(value: str) -> frozenset[str]:
     unknown = sorted(kinds - KINDS.keys())
     if unknown:
         raise UserError(
-            f"parser.types: unknown kind {', '.join(unknown)}; the kinds are {', '.join(KINDS)}"
+            f"unknown kind {', '.join(unknown)}; the kinds are {', '.join(KINDS)}"
         )
     return kinds
 

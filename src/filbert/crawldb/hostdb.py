@@ -88,12 +88,18 @@ class HostTask(BucketTask):
     crawldb: str | None
 
 
+def unfolded_segments(crawl: CrawlDir) -> list[Segment]:
+    """The fetched segments the hostdb has not folded in yet."""
+    done = set(crawl.hostdb.meta().get("segments", []))
+    return [s for s in crawl.segments() if s.fetched and not s.included_in(done)]
+
+
 def update_hostdb(crawl: CrawlDir, settings: Settings) -> dict[str, int]:
     """Folds the fetched segments not yet folded in into the hostdb, with the crawldb's
     current page counts, a task per host bucket; returns how many segments and hosts."""
     crawl.require()
     done = set(crawl.hostdb.meta().get("segments", []))
-    segments = [s for s in crawl.segments() if s.fetched and not s.included_in(done)]
+    segments = unfolded_segments(crawl)
     buckets = crawl.buckets(settings)
     current = crawl.hostdb.current()
     legacy = current / HOSTDB_FILE if current is not None else None

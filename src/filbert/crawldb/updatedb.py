@@ -15,7 +15,7 @@ from pathlib import Path
 from filbert import schemas as s
 from filbert.buckets import BucketTask, connect, params, parquet_relation, rewrite, write_result
 from filbert.config import Settings
-from filbert.crawldb.hostdb import update_hostdb
+from filbert.crawldb.hostdb import unfolded_segments, update_hostdb
 from filbert.crawldb.inject import NewUrl, merge_urls
 from filbert.storage import CrawlDir, CrawlDirError, Segment, count_rows, reading
 from filbert.urls import InvalidUrl, UrlFilter, UrlNormalizer, bucket_of, normalize_url
@@ -182,6 +182,8 @@ def updatedb(
     else:
         segments = pending_segments(crawl)
     if not segments:
+        if unfolded_segments(crawl):  # a run killed between the crawldb and the hostdb
+            update_hostdb(crawl, settings)
         return {"segments": 0, "rows": count_rows(crawl.crawldb.files())}
     now = now or datetime.now(UTC)
     by_bucket = {

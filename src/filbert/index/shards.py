@@ -123,12 +123,10 @@ class ShardUpdate:
         return self.live.filter(keep)
 
     def add(self, table: pa.Table, out: Path) -> None:
-        """Writes documents (FORWARD rows) to the shard's forward file and, unless it is
-        written in canonical order at the end, to tantivy."""
-        if not self.canonical:
-            assert self.writer is not None
-            for row in table.to_pylist():
-                self.writer.add_document(tantivy_document(row))
+        """Writes documents (FORWARD rows) to tantivy and the shard's forward file."""
+        assert self.writer is not None
+        for row in table.to_pylist():
+            self.writer.add_document(tantivy_document(row))
         if self.forward is None:
             path = forward_dir(out, self.shard) / self.forward_name
             self.forward = pq.ParquetWriter(path, FORWARD, compression="zstd")
@@ -207,10 +205,13 @@ def _write_shard(task: ShardTask) -> dict:
     adding = sum(pq.ParquetFile(path).metadata.num_rows for path in task.analyzed)
     update = _plan(previous, task, adding)
     _open(update, previous, out, task.settings)
-    for path in task.analyzed:
-        for batch in pq.ParquetFile(path).iter_batches(REWRITE_BATCH):
-            update.add(pa.Table.from_batches([batch]), out)
-    live = _close(update, previous, out, task.settings)
+    if update.canonical:
+        live = _canonical(update, previous, out, task.settings, task.analyzed)
+    else:
+        for path in task.analyzed:
+            for batch in pq.ParquetFile(path).iter_batches(REWRITE_BATCH):
+                update.add(pa.Table.from_batches([batch]), out)
+        live = _close(update, previous, out)
     _save_columns(out / shard_name(task.shard), task.scores, task.shard)
     return {
         "shard": task.shard,
@@ -229,7 +230,7 @@ def _plan(previous: Path | None, task: ShardTask, adding: int) -> ShardUpdate:
     if live.num_rows - len(dropped) + adding <= settings["index.rewrite.max.docs"]:
         update.canonical = True
         update.rewrite = previous is not None
-        update.forward_name = f"new-{task.stamp}.parquet"
+        update.forward_name = f"base-{task.stamp}.parquet"
         return update
     base = update.kept(delta=False).num_rows
     deleted = task.deleted + base_losses(update)
@@ -323,10 +324,8 @@ def _rows(previous: Path, shard: int, keep: pa.Table) -> Iterator[pa.Table]:
         yield pa.Table.from_batches([batch]).cast(FORWARD)
 
 
-def _close(update: ShardUpdate, previous: Path | None, out: Path, settings: Settings) -> pa.Table:
+def _close(update: ShardUpdate, previous: Path | None, out: Path) -> pa.Table:
     """Commits the shard and writes its live documents; returns them."""
-    if update.canonical:
-        return _canonical(update, previous, out, settings)
     assert update.writer is not None
     update.writer.commit()
     update.writer.wait_merging_threads()
@@ -340,27 +339,29 @@ def _close(update: ShardUpdate, previous: Path | None, out: Path, settings: Sett
 
 
 def _canonical(
-    update: ShardUpdate, previous: Path | None, out: Path, settings: Settings
+    update: ShardUpdate,
+    previous: Path | None,
+    out: Path,
+    settings: Settings,
+    analyzed: tuple[str, ...],
 ) -> pa.Table:
     """Writes a small shard from all its documents (the previous shard's kept ones and the
-    new ones) in uid order, by one tantivy thread into one segment, and as one base forward
-    file: the same documents make the same shard, whatever came before. (tantivy matches
-    sloppy phrases in the order of each segment's term frequencies, so two shards that hold
-    the same documents in other segments can score the proximity bins apart.)"""
-    if update.forward is not None:
-        update.forward.close()
+    new ones, `analyzed`) in uid order, by one tantivy thread into one segment, and as one
+    base forward file: the same documents make the same shard, whatever came before.
+    (tantivy matches sloppy phrases in the order of each segment's term frequencies, so two
+    shards that hold the same documents in other segments can score the proximity bins
+    apart.)"""
     folder = forward_dir(out, update.shard)
-    new = folder / update.forward_name
     sources = []
     bound: dict[str, object] = {}
     con = connect()
     if previous is not None and (keep := update.kept()).num_rows:
         bound |= _kept(con, previous, update.shard, keep)
         sources.append(KEPT_SQL)
-    if new.exists():
-        bound["new"] = str(new)
+    if analyzed:
+        bound["new"] = list(analyzed)
         sources.append("SELECT * FROM read_parquet($new)")
-    name = update.forward_name.replace("new-", "base-")
+    name = update.forward_name
     writer = index_writer(
         tantivy.Index(index_schema(), str(out / shard_name(update.shard))), settings, 1
     )
@@ -377,7 +378,6 @@ def _canonical(
                 live.append(pa.table([table["uid"], names, table["lang"]], schema=LIVE))
     writer.commit()
     writer.wait_merging_threads()
-    new.unlink(missing_ok=True)
     table = pa.concat_tables([LIVE.empty_table(), *live])
     pq.write_table(table, folder / LIVE_FILE)
     return table
