@@ -35,9 +35,7 @@ def parse_types(value: str) -> frozenset[str]:
     kinds = frozenset(k.strip().lower() for k in value.split(",") if k.strip())
     unknown = sorted(kinds - KINDS.keys())
     if unknown:
-        raise UserError(
-            f"unknown kind {', '.join(unknown)}; the kinds are {', '.join(KINDS)}"
-        )
+        raise UserError(f"unknown kind {', '.join(unknown)}; the kinds are {', '.join(KINDS)}")
     return kinds
 
 
