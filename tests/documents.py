@@ -96,7 +96,12 @@ def _zip(files: dict[str, str]) -> bytes:
 
 
 _W = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
-_R = 'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"'
+_R = (
+    'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships" '
+    'xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006" '
+    'xmlns:wps="http://schemas.microsoft.com/office/word/2010/wordprocessingShape" '
+    'xmlns:v="urn:schemas-microsoft-com:vml"'
+)
 
 
 def docx(
@@ -106,14 +111,25 @@ def docx(
     author: str = "",
     created: str = "",
     link: tuple[str, str] | None = None,
+    textbox: str = "",
 ) -> bytes:
-    """A DOCX: a Heading1 paragraph, then `paragraphs`, then a hyperlink (URL, text)."""
+    """A DOCX: a Heading1 paragraph, then `paragraphs`, then a hyperlink (URL, text), then
+    a paragraph anchoring a text box as Word writes one (the box twice: a drawing and its
+    fallback)."""
 
     def para(text: str, style: str = "") -> str:
         props = f'<w:pPr><w:pStyle w:val="{style}"/></w:pPr>' if style else ""
         return f"<w:p>{props}<w:r><w:t xml:space='preserve'>{escape(text)}</w:t></w:r></w:p>"
 
     body = [para(heading, "Heading1"), *map(para, paragraphs)]
+    if textbox:
+        box = f"<w:txbxContent>{para(textbox)}</w:txbxContent>"
+        body.append(
+            "<w:p><w:r><w:t>Anchor</w:t></w:r><w:r><mc:AlternateContent>"
+            f"<mc:Choice Requires='wps'><w:drawing><wps:txbx>{box}</wps:txbx></w:drawing></mc:Choice>"
+            f"<mc:Fallback><w:pict><v:textbox>{box}</v:textbox></w:pict></mc:Fallback>"
+            "</mc:AlternateContent></w:r></w:p>"
+        )
     rels = ""
     if link:
         body.append(

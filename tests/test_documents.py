@@ -13,6 +13,7 @@ from pipeline import crawl_site
 from sites import Page, SiteServer, html, link
 
 from filbert import schemas
+from filbert.parse import parse_content
 from filbert.search import Searcher
 from filbert.storage import CrawlDir, Segment
 from filbert.tools.readdb import crawldb_url
@@ -256,3 +257,10 @@ def test_results_show_metadata_and_fall_back_to_the_description(crawled):
     assert hit.snippet == "Body of zqmetax." and hit.description == "A page about zqdescx."
     report = Searcher(crawl, settings).search("zqpdfonex").hits[0]
     assert report.published == "2024-01-02T02:04:05Z" and report.title == "Quarterly Report 2024"
+
+
+def test_a_docx_text_box_is_read_once_as_its_own_paragraph():
+    content = docx("Boxes", "Heading", ["Body."], textbox="Boxed words.")
+    assert parse_content("http://h/a.docx", content, DOCX).text == (
+        "Heading Body. Anchor Boxed words."
+    )

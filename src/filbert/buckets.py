@@ -118,9 +118,11 @@ def _sql_type(t: pa.DataType) -> str:
         return "BOOLEAN"
     if pa.types.is_integer(t):
         return "BIGINT"
-    if pa.types.is_list(t):
-        fields = ", ".join(f"{f.name} VARCHAR" for f in t.value_type)
+    if pa.types.is_list(t) and pa.types.is_struct(t.value_type):
+        fields = ", ".join(f"{f.name} {_sql_type(f.type)}" for f in t.value_type)
         return f"STRUCT({fields})[]"
+    if pa.types.is_list(t):
+        return f"{_sql_type(t.value_type)}[]"
     raise TypeError(f"no SQL type for {t}")
 
 

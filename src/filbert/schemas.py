@@ -117,6 +117,11 @@ PARSE_DATA = pa.schema(
         ("modified", pa.timestamp("ms", tz="UTC")),
         ("refresh", pa.string()),  # where a meta refresh sends the reader: a redirect
         ("alternates", pa.list_(ALTERNATE)),  # hreflang alternates
+        # a web page's text in blocks: their hashes (templates are learned from them) and
+        # lengths in characters (parse_text's text is the blocks one space apart); empty
+        # for other documents
+        ("block_hashes", pa.list_(pa.int64())),
+        ("block_lengths", pa.list_(pa.int32())),
     ]
 )
 

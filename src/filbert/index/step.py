@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -63,6 +64,9 @@ class StateTask:
     parse_data: list[str]
     out: str
     shards: int
+    templates: str  # where its hosts' template blocks go: (host, hash)
+    template_share: float
+    template_min_pages: int
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,7 @@ class DocsTask:
     changed: str  # the pages to gather: (fp, segment, bucket)
     out: str
     max_text: int
+    templates: str  # the bucket's hosts' template blocks: (host, hash)
 
 
 @dataclass(frozen=True)
@@ -106,6 +111,33 @@ def _optional_columns(data: Relation, names: tuple[str, ...]) -> str:
     return ", ".join(name if name in present else f"NULL AS {name}" for name in names)
 
 
+# A page's blocks that are its host's template, as a sorted list: part of its key, so a
+# page is indexed again when what is cut from it changes.
+TEMPLATE_CUTS = """SELECT b.fp, list_sort(list(DISTINCT b.hash)) AS cut
+    FROM (SELECT fp, host, unnest(block_hashes) AS hash FROM indexed) b
+    SEMI JOIN templates t ON b.host = t.host AND b.hash = t.hash GROUP BY b.fp"""
+
+
+def _learn_templates(con: duckdb.DuckDBPyConnection, task: StateTask) -> None:
+    """The blocks each host repeats on task.template_share of its indexed pages, and on
+    task.template_min_pages at least: its template (seed 004), as the temporary table
+    `templates` and written to task.templates."""
+    con.execute(
+        """CREATE TEMP TABLE templates AS
+        WITH hosts AS (SELECT host, count(*) AS pages FROM indexed GROUP BY host),
+        blocks AS (SELECT DISTINCT host, fp, unnest(block_hashes) AS hash FROM indexed)
+        SELECT b.host, b.hash FROM blocks b JOIN hosts h USING (host)
+        WHERE $share > 0
+        GROUP BY b.host, b.hash, h.pages
+        HAVING count(*) >= greatest($min_pages, $share * h.pages)""",
+        {"share": task.template_share, "min_pages": task.template_min_pages},
+    )
+    write_table(
+        con.sql("SELECT * FROM templates ORDER BY host, hash").to_arrow_table(),
+        Path(task.templates),
+    )
+
+
 def _anchors_sql(links: Relation) -> str:
     """A page's distinct anchor texts, one per line (what the anchor field indexes)."""
     return f"""SELECT fp, array_to_string(
@@ -114,27 +146,38 @@ def _anchors_sql(links: Relation) -> str:
 
 
 def _state_bucket(task: StateTask) -> int:
-    """Lists one bucket's pages to index with their keys into task.out; how many."""
+    """Lists one bucket's pages to index with their keys into task.out, and its hosts'
+    templates into task.templates; how many pages."""
     with reading([p for p in (task.crawldb, task.linkdb, *task.parse_data) if p]):
         db, links, data = _relations(task)
+        con = connect()
+        con.execute(
+            f"""CREATE TEMP TABLE indexed AS
+            WITH pages AS (
+                SELECT fp, url, host, score, coalesce(simhash, 0) AS simhash FROM {db.sql}
+                WHERE status IN ('{schemas.DB_FETCHED}', '{schemas.DB_NOTMODIFIED}')
+            ), latest AS (
+                SELECT fp, title, noindex, signature, segment,
+                    {_optional_columns(data, ("headings", *METADATA, "refresh", "block_hashes"))}
+                FROM {data.sql} WHERE status = '{schemas.PARSE_SUCCESS}'
+                {latest_per_page()}
+            )
+            SELECT p.*, l.* EXCLUDE (fp) FROM pages p JOIN latest l USING (fp)
+            WHERE NOT l.noindex AND l.refresh IS NULL  -- a meta refresh is a redirect""",
+            params(db, data),
+        )
+        _learn_templates(con, task)
         sql = f"""
-        WITH pages AS (
-            SELECT fp, url, host, score, coalesce(simhash, 0) AS simhash FROM {db.sql}
-            WHERE status IN ('{schemas.DB_FETCHED}', '{schemas.DB_NOTMODIFIED}')
-        ), latest AS (
-            SELECT fp, title, {_optional_columns(data, ("headings", *METADATA, "refresh"))},
-                noindex, signature, segment
-            FROM {data.sql} WHERE status = '{schemas.PARSE_SUCCESS}'
-            {latest_per_page()}
-        ), anchors AS ({_anchors_sql(links)})
-        SELECT p.fp, p.host, l.segment, coalesce(p.score, 0)::DOUBLE AS score, md5(concat_ws(chr(0),
-            p.url, p.host, coalesce(l.title, ''), coalesce(l.headings, ''),
-            coalesce(a.anchor, ''), coalesce(hex(l.signature), ''), p.simhash::VARCHAR,
-            {", ".join(f"coalesce(l.{name}::VARCHAR, '')" for name in METADATA)})) AS key
-        FROM pages p JOIN latest l USING (fp) LEFT JOIN anchors a USING (fp)
-        WHERE NOT l.noindex AND l.refresh IS NULL  -- a meta refresh is a redirect
+        WITH anchors AS ({_anchors_sql(links)}), cuts AS ({TEMPLATE_CUTS})
+        SELECT i.fp, i.host, i.segment, coalesce(i.score, 0)::DOUBLE AS score, md5(concat_ws(chr(0),
+            i.url, i.host, coalesce(i.title, ''), coalesce(i.headings, ''),
+            coalesce(a.anchor, ''), coalesce(hex(i.signature), ''), i.simhash::VARCHAR,
+            {", ".join(f"coalesce(i.{name}::VARCHAR, '')" for name in METADATA)},
+            coalesce(c.cut::VARCHAR, ''))) AS key
+        FROM indexed i LEFT JOIN anchors a USING (fp) LEFT JOIN cuts c USING (fp)
         """
-        table = connect().sql(sql, params=params(db, links, data)).to_arrow_table()
+        table = con.sql(sql, params=links.params).to_arrow_table()
+        con.close()
     fps = table.column("fp").to_pylist()
     uids = [int.from_bytes(fp[:8], "big") >> 1 for fp in fps]  # fits tantivy's i64 fields
     table = table.append_column("uid", pa.array(uids, pa.int64()))
@@ -161,28 +204,65 @@ def _write_docs(task: DocsTask) -> int:
         SELECT fp, url, host, score, coalesce(simhash, 0) AS simhash FROM {db.sql}
         WHERE fp IN (SELECT fp FROM changed)
     ), latest AS (
-        SELECT d.fp, d.title, {_optional_columns(data, ("headings", *METADATA))}, d.segment
+        SELECT d.fp, d.title, d.segment,
+            {_optional_columns(data, ("headings", *METADATA, "block_hashes", "block_lengths"))}
         FROM {data.sql} d SEMI JOIN changed c ON d.fp = c.fp AND d.segment = c.segment
         WHERE d.status = '{schemas.PARSE_SUCCESS}'
         QUALIFY row_number() OVER (PARTITION BY d.fp) = 1
-    ), body AS (
+    ), indexed AS (
+        SELECT l.fp, p.host, l.block_hashes FROM latest l JOIN pages p USING (fp)
+    ), templates AS (
+        SELECT * FROM read_parquet($templates)
+    ), cuts AS ({TEMPLATE_CUTS}), body AS (
         SELECT t.fp, t.text, t.segment
         FROM {text.sql} t SEMI JOIN changed c ON t.fp = c.fp AND t.segment = c.segment
     ), anchors AS ({_anchors_sql(links)})
     SELECT p.url, p.host, coalesce(l.title, '') AS title, coalesce(l.headings, '') AS headings,
            coalesce(a.anchor, '') AS anchor, coalesce(l.description, '') AS description,
            epoch(l.published)::BIGINT AS published, epoch(l.modified)::BIGINT AS modified,
-           left(coalesce(b.text, ''), $max_text) AS body, l.segment, p.score, p.simhash
+           coalesce(b.text, '') AS body, l.block_hashes, l.block_lengths, c.cut,
+           l.segment, p.score, p.simhash
     FROM pages p JOIN latest l USING (fp)
     LEFT JOIN body b ON b.fp = p.fp AND b.segment = l.segment
     LEFT JOIN anchors a ON a.fp = p.fp
+    LEFT JOIN cuts c ON c.fp = p.fp
     """
     bound = params(
-        db, links, data, text, max_text=task.max_text, changed=task.changed, bucket=task.bucket
+        db,
+        links,
+        data,
+        text,
+        changed=task.changed,
+        bucket=task.bucket,
+        templates=task.templates,
     )
     table = connect().sql(sql, params=bound).to_arrow_table()
+    blocks = table.select(["body", "block_hashes", "block_lengths", "cut"]).to_pylist()
+    bodies = [without_template(**row)[: task.max_text] for row in blocks]
+    table = table.drop_columns(["block_hashes", "block_lengths", "cut"])
+    table = table.set_column(table.schema.get_field_index("body"), "body", pa.array(bodies))
     write_table(table, Path(task.out), ROWS_PER_GROUP)
     return table.num_rows
+
+
+def without_template(
+    body: str,
+    block_hashes: list[int] | None,
+    block_lengths: list[int] | None,
+    cut: list[int] | None,
+) -> str:
+    """A page's text without the blocks `cut` (its host's template), or all of it when
+    that would leave none: a page of template only (a contents page) keeps its words."""
+    if not cut or not block_hashes or not block_lengths:
+        return body
+    if sum(block_lengths) + len(block_lengths) - 1 != len(body):
+        return body  # not the text the blocks were measured on
+    template, kept, at = set(cut), [], 0
+    for hashed, length in zip(block_hashes, block_lengths):
+        if hashed not in template:
+            kept.append(body[at : at + length])
+        at += length + 1
+    return " ".join(kept) or body
 
 
 def _analyze(task: AnalyzeTask) -> dict[int, str]:
@@ -275,6 +355,9 @@ def build_index(
             [str(seg.part(Segment.PARSE_DATA, b)) for seg in segments],
             str(tmp / f"state-{part_name(b)}"),
             settings["index.shards"],
+            str(tmp / f"templates-{part_name(b)}"),
+            settings["index.template.share"],
+            settings["index.template.min.pages"],
         )
         for b in range(buckets)
     ]
@@ -290,6 +373,7 @@ def build_index(
             str(changes.changed),
             str(tmp / f"docs-{part_name(state.bucket)}"),
             settings["parser.text.max.length"],
+            state.templates,
         )
         for state in states
         if (changed := [s for s in segments if s.name in changes.segments.get(state.bucket, ())])
@@ -302,6 +386,8 @@ def build_index(
     changes.save_holdings(tmp / HOLDINGS_FILE)
     for path in [*doc_files, *(Path(t.out) for t in states), changes.changed]:
         path.unlink()
+    for state in states:
+        Path(state.templates).unlink()
     crawl.index.publish(
         tmp,
         {

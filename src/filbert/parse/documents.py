@@ -72,8 +72,7 @@ def _pdf(url: str, content: bytes, found: Found) -> Parsed:
         for number in range(min(len(pdf), MAX_PDF_PAGES)):
             page = pdf[number]
             textpage = page.get_textpage()
-            # U+FFFE marks where PDFium joined a word hyphenated across lines.
-            pages.append(textpage.get_text_bounded().replace("\ufffe", ""))
+            pages.append(_pdf_text(textpage.get_text_bounded()))
             outlinks += _pdf_links(pdf, page, textpage, url)
             textpage.close()
             page.close()
@@ -83,6 +82,12 @@ def _pdf(url: str, content: bytes, found: Found) -> Parsed:
     first_line = next((line.strip() for line in first_page if line.strip()), "")
     title = _collapse(meta.get("Title", "")) or (first_line if len(first_line) <= 200 else "")
     return title, _collapse(" ".join(pages)), outlinks, ""
+
+
+def _pdf_text(text: str) -> str:
+    """PDFium's text without its marks of a word hyphenated across lines (U+0002 and
+    U+FFFE, where it joined the word's halves)."""
+    return text.replace("\x02", "").replace("\ufffe", "")
 
 
 def _pdfium_reason(exc: Exception) -> str:
@@ -112,7 +117,7 @@ def _pdf_links(pdf: Any, page: Any, textpage: Any, url: str) -> list[tuple[str, 
         anchor = ""
         if raw.FPDFLink_GetAnnotRect(link, ctypes.byref(rect)):
             anchor = textpage.get_text_bounded(rect.left, rect.bottom, rect.right, rect.top)
-        links.append((target, _collapse(anchor.replace("\ufffe", ""))))
+        links.append((target, _collapse(_pdf_text(anchor))))
     return links
 
 
@@ -145,7 +150,8 @@ def _text(element: etree._Element | None) -> str:
 
 
 def _local(tag: object) -> str:
-    return etree.QName(tag).localname if isinstance(tag, str) else ""
+    """An element's name without its namespace ("{http://...}link" → "link")."""
+    return tag.rpartition("}")[2] if isinstance(tag, str) else ""
 
 
 # --- Feeds ---------------------------------------------------------------------------
@@ -267,6 +273,7 @@ def _html_text(element: etree._Element | None) -> str:
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 _R = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}"
+_MC = "{http://schemas.openxmlformats.org/markup-compatibility/2006}"
 _ODF_TEXT = "{urn:oasis:names:tc:opendocument:xmlns:text:1.0}"
 _XLINK = "{http://www.w3.org/1999/xlink}"
 _ODT_MIME = b"application/vnd.oasis.opendocument.text"
@@ -327,6 +334,8 @@ def _docx(url: str, content: bytes, found: Found) -> Parsed:
         for rel in (rels if rels is not None else ())
         if rel.get("TargetMode") == "External"
     }
+    for fallback in list(body.iter(f"{_MC}Fallback")):  # Word's second copy of a drawing
+        fallback.getparent().remove(fallback)
     paragraphs, headings, outlinks = [], [], []
     for paragraph in body.iter(f"{_W}p"):
         text = _collapse("".join(_docx_runs(paragraph)))
@@ -347,8 +356,16 @@ def _docx(url: str, content: bytes, found: Found) -> Parsed:
 
 
 def _docx_runs(element: etree._Element) -> Iterator[str]:
-    for node in element.iter(f"{_W}t", f"{_W}tab", f"{_W}br", f"{_W}cr"):
-        yield (node.text or "") if node.tag == f"{_W}t" else " "
+    """A paragraph's (or hyperlink's) text, without the text boxes anchored in it: their
+    paragraphs are read as paragraphs of their own."""
+    for child in element:
+        tag = child.tag
+        if tag == f"{_W}t":
+            yield child.text or ""
+        elif tag in (f"{_W}tab", f"{_W}br", f"{_W}cr"):
+            yield " "
+        elif tag != f"{_W}txbxContent":
+            yield from _docx_runs(child)
 
 
 def _core_properties(core: etree._Element | None, found: Found) -> str:
@@ -397,7 +414,7 @@ def _odf_text(element: etree._Element) -> Iterator[str]:
         if name in ("s", "tab", "line-break"):
             count = child.get(f"{_ODF_TEXT}c", "1")
             yield " " * min(int(count), 100) if name == "s" and count.isdigit() else " "
-        elif name not in ("note", "annotation"):
+        elif name not in ("note", "annotation", "frame"):  # a frame's paragraphs are read apart
             yield from _odf_text(child)
         if child.tail:
             yield child.tail

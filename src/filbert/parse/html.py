@@ -157,8 +157,8 @@ def parse_html(
     for node in (*elements["invisible"], *elements["title"]):
         node.decompose()
     body = tree.body
-    text = _collapse(body.text()) if body else ""
-    return found.success(title, text, outlinks, headings)
+    blocks = [b for b in map(_collapse, body.text().split(BLOCK)) if b] if body else []
+    return found.success(title, " ".join(blocks), outlinks, headings, blocks)
 
 
 def _parser_input(url: str, content: bytes, content_type: str | None) -> str | bytes:
@@ -188,10 +188,15 @@ def _remove(tree: LexborHTMLParser, selector: str) -> None:
         node.decompose()
 
 
+# Put around block elements: whitespace to _collapse (str.isspace), so a block's words
+# stay apart from its neighbours', and where the page's text splits into its blocks.
+BLOCK = "\x1e"
+
+
 def _walk(tree: LexborHTMLParser) -> dict[str, list[LexborNode]]:
-    """One pass over the document (cheaper than a CSS query per kind): puts a space on
-    both sides of every block element, so its words stay apart, and gathers the elements
-    the parser reads, by kind, in document order."""
+    """One pass over the document (cheaper than a CSS query per kind): marks both sides of
+    every block element with BLOCK, and gathers the elements the parser reads, by kind, in
+    document order."""
     elements: dict[str, list[LexborNode]] = {kind: [] for kind in _KINDS.values()}
     if tree.root is None:
         return elements
@@ -201,8 +206,8 @@ def _walk(tree: LexborHTMLParser) -> dict[str, list[LexborNode]]:
             continue
         spaced, kind = action
         if spaced:
-            node.insert_before(" ")
-            node.insert_after(" ")
+            node.insert_before(BLOCK)
+            node.insert_after(BLOCK)
         if kind:
             elements[kind].append(node)
     return elements

@@ -40,6 +40,9 @@ class ParseResult:
     modified: datetime | None = None  # UTC; the Last-Modified header when the page has none
     refresh: str | None = None  # where <meta http-equiv="refresh"> sends the reader
     alternates: list[tuple[str, str]] = field(default_factory=list)  # (hreflang, URL)
+    # a web page's text in its blocks (paragraphs, list items, cells...): text is their
+    # texts joined by spaces; what a host repeats on many pages is its template
+    blocks: list[str] = field(default_factory=list)
 
 
 class Found:
@@ -87,7 +90,12 @@ class Found:
                 self.canonicals.add(url)
 
     def success(
-        self, title: str, text: str, outlinks: list[tuple[str, str]], headings: str = ""
+        self,
+        title: str,
+        text: str,
+        outlinks: list[tuple[str, str]],
+        headings: str = "",
+        blocks: list[str] | None = None,
     ) -> ParseResult:
         return ParseResult(
             PARSE_SUCCESS,
@@ -105,6 +113,7 @@ class Found:
             self.modified,
             self.refresh,
             list(self.alternates.items()),
+            blocks or [],
         )
 
     def empty(self, status: str, message: str) -> ParseResult:

@@ -204,7 +204,23 @@ def _data_row(
         "modified": result.modified,
         "refresh": result.refresh,
         "alternates": [{"lang": lang, "url": url} for lang, url in result.alternates],
+        "block_hashes": [block_hash(b) for b in result.blocks],
+        "block_lengths": [len(b) for b in result.blocks],
     }
+
+
+_DIGITS = bytes.maketrans(b"0123456789", b"0000000000")
+
+
+_SHORT_BLOCK = 200  # characters; a template's blocks are short (longer ones hash as they are)
+
+
+def block_hash(block: str) -> int:
+    """A block's hash, the same for short blocks that differ only in case and digits (a
+    template's "Chapter 3 of 12" on every page); 63 bits, as Parquet's int64 holds it."""
+    if len(block) <= _SHORT_BLOCK:
+        return xxhash.xxh3_64_intdigest(block.lower().encode().translate(_DIGITS)) >> 1
+    return xxhash.xxh3_64_intdigest(block.encode()) >> 1
 
 
 def content_signature(url: str, title: str, text: bytes) -> bytes:

@@ -1,0 +1,79 @@
+"""Site templates (seed 004): blocks a host repeats on many of its pages are learned at
+index time and left out of the indexed text and the snippets; their links still count."""
+
+from __future__ import annotations
+
+from pipeline import crawl_site
+from sites import SiteServer, html, link, title_word
+
+from filbert.config import load_settings
+from filbert.index.step import build_index, without_template
+from filbert.search import Searcher
+from filbert.tools.readdb import crawldb_url
+
+NAV = (
+    "<nav><ul>"
+    + "".join(f"<li>{link(f'/p{i}.html', f'Page {i}')}</li>" for i in range(8))
+    + f"<li>{link('/about.html', 'About zqnavx')}</li></ul></nav>"
+)
+FOOTER = "<footer><p>Copyright 2024 zqfooterx Handbook</p></footer>"
+
+
+def page(n: int) -> str:
+    body = f"<h1>Page {n}</h1><p>Own words {title_word(n)} about this page.</p>"
+    return html(f"Page {n}", NAV + body + FOOTER)
+
+
+SITE = {
+    "/": html("Home", NAV + FOOTER),  # all template: keeps its text
+    **{f"/p{i}.html": page(i) for i in range(8)},
+    "/about.html": html("About", "<p>zqaboutx</p>"),
+}
+
+
+def search(crawl, settings, query: str):
+    return Searcher(crawl, settings).search(query).hits
+
+
+def test_template_blocks_are_left_out_of_text_and_snippets(tmp_path):
+    with SiteServer(SITE) as server:
+        crawl, settings, _ = crawl_site(tmp_path / "crawl", [server.url("/")], depth=3)
+    assert [h.url for h in search(crawl, settings, "zqfooterx")] == [server.url("/")]
+    # the template's words: on the all-template page, and in anchors to the page it names
+    found = {h.url for h in search(crawl, settings, "zqnavx")}
+    assert found == {server.url("/"), server.url("/about.html")}
+    hit = search(crawl, settings, title_word(3))[0]
+    assert hit.url == server.url("/p3.html")
+    assert hit.snippet == f"Own words {title_word(3)} about this page."  # "Page 3": as the nav's
+    # the template's links still count: /about.html is linked only from it
+    assert crawldb_url(crawl, server.url("/about.html"))["status"] == "db_fetched"
+    assert search(crawl, settings, "zqaboutx")[0].url == server.url("/about.html")
+
+
+def test_templates_are_learned_as_pages_arrive(tmp_path):
+    few = {path: SITE[path] for path in ("/p0.html", "/p1.html", "/about.html")}
+    with SiteServer(few) as server:
+        crawl, settings, _ = crawl_site(tmp_path / "crawl", [server.url("/p0.html")], depth=1)
+        assert search(crawl, settings, "zqfooterx")[0].url == server.url("/p0.html")
+        for path, body in SITE.items():
+            server.add(path, body)
+        crawl, settings, _ = crawl_site(tmp_path / "crawl", [server.url("/")], depth=3)
+    # p0 was indexed with the footer: indexed again now that the footer is a template
+    assert [h.url for h in search(crawl, settings, "zqfooterx")] == [server.url("/")]
+
+
+def test_template_removal_can_be_turned_off(tmp_path):
+    with SiteServer(SITE) as server:
+        crawl, *_ = crawl_site(tmp_path / "crawl", [server.url("/")], depth=3)
+    off = load_settings(None, ["index.template.share=0", "executor.kind=sequential"])
+    build_index(crawl, off)
+    assert len(search(crawl, off, "zqfooterx")) == len(SITE) - 1  # all but /about.html
+
+
+def test_without_template_cuts_whole_blocks():
+    body = "Home Next zqx own text Footer"
+    hashes, lengths = [1, 2, 3], [9, 12, 6]  # "Home Next", "zqx own text", "Footer"
+    assert without_template(body, hashes, lengths, [1, 3]) == "zqx own text"
+    assert without_template(body, hashes, lengths, [1, 2, 3]) == body  # all template
+    assert without_template(body, hashes, lengths, None) == body
+    assert without_template(body + "!", hashes, lengths, [1]) == body + "!"  # other text
