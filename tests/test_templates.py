@@ -3,12 +3,16 @@ index time and left out of the indexed text and the snippets; their links still 
 
 from __future__ import annotations
 
+import shutil
+
+import pytest
 from pipeline import crawl_site
 from sites import SiteServer, html, link, title_word
 
 from filbert.config import load_settings
 from filbert.index.step import build_index, without_template
 from filbert.search import Searcher
+from filbert.storage import CrawlDir
 from filbert.tools.readdb import crawldb_url
 
 NAV = (
@@ -35,9 +39,17 @@ def search(crawl, settings, query: str):
     return Searcher(crawl, settings).search(query).hits
 
 
-def test_template_blocks_are_left_out_of_text_and_snippets(tmp_path):
+@pytest.fixture(scope="module")
+def crawled(tmp_path_factory):
     with SiteServer(SITE) as server:
-        crawl, settings, _ = crawl_site(tmp_path / "crawl", [server.url("/")], depth=3)
+        crawl, settings, _ = crawl_site(
+            tmp_path_factory.mktemp("templates") / "crawl", [server.url("/")], depth=3
+        )
+        yield server, crawl, settings
+
+
+def test_template_blocks_are_left_out_of_text_and_snippets(crawled):
+    server, crawl, settings = crawled
     assert [h.url for h in search(crawl, settings, "zqfooterx")] == [server.url("/")]
     # the template's words: on the all-template page, and in anchors to the page it names
     found = {h.url for h in search(crawl, settings, "zqnavx")}
@@ -62,9 +74,9 @@ def test_templates_are_learned_as_pages_arrive(tmp_path):
     assert [h.url for h in search(crawl, settings, "zqfooterx")] == [server.url("/")]
 
 
-def test_template_removal_can_be_turned_off(tmp_path):
-    with SiteServer(SITE) as server:
-        crawl, *_ = crawl_site(tmp_path / "crawl", [server.url("/")], depth=3)
+def test_template_removal_can_be_turned_off(crawled, tmp_path):
+    crawl = CrawlDir(tmp_path / "crawl")
+    shutil.copytree(crawled[1].path, crawl.path)
     off = load_settings(None, ["index.template.share=0", "executor.kind=sequential"])
     build_index(crawl, off)
     assert len(search(crawl, off, "zqfooterx")) == len(SITE) - 1  # all but /about.html
