@@ -27,7 +27,9 @@ from filbert.parse.result import Found, ParseResult, parse_date, resolve_or_none
 
 MAX_UNZIPPED = 64 << 20  # bytes of XML read from one office document
 MAX_PDF_PAGES = 5_000
-MAX_TEXT = 4 << 20  # characters of text kept from one document
+# Characters of text kept from one document: the index reads less (parser.text.max.length),
+# and a PDF's pages past it are not read (3,700 pages take 8 s).
+MAX_TEXT = 1 << 20
 
 
 class DocumentError(Exception):
@@ -68,11 +70,16 @@ def _pdf(url: str, content: bytes, found: Found) -> Parsed:
         found.description = _collapse(meta.get("Subject", ""))
         found.published = parse_date(meta.get("CreationDate", ""))
         found.modified = parse_date(meta.get("ModDate", "")) or found.modified
-        pages, outlinks = [], []
+        pages: list[str] = []
+        outlinks: list[tuple[str, str]] = []
+        length = 0
         for number in range(min(len(pdf), MAX_PDF_PAGES)):
+            if length >= MAX_TEXT:
+                break
             page = pdf[number]
             textpage = page.get_textpage()
             pages.append(_pdf_text(textpage.get_text_bounded()))
+            length += len(pages[-1])
             outlinks += _pdf_links(pdf, page, textpage, url)
             textpage.close()
             page.close()
