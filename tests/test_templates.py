@@ -23,9 +23,19 @@ NAV = (
 FOOTER = "<footer><p>Copyright 2024 zqfooterx Handbook</p></footer>"
 
 
+MORE = (
+    "Most of what a reader finds here is this text, not the links around it: the morning "
+    "was cold and clear, and the boats went down the river before the market opened."
+)
+OWN = (
+    "The {} page has words of its own. It is written in plain English, with sentences long "
+    "enough for the language to be known, about the weather, the garden and the river."
+)
+
+
 def page(n: int) -> str:
-    body = f"<h1>Page {n}</h1><p>Own words {title_word(n)} about this page.</p>"
-    return html(f"Page {n}", NAV + body + FOOTER)
+    body = f"<h1>Page {n}</h1><p>{OWN.format(title_word(n))}</p><p>{MORE}</p>"
+    return html(f"Page {n}", body + NAV + FOOTER)  # the navigation after the text
 
 
 SITE = {
@@ -56,7 +66,8 @@ def test_template_blocks_are_left_out_of_text_and_snippets(crawled):
     assert found == {server.url("/"), server.url("/about.html")}
     hit = search(crawl, settings, title_word(3))[0]
     assert hit.url == server.url("/p3.html")
-    assert hit.snippet == f"Own words {title_word(3)} about this page."  # "Page 3": as the nav's
+    # its own text first: "Page 3" is also the navigation's link to it, on every page
+    assert hit.snippet.startswith(f"The {title_word(3)} page has words of its own.")
     # the template's links still count: /about.html is linked only from it
     assert crawldb_url(crawl, server.url("/about.html"))["status"] == "db_fetched"
     assert search(crawl, settings, "zqaboutx")[0].url == server.url("/about.html")
@@ -79,7 +90,8 @@ def test_template_removal_can_be_turned_off(crawled, tmp_path):
     shutil.copytree(crawled[1].path, crawl.path)
     off = load_settings(None, ["index.template.share=0", "executor.kind=sequential"])
     build_index(crawl, off)
-    assert len(search(crawl, off, "zqfooterx")) == len(SITE) - 1  # all but /about.html
+    found = {h.url for h in search(crawl, off, "zqfooterx")}
+    assert len(found & {crawled[0].url(f"/p{i}.html") for i in range(8)}) >= 5  # crowding
 
 
 def test_without_template_cuts_whole_blocks():

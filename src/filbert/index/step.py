@@ -239,8 +239,13 @@ def _write_docs(task: DocsTask) -> int:
     table = connect().sql(sql, params=bound).to_arrow_table()
     blocks = table.select(["body", "block_hashes", "block_lengths", "cut"]).to_pylist()
     bodies = [without_template(**row)[: task.max_text] for row in blocks]
+    # the language of the whole text: a page's template can be all it has in its
+    # language (an untranslated page of a translated book)
+    titles = table.column("title").to_pylist()
+    langs = [identify(f"{t}\n{row['body'][: task.max_text]}") for t, row in zip(titles, blocks)]
     table = table.drop_columns(["block_hashes", "block_lengths", "cut"])
     table = table.set_column(table.schema.get_field_index("body"), "body", pa.array(bodies))
+    table = table.append_column("lang", pa.array(langs, pa.string()))
     write_table(table, Path(task.out), ROWS_PER_GROUP)
     return table.num_rows
 
@@ -286,7 +291,7 @@ def analyze_document(doc: dict) -> dict:
     """One page as index fields: its language, analyzed hit types and what results show."""
     title, body = doc["title"], doc["body"]
     description = doc.get("description") or ""  # documents made without metadata lack it
-    lang = identify(f"{title}\n{body}")
+    lang = doc["lang"] if "lang" in doc else identify(f"{title}\n{body}")
     text = analyzer(lang)
     fields = {
         "title": title,
