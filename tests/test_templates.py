@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 
+import pyarrow.parquet as pq
 import pytest
 from pipeline import crawl_site
 from sites import SiteServer, html, link, title_word
@@ -12,7 +13,7 @@ from sites import SiteServer, html, link, title_word
 from filbert.config import load_settings
 from filbert.index.step import build_index, without_template
 from filbert.search import Searcher
-from filbert.storage import CrawlDir
+from filbert.storage import CrawlDir, Segment
 from filbert.tools.readdb import crawldb_url
 
 NAV = (
@@ -101,3 +102,18 @@ def test_without_template_cuts_whole_blocks():
     assert without_template(body, hashes, lengths, [1, 2, 3]) == body  # all template
     assert without_template(body, hashes, lengths, None) == body
     assert without_template(body + "!", hashes, lengths, [1]) == body + "!"  # other text
+
+
+def test_segments_parsed_before_blocks_and_metadata_are_indexed(crawled, tmp_path):
+    crawl = CrawlDir(tmp_path / "crawl")
+    shutil.copytree(crawled[1].path, crawl.path)
+    new = ["description", "author", "published", "modified", "refresh", "alternates"]
+    for segment in crawl.segments():
+        for part in segment.parts(Segment.PARSE_DATA):
+            table = pq.read_table(part)
+            pq.write_table(table.drop_columns([*new, "block_hashes", "block_lengths"]), part)
+    settings = load_settings(None, ["executor.kind=sequential"])
+    documents = crawled[1].index.meta()["documents"]
+    assert build_index(crawl, settings, rebuild=True)["documents"] == documents
+    found = {h.url for h in search(crawl, settings, "zqfooterx")}
+    assert len(found & {crawled[0].url(f"/p{i}.html") for i in range(8)}) >= 5  # no template

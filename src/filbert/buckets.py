@@ -99,13 +99,13 @@ def parquet_relation(
                 f" AS segment FROM {sql})"
             )
         return Relation(sql, {name: existing})
-    cols = [f"NULL::{_sql_type(f.type)} AS {f.name}" for f in schema]
+    cols = [f"NULL::{sql_type(f.type)} AS {f.name}" for f in schema]
     return Relation(
         f"(SELECT {', '.join(cols + (['NULL AS segment'] if segment else []))} WHERE false)", {}
     )
 
 
-def _sql_type(t: pa.DataType) -> str:
+def sql_type(t: pa.DataType) -> str:
     if pa.types.is_string(t):
         return "VARCHAR"
     if pa.types.is_binary(t):
@@ -119,10 +119,10 @@ def _sql_type(t: pa.DataType) -> str:
     if pa.types.is_integer(t):
         return "BIGINT"
     if pa.types.is_list(t) and pa.types.is_struct(t.value_type):
-        fields = ", ".join(f"{f.name} {_sql_type(f.type)}" for f in t.value_type)
+        fields = ", ".join(f"{f.name} {sql_type(f.type)}" for f in t.value_type)
         return f"STRUCT({fields})[]"
     if pa.types.is_list(t):
-        return f"{_sql_type(t.value_type)}[]"
+        return f"{sql_type(t.value_type)}[]"
     raise TypeError(f"no SQL type for {t}")
 
 

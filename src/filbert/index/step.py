@@ -29,7 +29,7 @@ import xxhash
 
 from filbert import schemas
 from filbert.analysis import analyzer, identify, load_user_dict
-from filbert.buckets import Relation, connect, latest_per_page, params, parquet_relation
+from filbert.buckets import Relation, connect, latest_per_page, params, parquet_relation, sql_type
 from filbert.config import Settings
 from filbert.executor import make_executor
 from filbert.index.schema import shard_name
@@ -105,10 +105,15 @@ METADATA = ("description", "published", "modified")
 
 def _optional_columns(data: Relation, names: tuple[str, ...]) -> str:
     """The parse_data columns that versions before them did not write, each NULL where
-    the segments lack it: `a, NULL AS b, ...`."""
+    the segments lack it (typed, as `epoch(NULL)` is ambiguous): `a, NULL::T AS b, ...`."""
     described = connect().sql(f"DESCRIBE SELECT * FROM {data.sql}", params=data.params)
     present = {row[0] for row in described.fetchall()}
-    return ", ".join(name if name in present else f"NULL AS {name}" for name in names)
+    return ", ".join(
+        name
+        if name in present
+        else f"NULL::{sql_type(schemas.PARSE_DATA.field(name).type)} AS {name}"
+        for name in names
+    )
 
 
 # A page's blocks that are its host's template, as a sorted list: part of its key, so a

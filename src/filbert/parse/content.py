@@ -98,7 +98,7 @@ def parse_content(
         if kind == "text":
             text = _collapse(decode_text(content, content_type, url)[0])
             return found.success("", text, [])
-        return documents.parse_document(kind, url, content, content_type, found)
+        return documents.parse_document(kind, url, content, found)
     except documents.DocumentError as exc:
         return found.empty(PARSE_FAILED, str(exc))
     except Exception as exc:  # one bad document must not fail the whole segment

@@ -36,9 +36,7 @@ class DocumentError(Exception):
     """Why a document cannot be read."""
 
 
-def parse_document(
-    kind: str, url: str, content: bytes, content_type: str | None, found: Found
-) -> ParseResult:
+def parse_document(kind: str, url: str, content: bytes, found: Found) -> ParseResult:
     """Parse a document of `kind` ("pdf", "feed", "docx" or "odt")."""
     parse = {"pdf": _pdf, "feed": _feed, "docx": _docx, "odt": _odt}[kind]
     title, text, outlinks, headings = parse(url, content, found)
