@@ -264,3 +264,23 @@ def test_a_docx_text_box_is_read_once_as_its_own_paragraph():
     assert parse_content("http://h/a.docx", content, DOCX).text == (
         "Heading Body. Anchor Boxed words."
     )
+
+
+def test_page_dates_from_json_ld_and_last_modified_and_og_title():
+    page = (
+        '<html><head><meta property="og:title" content="Shared title">'
+        '<script type="application/ld+json">{"@graph": [{"@type": "Article",'
+        ' "datePublished": "2021-05-06T07:08:09+02:00", "author": {"name": "Ann"}}]}</script>'
+        "</head><body><p>Text</p></body></html>"
+    ).encode()
+    headers = {"Last-Modified": "Wed, 21 Oct 2015 07:28:00 GMT"}
+    result = parse_content("http://h/a.html", page, "text/html", headers)
+    assert (result.title, result.author) == ("Shared title", "Ann")
+    assert result.published == datetime(2021, 5, 6, 5, 8, 9, tzinfo=UTC)
+    assert result.modified == datetime(2015, 10, 21, 7, 28, tzinfo=UTC)  # the header's
+    own = page.replace(b"</head>", b'<meta name="dcterms.modified" content="2022-01-02"></head>')
+    assert parse_content("http://h/a.html", own, "text/html", headers).modified == datetime(
+        2022, 1, 2, tzinfo=UTC
+    )  # the page's own date beats the header
+    broken = page.replace(b"2021-05-06T07:08:09+02:00", b"next Tuesday")
+    assert parse_content("http://h/a.html", broken, "text/html").published is None
