@@ -268,11 +268,11 @@ def test_a_docx_text_box_is_read_once_as_its_own_paragraph():
 
 def test_page_dates_from_json_ld_and_last_modified_and_og_title():
     page = (
-        '<html><head><meta property="og:title" content="Shared title">'
-        '<script type="application/ld+json">{"@graph": [{"@type": "Article",'
-        ' "datePublished": "2021-05-06T07:08:09+02:00", "author": {"name": "Ann"}}]}</script>'
-        "</head><body><p>Text</p></body></html>"
-    ).encode()
+        b'<html><head><meta property="og:title" content="Shared title">'
+        b'<script type="application/ld+json">{"@graph": [{"@type": "Article",'
+        b' "datePublished": "2021-05-06T07:08:09+02:00", "author": {"name": "Ann"}}]}</script>'
+        b"</head><body><p>Text</p></body></html>"
+    )
     headers = {"Last-Modified": "Wed, 21 Oct 2015 07:28:00 GMT"}
     result = parse_content("http://h/a.html", page, "text/html", headers)
     assert (result.title, result.author) == ("Shared title", "Ann")
