@@ -111,7 +111,7 @@ def test_english_stems_and_stop_words(site):
     _, _, searcher = site
     assert set(found(searcher, "walruses")) == {"en.html", "en2.html"}
     assert found(searcher, "the walrus tusks")[0] == "en.html"
-    assert searcher.search("the of and").total == 0  # only stop words: nothing to find
+    assert searcher.search("the of and").total == 0  # stop words alone: a phrase no page has
 
 
 def test_phrases_and_exclusion(site):

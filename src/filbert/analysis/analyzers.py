@@ -19,13 +19,15 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
-from functools import cache
+from functools import cache, cached_property
 from importlib import resources
 from pathlib import Path
 
 import numpy as np
 import rjieba
 import Stemmer
+
+from filbert.analysis._grams import grams as _grams
 
 HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f"
 KANA_HANGUL = "\u3040-\u30ff\u31f0-\u31ff\u1100-\u11ff\u3130-\u318f\uac00-\ud7af"
@@ -112,15 +114,28 @@ def language_script(lang: str) -> str:
     return LATIN
 
 
-@cache
-def stop_words(lang: str) -> frozenset[str]:
+def _word_list(folder: str, lang: str) -> frozenset[str]:
+    """A packaged list of a language's words (stopwords/, common/), folded."""
     if not LANG_CODE.fullmatch(lang):  # never a path: only a code names a packaged list
         return frozenset()
-    path = resources.files("filbert.analysis") / "stopwords" / f"{lang}.txt"
+    path = resources.files("filbert.analysis") / folder / f"{lang}.txt"
     if not path.is_file():
         return frozenset()
     lines = path.read_text(encoding="utf-8").splitlines()
     return frozenset(fold(w) for w in lines if w and not w.startswith("#"))
+
+
+@cache
+def stop_words(lang: str) -> frozenset[str]:
+    return _word_list("stopwords", lang)
+
+
+@cache
+def common_units(lang: str) -> frozenset[str]:
+    """The units (see Analyzer.units) that make common grams in a language: its stop words
+    and its most frequent words, as Nutch's common terms."""
+    terms = _word_terms(lang)
+    return frozenset(terms[word] or word for word in stop_words(lang) | _word_list("common", lang))
 
 
 @cache
@@ -263,6 +278,7 @@ class Analyzer:
         self.raw_words = _Memo(lambda word: self.words[fold(word)])  # word as written → term
         # text between spaces → its joined terms
         self.chunks = _Memo(lambda chunk: self.analyze_folded(fold(chunk)))
+        self.unit_chunks = _Memo(lambda chunk: " ".join(self._units_folded(fold(chunk))))
 
     def word(self, word: str) -> str:
         """The term for one word as written ('' if it is a stop word)."""
@@ -283,6 +299,35 @@ class Analyzer:
         segmented = self._segment(pieces[1::2])
         out = [" ".join(map(self.chunks.__getitem__, piece.split())) for piece in pieces[::2]]
         return " ".join(part for pair in zip(out, [*segmented, ""]) for part in pair)
+
+    def units(self, text: str) -> list[str]:
+        """The words of a text as common grams pair them: each word's term, or the word
+        itself for a stop word; a Han or kana/Hangul run whole (query and index agree on
+        it, where jieba's query and index modes do not)."""
+        return " ".join(map(self.unit_chunks.__getitem__, text.split())).split()
+
+    def _units_folded(self, text: str) -> list[str]:
+        return [
+            self.words[word] or word if word else han or cjk
+            for han, cjk, word in TOKEN.findall(text)
+        ]
+
+    def grams(self, text: str) -> str:
+        """The common grams of a text (Lucene's CommonGramsFilter): for each pair of
+        neighbouring words with a common one (a stop word or one of the language's most
+        frequent words), "a_b" at the first word's position, and a filler the index drops
+        between them ("to be or not" → "to_be be_or or_not"), so that phrases of common
+        words match and cost one posting list a pair instead of two long ones. "" in a
+        language without common words."""
+        return _grams(self.units(text), self.common) if self.common else ""
+
+    @cached_property
+    def common(self) -> set[str]:  # a set: what _grams.grams takes
+        """The common units of the language, and of the languages that analyze its words
+        in other scripts (Latin words on a Russian page are English)."""
+        own = language_script(self.lang)
+        others = [code for script, code in SCRIPT_DEFAULT.items() if script != own]
+        return set(common_units(self.lang)).union(*map(common_units, others))
 
     def analyze_folded(self, text: str) -> str:
         parts = TOKEN.findall(text)

@@ -25,6 +25,16 @@ KEYWORD_FIELDS = ("url", "host", "site", "lang", "segment")  # exact values
 # text field does, in one posting list (tantivy intersects those by skipping; the searcher
 # finds multi-word matches with it, then scores the hit-type fields on those pages only)
 ALL_FIELD = "all"
+# the common grams (Analyzer.grams) of the title, headings, anchors and body, a filler apart,
+# then the title's stop words alone (a query of one stop word finds those titles)
+GRAMS_FIELD = "grams"
+FILLER = "-"  # what Analyzer.grams puts where a pair makes no gram
+# whitespace tokens without the filler, whose positions stay (a gram's is its pair's)
+GRAMS_ANALYZER = (
+    tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace())
+    .filter(tantivy.Filter.custom_stopword([FILLER]))
+    .build()
+)
 
 
 def index_schema() -> tantivy.Schema:
@@ -46,11 +56,27 @@ def index_schema() -> tantivy.Schema:
     for name in DATE_FIELDS:
         builder.add_integer_field(name, stored=True)
     builder.add_text_field(ALL_FIELD, tokenizer_name="whitespace", index_option="basic")
+    builder.add_text_field(GRAMS_FIELD, tokenizer_name=GRAMS_FIELD)
     return builder.build()
 
 
+def with_analyzers(index: tantivy.Index) -> tantivy.Index:
+    """The index, able to write documents: its fields' analyzers registered (tantivy keeps
+    them in the process, not in the index)."""
+    index.register_tokenizer(GRAMS_FIELD, GRAMS_ANALYZER)
+    return index
+
+
 FAST_FIELDS = ("score", "simhash", "host_id", "uid")
-FIELD_NAMES = (*TEXT_FIELDS, *STORED_TEXT, *KEYWORD_FIELDS, *FAST_FIELDS, *DATE_FIELDS, ALL_FIELD)
+FIELD_NAMES = (
+    *TEXT_FIELDS,
+    *STORED_TEXT,
+    *KEYWORD_FIELDS,
+    *FAST_FIELDS,
+    *DATE_FIELDS,
+    ALL_FIELD,
+    GRAMS_FIELD,
+)
 
 
 def shard_name(shard: int) -> str:

@@ -45,7 +45,14 @@ from filbert.buckets import connect
 from filbert.config import Settings
 from filbert.executor import make_executor
 from filbert.index.columns import COLUMNS_FILE, Columns
-from filbert.index.schema import ALL_FIELD, TEXT_FIELDS, index_schema, shard_name
+from filbert.index.schema import (
+    ALL_FIELD,
+    GRAMS_FIELD,
+    TEXT_FIELDS,
+    index_schema,
+    shard_name,
+    with_analyzers,
+)
 from filbert.storage import damaged_file
 from filbert.urls import fingerprint
 
@@ -53,6 +60,7 @@ from filbert.urls import fingerprint
 FORWARD = pa.schema(
     [
         *((name, pa.string()) for name in TEXT_FIELDS),
+        (GRAMS_FIELD, pa.string()),
         ("title_text", pa.binary()),
         ("body_text", pa.binary()),
         ("description_text", pa.binary()),
@@ -96,7 +104,7 @@ def index_writer(
     """A writer with index.writer.heap.mb of memory (tantivy wants 3 MB per thread), with
     one thread per core up to 8 unless told: each thread writes its own segment."""
     heap = settings["index.writer.heap.mb"] * 1_000_000
-    return index.writer(heap_size=heap, num_threads=threads or 0)
+    return with_analyzers(index).writer(heap_size=heap, num_threads=threads or 0)
 
 
 @dataclass

@@ -29,10 +29,11 @@ import xxhash
 
 from filbert import schemas
 from filbert.analysis import analyzer, identify, load_user_dict
+from filbert.analysis.analyzers import stop_words
 from filbert.buckets import Relation, connect, latest_per_page, params, parquet_relation, sql_type
 from filbert.config import Settings
 from filbert.executor import make_executor
-from filbert.index.schema import shard_name
+from filbert.index.schema import FILLER, GRAMS_FIELD, shard_name
 from filbert.index.shards import FORWARD, LIVE_FILE, forward_dir, hash_shard, update_shards
 from filbert.storage import CrawlDir, Segment, existing, part_name, reading, write_table
 from filbert.urls import fingerprint
@@ -51,7 +52,7 @@ HOLDINGS = pa.schema(
     ]
 )
 # Bumped when what a document holds changes: an index of another format is rebuilt.
-INDEX_FORMAT = 4
+INDEX_FORMAT = 5
 # Settings that change what is indexed: a change rebuilds the index.
 INDEXED_WITH = ("index.shards", "parser.text.max.length", "analysis.zh.userdict")
 
@@ -308,6 +309,9 @@ def analyze_document(doc: dict) -> dict:
         "body": f"{description}\n{body}" if description else body,
     }
     analyzed = {name: text.joined(value) for name, value in fields.items()}
+    grams = [text.grams(fields[name]) for name in ("title", "headings", "anchor", "body")]
+    title_stops = " ".join(unit for unit in text.units(title) if unit in stop_words(lang))
+    analyzed[GRAMS_FIELD] = f" {FILLER} ".join([*grams, title_stops])
     return {
         "url": doc["url"],
         "host": doc["host"],

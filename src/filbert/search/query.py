@@ -18,9 +18,9 @@ import tantivy
 from tantivy import Occur, Query
 
 from filbert.analysis import analyzer, query_language
-from filbert.analysis.analyzers import ANALYZED_LANGS, HAN_RUN, LANG_CODE, TOKEN, fold
+from filbert.analysis.analyzers import ANALYZED_LANGS, HAN_RUN, LANG_CODE, TOKEN, fold, stop_words
 from filbert.errors import UserError
-from filbert.index.schema import ALL_FIELD, TEXT_FIELDS
+from filbert.index.schema import ALL_FIELD, FILLER, GRAMS_FIELD, TEXT_FIELDS
 
 QUERY_TOKEN = re.compile(r'(-?)(?:"([^"]*)"?|\b(site|lang):(\S+)|(\S+))', re.IGNORECASE)
 CJK_PHRASE_SLOP = 2  # jieba's search mode puts sub-words between a phrase's words
@@ -74,6 +74,16 @@ def _language_code(value: str) -> str:
 
 
 @dataclass
+class Phrase:
+    """A phrase in one language: its terms (without stop words) and its common grams at
+    their offsets (see Analyzer.grams; a lone stop word is its own gram: titles hold it)."""
+
+    terms: list[str]
+    grams: list[tuple[int, str]]
+    covered: bool  # every pair of neighbouring words is a gram: the grams match it exactly
+
+
+@dataclass
 class AnalyzedQuery:
     """A parsed query's terms: what tantivy looks up and what snippets highlight."""
 
@@ -81,16 +91,16 @@ class AnalyzedQuery:
     lang: str | None  # the query's language, when known
     clauses: list[set[str]]  # one per word: alternative terms
     words_in_order: list[list[str]]  # the free text's terms per language
-    phrases: list[list[list[str]]]  # per phrase: its term sequence per language
-    excluded: list[set[str] | list[list[str]]]
+    phrases: list[list[Phrase]]  # per phrase: one per language
+    excluded: list[set[str] | list[Phrase]]
     probes: list[str]  # surface text to look for in snippets
 
     @cached_property  # snippets look it up for every hit
     def terms(self) -> set[str]:
         found = set().union(*self.clauses)
         for variants in self.phrases:
-            for sequence in variants:
-                found.update(sequence)
+            for phrase in variants:
+                found.update(phrase.terms)
         return found
 
     @property
@@ -115,9 +125,11 @@ def analyze_query(
     lang = parsed.lang or query_language(text, index_langs, present_langs)
     langs = list(dict.fromkeys([lang, *index_langs] if lang else index_langs)) or ["en"]
     clauses = _clauses(parsed.text, langs)
-    phrases = [_sequences(p, langs) for p in parsed.phrases]
-    excluded: list[set[str] | list[list[str]]] = [
-        _sequences(x, langs) if " " in x.strip() else set().union(*_clauses(x, langs))
+    # words that are all stop words ("to be or not to be", "the") are searched as a phrase
+    quoted = parsed.phrases if clauses else [*parsed.phrases, *filter(None, [parsed.text])]
+    phrases = [_phrases(p, langs) for p in quoted]
+    excluded: list[set[str] | list[Phrase]] = [
+        _phrases(x, langs) if " " in x.strip() else set().union(*_clauses(x, langs))
         for x in parsed.excluded
     ]
     probes = _probes(text)
@@ -148,6 +160,26 @@ def _clauses(text: str, langs: list[str]) -> list[set[str]]:
     return clauses
 
 
+def _phrases(text: str, langs: list[str]) -> list[Phrase]:
+    """The phrase in each language, without repeats."""
+    found: list[Phrase] = []
+    for lang in langs:
+        text_analyzer = analyzer(lang, query=True)
+        terms = text_analyzer.terms(text)
+        units = text_analyzer.units(text)
+        grams = [
+            (offset, gram)
+            for offset, gram in enumerate(text_analyzer.grams(text).split(" "))
+            if gram not in ("", FILLER)
+        ]
+        if len(units) == 1 and not terms and units[0] in stop_words(lang):
+            grams = [(0, units[0])]
+        phrase = Phrase(terms, grams, len(grams) == max(1, len(units) - 1))
+        if (terms or grams) and phrase not in found:
+            found.append(phrase)
+    return found
+
+
 def _sequences(phrase: str, langs: list[str]) -> list[list[str]]:
     """The phrase's terms in each language, without repeats."""
     found: list[list[str]] = []
@@ -173,6 +205,7 @@ class QueryBuilder:
     def __init__(self, schema: tantivy.Schema, settings: Mapping[str, Any]):
         self.schema = schema
         self.all_field = True  # whether the index has ALL_FIELD (older indexes do not)
+        self.grams_field = True  # whether it has GRAMS_FIELD (those before format 5 do not)
         self.searchers: list[tantivy.Searcher] = []  # the index's shards, when known
         self.boosts = {name: settings[f"search.boost.{name}"] for name in TEXT_FIELDS}
         self.lang_boost = settings["search.boost.lang"]
@@ -360,9 +393,27 @@ class QueryBuilder:
         terms = [Query.term_query(self.schema, name, t) for t in sorted(alternatives)]
         return terms[0] if len(terms) == 1 else Query.disjunction_max_query(terms)
 
-    def _phrase(self, variants: list[list[str]]) -> Query:
-        options = self._phrase_options(variants, 0, TEXT_FIELDS)
-        return Query.boolean_query([(Occur.Should, option) for option in options])
+    def _phrase(self, variants: list[Phrase]) -> Query:
+        """Any of the phrase's variants (one per language)."""
+        return Query.boolean_query([(Occur.Should, self._phrase_variant(p)) for p in variants])
+
+    def _phrase_variant(self, phrase: Phrase) -> Query:
+        """The phrase's common grams at their offsets, when it has some: one short posting
+        list a pair of common words, where their own lists are among the longest. Its terms
+        as a phrase in any text field too: required where the grams leave a pair of words
+        unchecked, else only scored (on the pages the grams found)."""
+        options = self._phrase_options([phrase.terms], 0, TEXT_FIELDS) if phrase.terms else []
+        terms = Query.boolean_query([(Occur.Should, option) for option in options])
+        if not phrase.grams or not self.grams_field:
+            return terms  # none matches a phrase of stop words in an index without grams
+        if len(phrase.grams) == 1:
+            grams = Query.term_query(self.schema, GRAMS_FIELD, phrase.grams[0][1])
+        else:
+            grams = Query.phrase_query(self.schema, GRAMS_FIELD, list(phrase.grams))
+        clauses = [(Occur.Must, Query.boost_query(grams, self.boosts["body"]))]
+        if options:
+            clauses.append((Occur.Should if phrase.covered else Occur.Must, terms))
+        return Query.boolean_query(clauses)
 
     def _phrase_options(
         self, variants: list[list[str]], slop: int, fields: tuple[str, ...]

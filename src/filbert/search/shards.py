@@ -30,6 +30,7 @@ from filbert.errors import UserError
 from filbert.index.columns import COLUMNS_FILE, Columns
 from filbert.index.schema import (
     ALL_FIELD,
+    GRAMS_FIELD,
     has_field,
     index_schema,
     open_shard,
@@ -138,6 +139,7 @@ class ShardSearcher:
         self.shard_count = count
         self.shards = {n: index.searcher() for n, index in indexes.items()}
         self.builder.all_field = all(has_field(index, ALL_FIELD) for index in indexes.values())
+        self.builder.grams_field = all(has_field(index, GRAMS_FIELD) for index in indexes.values())
         self.builder.searchers = list(self.shards.values())
         self._columns: dict[int, Columns] = {}
         self._other_uids: dict[tuple[int, tuple[str, ...]], frozenset[int]] = {}
@@ -166,7 +168,7 @@ class ShardSearcher:
             raise QueryError(f"query {text!r} has no words to search for")
         words = (
             len(analyzed.clauses)
-            + sum(len(p[0]) for p in analyzed.phrases)
+            + sum(len(p[0].terms) or len(p[0].grams) for p in analyzed.phrases)
             + len(analyzed.excluded)
         )
         if words > self.max_terms:
@@ -182,7 +184,7 @@ class ShardSearcher:
         preference for the query's language included), the best `search.proximity.depth`
         of them with their proximity bins scored."""
         analyzed = self.analyze(query)
-        if analyzed.empty:  # only stop words
+        if analyzed.empty:  # no words to search for (punctuation)
             return Retrieved(0, [], 0)
         total, candidates = self._retrieve(analyzed, conjunction, depth)
         check_deadline(deadline)

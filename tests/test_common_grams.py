@@ -1,0 +1,91 @@
+"""Common grams: phrases of stop words and frequent words match exactly, stop words alone
+find pages, and the grams line up with their words' positions."""
+
+from __future__ import annotations
+
+import pytest
+from pipeline import crawl_site
+from sites import SiteServer, html, link
+
+from filbert.analysis import analyzer
+from filbert.search import Searcher
+from filbert.search.query import analyze_query, parse_query
+
+PAGES = {
+    "/hamlet.html": html("Hamlet", "<p>To be, or not to be, that is the question.</p>"),
+    # every word of the soliloquy, never in its order
+    "/chores.html": html(
+        "Chores", "<p>Not all of it has to be done today. Be quick, or be late, or not.</p>"
+    ),
+    "/band.html": html("The Who", "<p>A rock band formed in London in 1964.</p>"),
+    "/author.html": html("Authors", "<p>Who wrote the book? The author lives in London.</p>"),
+    "/howto.html": html("Network setup", "<p>How to configure the network interface.</p>"),
+    "/notes.html": html("Notes", "<p>How the network works, and what to configure.</p>"),
+    "/art.html": html("Research", "<p>The state of the art in walrus studies.</p>"),
+    # state and art neighbours once stop words are left out, but another phrase
+    "/craft.html": html("Craft", "<p>The state in the art of pottery.</p>"),
+    "/ru.html": html("Советы", "<p>Что делать и как быть, если сеть не работает.</p>"),
+    "/ru2.html": html("Заметки", "<p>Как настроить сеть. Быть или не быть.</p>"),
+}
+
+
+@pytest.fixture(scope="module")
+def searcher(tmp_path_factory):
+    home = {"/": html("Home", " ".join(link(p, p) for p in PAGES))}
+    with SiteServer({**home, **PAGES}) as server:
+        path = tmp_path_factory.mktemp("grams") / "crawl"
+        crawl, settings, _ = crawl_site(path, [server.url("/")])
+        yield Searcher(crawl, settings)
+
+
+def found(searcher: Searcher, query: str) -> list[str]:
+    return [hit.url.rsplit("/", 1)[1] for hit in searcher.search(query).hits]
+
+
+def test_grams_pair_neighbours_with_a_common_word():
+    english = analyzer("en")
+    assert english.grams("To be, or not to be") == "to_be be_or or_not not_to to_be"
+    # a pair of uncommon words is a filler, so each gram keeps its first word's position
+    assert english.grams("Walrus tusks of the walrus") == "- tusk_of of_the the_walrus"
+    assert english.grams("walrus") == ""
+    assert analyzer("ru").grams("Как настроить сеть") == "как_настроить -"
+    assert analyzer("zh").grams("研究生 的 大学") == "- -"  # no common words in Chinese
+    assert analyzer("zh").grams("The Who 乐队").startswith("the_who ")  # but in English
+
+
+def test_phrases_of_stop_words_match_exactly(searcher):
+    assert found(searcher, '"to be or not to be"') == ["hamlet.html"]
+    assert found(searcher, "to be or not to be") == ["hamlet.html"]  # stop words alone
+    assert set(found(searcher, '"to be"')) == {"hamlet.html", "chores.html"}
+
+
+def test_phrases_of_frequent_words(searcher):
+    assert found(searcher, '"the who"') == ["band.html"]
+    assert set(found(searcher, "who")) == {"band.html", "author.html"}
+    assert found(searcher, '"how to"') == ["howto.html"]
+    assert found(searcher, '"how to configure the network"') == ["howto.html"]
+
+
+def test_stop_words_inside_a_phrase_count(searcher):
+    assert found(searcher, '"state of the art"') == ["art.html"]
+    assert found(searcher, '"state in the art"') == ["craft.html"]
+    assert set(found(searcher, "state art")) == {"art.html", "craft.html"}
+    assert found(searcher, 'walrus -"state of the art"') == []
+
+
+def test_a_lone_stop_word_finds_the_titles_with_it(searcher):
+    assert found(searcher, "the") == ["band.html"]
+
+
+def test_russian_phrases(searcher):
+    assert found(searcher, '"как быть"') == ["ru.html"]
+    assert found(searcher, '"быть или не быть"') == ["ru2.html"]
+    assert found(searcher, '"как настроить сеть"') == ["ru2.html"]
+
+
+def test_query_grams_follow_the_words_offsets():
+    query = analyze_query(parse_query('"walrus tusks of the walrus"'), ["en"])
+    (phrase,) = query.phrases[0]
+    assert phrase.terms == ["walrus", "tusk", "walrus"]
+    assert phrase.grams == [(1, "tusk_of"), (2, "of_the"), (3, "the_walrus")]
+    assert not phrase.covered  # walrus tusks: no gram, so the terms' phrase is required
