@@ -19,7 +19,9 @@ them in about 8 minutes on 2 cores, raw tantivy in under one).
 
 Queries (another fixed seed): 1–3 distinct words (35 / 40 / 25 %) drawn by frequency from
 the same vocabulary without its 100 most frequent words (the … much: function words) and
-filbert's English stop words, so "very", "world", "music" are common. After `--warmup`
+filbert's English stop words, so "very", "world", "music" are common (with `--phrases`:
+two of the top 100 words that are not stop words, quoted: `"you have"`, phrases that
+common grams answer). After `--warmup`
 queries on each path, every query is timed on each path in turn (load changes hit all three):
 
 - raw tantivy, in this process: `index.parse_query(q, ["title", "body"])` (any word: the
@@ -89,6 +91,7 @@ CHUNK = 128 * ROWS_PER_GROUP  # documents generated at a time
 SEGMENT = "20261130000000"
 QUERY_WORDS = (0.35, 0.40, 0.25)  # share of 1-, 2- and 3-word queries
 QUERY_SKIP_TOP = 100  # query words: not the most frequent (the … much)
+PHRASE_TOP = 100  # --phrases: quoted pairs of the most frequent words (not stop words)
 REPORT_SECONDS = 5.0
 # both indexes' writer memory (index.writer.heap.mb, unless -D sets it): enough for each to
 # end in 2 segments, one per indexing thread, as few as tantivy-py can make them (it cannot
@@ -130,9 +133,14 @@ class Vocabulary:
         words = [w for w in wordfreq.top_n_list("en", size) if w.isascii() and w.isalpha()]
         return cls(words, np.array([wordfreq.word_frequency(w, "en") for w in words]))
 
-    def for_queries(self, excluded: frozenset[str]) -> Vocabulary:
-        """Without the most frequent (function) words and the `excluded` ones."""
-        keep = [i for i, w in enumerate(self.words) if i >= QUERY_SKIP_TOP and w not in excluded]
+    def for_queries(self, excluded: frozenset[str], phrases: bool = False) -> Vocabulary:
+        """Without the most frequent (function) words and the `excluded` ones; or, for
+        `phrases`, only the most frequent words (but the excluded)."""
+        keep = [
+            i
+            for i, w in enumerate(self.words)
+            if (i < PHRASE_TOP if phrases else i >= QUERY_SKIP_TOP) and w not in excluded
+        ]
         weights = np.diff(self.cumulative, prepend=0.0)[keep]
         return Vocabulary([self.words[i] for i in keep], weights)
 
@@ -342,10 +350,11 @@ def dir_size(path: Path) -> int:
 # --- queries and timing ----------------------------------------------------------------------
 
 
-def make_queries(vocab: Vocabulary, count: int, seed: int) -> list[str]:
-    """1–3 distinct non-stop words per query, drawn by frequency."""
+def make_queries(vocab: Vocabulary, count: int, seed: int, phrases: bool = False) -> list[str]:
+    """1–3 distinct non-stop words per query, drawn by frequency; or, for `phrases`, two
+    quoted."""
     rng = np.random.default_rng([seed, 2])
-    lengths = rng.choice([1, 2, 3], size=count, p=QUERY_WORDS)
+    lengths = np.full(count, 2) if phrases else rng.choice([1, 2, 3], size=count, p=QUERY_WORDS)
     queries = []
     for length in lengths:
         words: list[str] = []
@@ -353,7 +362,7 @@ def make_queries(vocab: Vocabulary, count: int, seed: int) -> list[str]:
             word = vocab.draw(rng, 1)[0]
             if word not in words:
                 words.append(word)
-        queries.append(" ".join(words))
+        queries.append(f'"{" ".join(words)}"' if phrases else " ".join(words))
     return queries
 
 
@@ -701,10 +710,14 @@ def setup_lines(
     )
     examples = ", ".join(f"`{q}`" for q in queries[:6])
     mix = "/".join(f"{p:.0%}" for p in QUERY_WORDS)
+    kind = (
+        f"quoted pairs of two of the top {PHRASE_TOP} words (not stop words)"
+        if args.phrases
+        else f"1/2/3 words {mix}, not the top {QUERY_SKIP_TOP} words"
+    )
     query_set = (
-        f"Queries: {len(queries):,} timed after {args.warmup} warm-up, 1/2/3 words "
-        f"{mix}, frequency-weighted, not the top {QUERY_SKIP_TOP} words; e.g. "
-        f"{examples}.  "
+        f"Queries: {len(queries):,} timed after {args.warmup} warm-up, {kind}, "
+        f"frequency-weighted; e.g. {examples}.  "
     )
     machine = (
         f"Machine: {os.cpu_count()} CPUs, Python {platform.python_version()}; load "
@@ -759,15 +772,17 @@ def verdict(seconds: dict[str, np.ndarray]) -> list[str]:
         over = stats_ms(seconds[HTTP] - seconds[name])
         lines.append(
             f"- {name}: p50 {b['p50']:.2f} ms ({b['p50'] / r['p50']:.2f}× raw "
-            f"tantivy); paired HTTP − it p50 {over['p50']:.2f} ms, p99 "
-            f"{over['p99']:.2f} ms"
+            f"tantivy), p99 {b['p99']:.1f} ms; it / this server: p50 "
+            f"**{b['p50'] / h['p50']:.2f}×**, p99 **{b['p99'] / h['p99']:.2f}×**; paired HTTP − "
+            f"it p50 {over['p50']:.2f} ms, p99 {over['p99']:.2f} ms"
         )
     return lines
 
 
 def record_results(args: argparse.Namespace, body: str) -> None:
     record(
-        f"query latency, {args.docs:,} documents (bench/query_latency.py)",
+        f"query latency{', quoted phrases of frequent words' if args.phrases else ''}, "
+        f"{args.docs:,} documents (bench/query_latency.py)",
         " ".join([".venv/bin/python bench/query_latency.py", *sys.argv[1:]]),
         body,
     )
@@ -809,6 +824,11 @@ def parse_args() -> argparse.Namespace:
         help="also time the server of this source tree (a `git archive` of an "
         "earlier commit with its compiled extension) on the same index",
     )
+    parser.add_argument(
+        "--phrases",
+        action="store_true",
+        help=f"time quoted pairs of the top {PHRASE_TOP} words (common grams) instead",
+    )
     parser.add_argument("--no-record", action="store_true", help="do not append to RESULTS.md")
     return parser.parse_args()
 
@@ -818,8 +838,8 @@ def main() -> None:
     settings = load_settings(None, [f"index.writer.heap.mb={HEAP_MB}", *args.define])
     work = Workdir(args.workdir)
     manifest = ensure_indexes(work, args, settings)
-    vocab = Vocabulary.english(args.vocabulary).for_queries(stop_words("en"))
-    queries = make_queries(vocab, args.warmup + args.queries, args.seed)
+    vocab = Vocabulary.english(args.vocabulary).for_queries(stop_words("en"), args.phrases)
+    queries = make_queries(vocab, args.warmup + args.queries, args.seed, args.phrases)
     warmup, queries = queries[: args.warmup], queries[args.warmup :]
     cached = warm_page_cache(work.crawl.index.current(), work.raw)
     print(f"page cache: read {cached / 2**20:,.0f} MB of index files", flush=True)

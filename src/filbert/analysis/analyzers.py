@@ -35,6 +35,7 @@ KANA_HANGUL = "\u3040-\u30ff\u31f0-\u31ff\u1100-\u11ff\u3130-\u318f\uac00-\ud7af
 TOKEN = re.compile(rf"([{HAN}]+)|([{KANA_HANGUL}]+)|([^\W_{HAN}{KANA_HANGUL}]+)")
 HAN_RUN = re.compile(f"([{HAN}]+)")
 MAX_WORD = 64  # longer "words" (base64, hashes) are not indexed
+COMMON_MARK = "\x01"  # before a common word's unit (Analyzer.grams; never in a word)
 
 SNOWBALL = {
     "ar": "arabic",
@@ -278,6 +279,7 @@ class Analyzer:
         self.raw_words = _Memo(lambda word: self.words[fold(word)])  # word as written → term
         # text between spaces → its joined terms
         self.chunks = _Memo(lambda chunk: self.analyze_folded(fold(chunk)))
+        # text between spaces → its units, joined, the common ones marked (see _grams.c)
         self.unit_chunks = _Memo(lambda chunk: " ".join(self._units_folded(fold(chunk))))
 
     def word(self, word: str) -> str:
@@ -304,30 +306,36 @@ class Analyzer:
         """The words of a text as common grams pair them: each word's term, or the word
         itself for a stop word; a Han or kana/Hangul run whole (query and index agree on
         it, where jieba's query and index modes do not)."""
-        return " ".join(map(self.unit_chunks.__getitem__, text.split())).split()
+        return [unit.lstrip(COMMON_MARK) for unit in self._marked_units(text).split()]
+
+    def _marked_units(self, text: str) -> str:
+        return " ".join(map(self.unit_chunks.__getitem__, text.split()))
 
     def _units_folded(self, text: str) -> list[str]:
-        return [
+        units = [
             self.words[word] or word if word else han or cjk
             for han, cjk, word in TOKEN.findall(text)
         ]
+        return [COMMON_MARK + unit if unit in self.common else unit for unit in units]
 
     def grams(self, text: str) -> str:
-        """The common grams of a text (Lucene's CommonGramsFilter): for each pair of
-        neighbouring words with a common one (a stop word or one of the language's most
-        frequent words), "a_b" at the first word's position, and a filler the index drops
-        between them ("to be or not" → "to_be be_or or_not"), so that phrases of common
-        words match and cost one posting list a pair instead of two long ones. "" in a
+        """The common grams of a text (after Lucene's CommonGramsFilter): for each pair of
+        neighbouring common words (stop words and the language's most frequent words),
+        "a_b" at the first word's position, and for any other pair a filler the index
+        drops ("to be or not a walrus" → "to_be be_or or_not - -"), so that phrases of
+        common words match, at the cost of one short posting list a pair instead of two of
+        the longest. Pairs with one common word make none: the other word finds the
+        phrase's pages quickly (a gram for each would grow the index by half). "" in a
         language without common words."""
-        return _grams(self.units(text), self.common) if self.common else ""
+        return _grams(self._marked_units(text)) if self.common else ""
 
     @cached_property
-    def common(self) -> set[str]:  # a set: what _grams.grams takes
+    def common(self) -> frozenset[str]:
         """The common units of the language, and of the languages that analyze its words
         in other scripts (Latin words on a Russian page are English)."""
         own = language_script(self.lang)
         others = [code for script, code in SCRIPT_DEFAULT.items() if script != own]
-        return set(common_units(self.lang)).union(*map(common_units, others))
+        return common_units(self.lang).union(*map(common_units, others))
 
     def analyze_folded(self, text: str) -> str:
         parts = TOKEN.findall(text)
