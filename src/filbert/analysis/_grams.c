@@ -2,10 +2,12 @@
 
    `units` are words separated by spaces (runs of them count as one), a common one marked
    by a leading MARK. For each pair of neighbouring units, "a_b" (marks left out) when both
-   are common, else FILLER: the index's grams analyzer drops the filler but keeps its
-   position, so the gram of the pair (i, i + 1) sits at position i and a phrase's grams
-   match at their offsets. Pages have thousands of words: splitting them into str objects
-   and pairing them in Python cost more than analyzing the page. */
+   are common, else FILLER, one for a run of such pairs: the index's grams analyzer drops
+   the filler but keeps its position, so grams of neighbouring pairs are neighbours and
+   grams apart stay apart. (A filler a pair would tell exactly how far apart they are, at
+   the cost of indexing a token for every word of the page.) Pages have thousands of words:
+   splitting them into str objects and pairing them in Python cost more than analyzing the
+   page. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -53,6 +55,10 @@ static Unit *split_units(int kind, const void *data, Py_ssize_t n, Py_ssize_t *c
     return units;
 }
 
+static int is_gram(const Unit *units, Py_ssize_t i) {
+    return units[i].common && units[i + 1].common;
+}
+
 static PyObject *grams(PyObject *module, PyObject *text) {
     if (!PyUnicode_Check(text)) {
         return PyErr_Format(PyExc_TypeError, "grams() takes a str, not %.100s",
@@ -67,15 +73,19 @@ static PyObject *grams(PyObject *module, PyObject *text) {
     }
     Py_ssize_t length = 0;
     Py_UCS4 most = 127; /* the result's largest character: str must be in its compact kind */
+    Py_ssize_t tokens = 0;
     for (Py_ssize_t i = 0; i + 1 < count; i++) {
-        if (units[i].common && units[i + 1].common) {
+        if (is_gram(units, i)) {
             length += units[i].end - units[i].start + 1 + units[i + 1].end - units[i + 1].start;
             most = Py_MAX(most, Py_MAX(units[i].most, units[i + 1].most));
-        } else {
+        } else if (i == 0 || is_gram(units, i - 1)) {
             length += 1;
+        } else {
+            continue; /* the run's filler is out already */
         }
-        length += i + 2 < count; /* the space after it */
+        tokens++;
     }
+    length += tokens > 0 ? tokens - 1 : 0; /* the spaces between them */
     PyObject *out = PyUnicode_New(length, most);
     if (out == NULL) {
         PyMem_Free(units);
@@ -85,7 +95,14 @@ static PyObject *grams(PyObject *module, PyObject *text) {
     void *out_data = PyUnicode_DATA(out);
     Py_ssize_t at = 0;
     for (Py_ssize_t i = 0; i + 1 < count; i++) {
-        if (units[i].common && units[i + 1].common) {
+        int gram = is_gram(units, i);
+        if (!gram && i > 0 && !is_gram(units, i - 1)) {
+            continue;
+        }
+        if (at > 0) {
+            PyUnicode_WRITE(out_kind, out_data, at++, ' ');
+        }
+        if (gram) {
             for (Py_ssize_t j = units[i].start; j < units[i].end; j++) {
                 PyUnicode_WRITE(out_kind, out_data, at++, PyUnicode_READ(kind, data, j));
             }
@@ -96,9 +113,6 @@ static PyObject *grams(PyObject *module, PyObject *text) {
         } else {
             PyUnicode_WRITE(out_kind, out_data, at++, FILLER);
         }
-        if (i + 2 < count) {
-            PyUnicode_WRITE(out_kind, out_data, at++, ' ');
-        }
     }
     PyMem_Free(units);
     return out;
@@ -106,7 +120,7 @@ static PyObject *grams(PyObject *module, PyObject *text) {
 
 static PyMethodDef methods[] = {
     {"grams", grams, METH_O,
-     "grams(units) -> str: 'a_b' for neighbours both marked common, else '-'."},
+     "grams(units) -> str: 'a_b' for neighbours both marked common, '-' for a run of others."},
     {NULL, NULL, 0, NULL},
 };
 

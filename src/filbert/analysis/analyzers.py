@@ -321,8 +321,8 @@ class Analyzer:
     def grams(self, text: str) -> str:
         """The common grams of a text (after Lucene's CommonGramsFilter): for each pair of
         neighbouring common words (stop words and the language's most frequent words),
-        "a_b" at the first word's position, and for any other pair a filler the index
-        drops ("to be or not a walrus" → "to_be be_or or_not - -"), so that phrases of
+        "a_b", and for a run of other pairs a filler the index drops, keeping its position
+        ("to be or not a walrus" → "to_be be_or or_not -"), so that phrases of
         common words match, at the cost of one short posting list a pair instead of two of
         the longest. Pairs with one common word make none: the other word finds the
         phrase's pages quickly (a gram for each would grow the index by half). "" in a

@@ -28,8 +28,8 @@ ALL_FIELD = "all"
 # the common grams (Analyzer.grams) of the title, headings, anchors and body, a filler apart,
 # then the title's stop words alone (a query of one stop word finds those titles)
 GRAMS_FIELD = "grams"
-FILLER = "-"  # what Analyzer.grams puts where a pair makes no gram
-# whitespace tokens without the filler, whose positions stay (a gram's is its pair's)
+FILLER = "-"  # what Analyzer.grams puts where pairs make no gram
+# whitespace tokens without the filler, whose positions stay (grams apart stay apart)
 GRAMS_ANALYZER = (
     tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace())
     .filter(tantivy.Filter.custom_stopword([FILLER]))
