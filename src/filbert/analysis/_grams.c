@@ -1,31 +1,35 @@
-/* grams(units): the common grams of a word sequence, as one space-separated str.
+/* split(tokens, grams): a text's terms and, if `grams`, its common grams, from its tokens.
 
-   `units` are words separated by spaces (runs of them count as one), a common one marked
-   by a leading MARK. For each pair of neighbouring units, "a_b" (marks left out) when both
-   are common, else FILLER, one for a run of such pairs: the index's grams analyzer drops
-   the filler but keeps its position, so grams of neighbouring pairs are neighbours and
-   grams apart stay apart. (A filler a pair would tell exactly how far apart they are, at
-   the cost of indexing a token for every word of the page.) Pages have thousands of words:
-   splitting them into str objects and pairing them in Python cost more than analyzing the
-   page. */
+   `tokens` are separated by spaces (runs of them count as one). A token is a term, or a
+   marked one: STOP + a stop word (common, no term), COMMON + a term of a common word, or
+   NOTHING (no term, not common: a word too long to index). The terms are the plain and
+   COMMON tokens, space-separated. The grams: for each pair of neighbouring tokens, "a_b"
+   (marks left out) when both are common, else FILLER, one for a run of such pairs: the
+   index's grams analyzer drops the filler but keeps its position, so grams of neighbouring
+   pairs are neighbours and grams apart stay apart. (A filler a pair would tell how far
+   apart, at the cost of a token for every word of the page.) One pass over a page's
+   tokens gives both: the analysis caches each chunk's tokens, and splitting them into str
+   objects to pair them in Python cost as much as analyzing the page. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#define MARK 0x01
+#define STOP 0x01
+#define NOTHING 0x02
+#define COMMON 0x03
 #define JOINER '_'
 #define FILLER '-'
 
 typedef struct {
-    Py_ssize_t start, end; /* the unit without its mark */
+    Py_ssize_t start, end; /* the token without its mark */
     Py_UCS4 most;          /* its largest character */
-    int common;
-} Unit;
+    int common, term;
+} Token;
 
-/* The units of text, into a new array (*count of them); NULL when out of memory. */
-static Unit *split_units(int kind, const void *data, Py_ssize_t n, Py_ssize_t *count) {
-    Unit *units = PyMem_Malloc(sizeof(Unit) * (n / 2 + 1));
-    if (units == NULL) {
+/* The tokens of text, into a new array (*count of them); NULL when out of memory. */
+static Token *split_tokens(int kind, const void *data, Py_ssize_t n, Py_ssize_t *count) {
+    Token *tokens = PyMem_Malloc(sizeof(Token) * (n / 2 + 1));
+    if (tokens == NULL) {
         return NULL;
     }
     Py_ssize_t found = 0, i = 0;
@@ -36,91 +40,134 @@ static Unit *split_units(int kind, const void *data, Py_ssize_t n, Py_ssize_t *c
         if (i == n) {
             break;
         }
-        Unit unit = {i, i, 0, 0};
-        if (PyUnicode_READ(kind, data, i) == MARK) {
-            unit.common = 1;
-            unit.start = ++i;
+        Token token = {i, i, 0, 0, 1};
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c == STOP || c == NOTHING || c == COMMON) {
+            token.common = c != NOTHING;
+            token.term = c == COMMON;
+            token.start = ++i;
         }
-        Py_UCS4 c;
         while (i < n && (c = PyUnicode_READ(kind, data, i)) != ' ') {
-            if (c > unit.most) {
-                unit.most = c;
-            }
+            token.most = Py_MAX(token.most, c);
             i++;
         }
-        unit.end = i;
-        units[found++] = unit;
+        token.end = i;
+        tokens[found++] = token;
     }
     *count = found;
-    return units;
+    return tokens;
 }
 
-static int is_gram(const Unit *units, Py_ssize_t i) {
-    return units[i].common && units[i + 1].common;
+static int is_gram(const Token *tokens, Py_ssize_t i) {
+    return tokens[i].common && tokens[i + 1].common;
 }
 
-static PyObject *grams(PyObject *module, PyObject *text) {
-    if (!PyUnicode_Check(text)) {
-        return PyErr_Format(PyExc_TypeError, "grams() takes a str, not %.100s",
-                            Py_TYPE(text)->tp_name);
+static Py_ssize_t width(const Token *token) { return token->end - token->start; }
+
+/* Appends the token (without its mark) to out at *at. */
+static void copy(const Token *token, int kind, const void *data, PyObject *out,
+                 Py_ssize_t *at) {
+    int out_kind = PyUnicode_KIND(out);
+    void *out_data = PyUnicode_DATA(out);
+    for (Py_ssize_t j = token->start; j < token->end; j++) {
+        PyUnicode_WRITE(out_kind, out_data, (*at)++, PyUnicode_READ(kind, data, j));
     }
-    int kind = PyUnicode_KIND(text);
-    const void *data = PyUnicode_DATA(text);
-    Py_ssize_t count;
-    Unit *units = split_units(kind, data, PyUnicode_GET_LENGTH(text), &count);
-    if (units == NULL) {
-        return PyErr_NoMemory();
+}
+
+static PyObject *terms_of(const Token *tokens, Py_ssize_t count, int kind, const void *data) {
+    Py_ssize_t length = 0, terms = 0;
+    Py_UCS4 most = 127; /* the result's largest character: a str must be in its compact kind */
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (tokens[i].term) {
+            length += width(&tokens[i]);
+            most = Py_MAX(most, tokens[i].most);
+            terms++;
+        }
     }
-    Py_ssize_t length = 0;
-    Py_UCS4 most = 127; /* the result's largest character: str must be in its compact kind */
-    Py_ssize_t tokens = 0;
+    PyObject *out = PyUnicode_New(length + (terms > 0 ? terms - 1 : 0), most);
+    if (out == NULL) {
+        return NULL;
+    }
+    Py_ssize_t at = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (tokens[i].term) {
+            if (at > 0) {
+                PyUnicode_WRITE(PyUnicode_KIND(out), PyUnicode_DATA(out), at++, ' ');
+            }
+            copy(&tokens[i], kind, data, out, &at);
+        }
+    }
+    return out;
+}
+
+static PyObject *grams_of(const Token *tokens, Py_ssize_t count, int kind, const void *data) {
+    Py_ssize_t length = 0, written = 0;
+    Py_UCS4 most = 127;
     for (Py_ssize_t i = 0; i + 1 < count; i++) {
-        if (is_gram(units, i)) {
-            length += units[i].end - units[i].start + 1 + units[i + 1].end - units[i + 1].start;
-            most = Py_MAX(most, Py_MAX(units[i].most, units[i + 1].most));
-        } else if (i == 0 || is_gram(units, i - 1)) {
+        if (is_gram(tokens, i)) {
+            length += width(&tokens[i]) + 1 + width(&tokens[i + 1]);
+            most = Py_MAX(most, Py_MAX(tokens[i].most, tokens[i + 1].most));
+        } else if (i == 0 || is_gram(tokens, i - 1)) {
             length += 1;
         } else {
             continue; /* the run's filler is out already */
         }
-        tokens++;
+        written++;
     }
-    length += tokens > 0 ? tokens - 1 : 0; /* the spaces between them */
-    PyObject *out = PyUnicode_New(length, most);
+    PyObject *out = PyUnicode_New(length + (written > 0 ? written - 1 : 0), most);
     if (out == NULL) {
-        PyMem_Free(units);
         return NULL;
     }
     int out_kind = PyUnicode_KIND(out);
     void *out_data = PyUnicode_DATA(out);
     Py_ssize_t at = 0;
     for (Py_ssize_t i = 0; i + 1 < count; i++) {
-        int gram = is_gram(units, i);
-        if (!gram && i > 0 && !is_gram(units, i - 1)) {
+        int gram = is_gram(tokens, i);
+        if (!gram && i > 0 && !is_gram(tokens, i - 1)) {
             continue;
         }
         if (at > 0) {
             PyUnicode_WRITE(out_kind, out_data, at++, ' ');
         }
         if (gram) {
-            for (Py_ssize_t j = units[i].start; j < units[i].end; j++) {
-                PyUnicode_WRITE(out_kind, out_data, at++, PyUnicode_READ(kind, data, j));
-            }
+            copy(&tokens[i], kind, data, out, &at);
             PyUnicode_WRITE(out_kind, out_data, at++, JOINER);
-            for (Py_ssize_t j = units[i + 1].start; j < units[i + 1].end; j++) {
-                PyUnicode_WRITE(out_kind, out_data, at++, PyUnicode_READ(kind, data, j));
-            }
+            copy(&tokens[i + 1], kind, data, out, &at);
         } else {
             PyUnicode_WRITE(out_kind, out_data, at++, FILLER);
         }
     }
-    PyMem_Free(units);
     return out;
 }
 
+static PyObject *split(PyObject *module, PyObject *args) {
+    PyObject *text;
+    int with_grams;
+    if (!PyArg_ParseTuple(args, "Up:split", &text, &with_grams)) {
+        return NULL;
+    }
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t count;
+    Token *tokens = split_tokens(kind, data, PyUnicode_GET_LENGTH(text), &count);
+    if (tokens == NULL) {
+        return PyErr_NoMemory();
+    }
+    PyObject *terms = terms_of(tokens, count, kind, data);
+    PyObject *grams = terms == NULL  ? NULL
+                      : with_grams ? grams_of(tokens, count, kind, data)
+                                   : PyUnicode_New(0, 0);
+    PyMem_Free(tokens);
+    if (grams == NULL) {
+        Py_XDECREF(terms);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", terms, grams);
+}
+
 static PyMethodDef methods[] = {
-    {"grams", grams, METH_O,
-     "grams(units) -> str: 'a_b' for neighbours both marked common, '-' for a run of others."},
+    {"split", split, METH_VARARGS,
+     "split(tokens, grams) -> (terms, grams): the terms of marked tokens, and their grams."},
     {NULL, NULL, 0, NULL},
 };
 

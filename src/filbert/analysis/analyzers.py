@@ -27,7 +27,7 @@ import numpy as np
 import rjieba
 import Stemmer
 
-from filbert.analysis._grams import grams as _grams
+from filbert.analysis._grams import split as _split
 
 HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f"
 KANA_HANGUL = "\u3040-\u30ff\u31f0-\u31ff\u1100-\u11ff\u3130-\u318f\uac00-\ud7af"
@@ -35,7 +35,8 @@ KANA_HANGUL = "\u3040-\u30ff\u31f0-\u31ff\u1100-\u11ff\u3130-\u318f\uac00-\ud7af
 TOKEN = re.compile(rf"([{HAN}]+)|([{KANA_HANGUL}]+)|([^\W_{HAN}{KANA_HANGUL}]+)")
 HAN_RUN = re.compile(f"([{HAN}]+)")
 MAX_WORD = 64  # longer "words" (base64, hashes) are not indexed
-COMMON_MARK = "\x01"  # before a common word's unit (Analyzer.grams; never in a word)
+# marked tokens (see _grams.c): a stop word, a word without a term, a common word's term
+STOP_MARK, NOTHING_MARK, COMMON_MARK = "\x01", "\x02", "\x03"
 
 SNOWBALL = {
     "ar": "arabic",
@@ -277,10 +278,9 @@ class Analyzer:
         self.query = query
         self.words = _script_dispatch(lang)  # folded word → term
         self.raw_words = _Memo(lambda word: self.words[fold(word)])  # word as written → term
-        # text between spaces → its joined terms
-        self.chunks = _Memo(lambda chunk: self.analyze_folded(fold(chunk)))
-        # text between spaces → its units, joined, the common ones marked (see _grams.c)
-        self.unit_chunks = _Memo(lambda chunk: " ".join(self._units_folded(fold(chunk))))
+        self.tokens = _Memo(self._token)  # folded word → its marked token
+        # text between spaces → its marked tokens, joined
+        self.chunks = _Memo(lambda chunk: self._tokens_folded(fold(chunk)))
 
     def word(self, word: str) -> str:
         """The term for one word as written ('' if it is a stop word)."""
@@ -290,9 +290,38 @@ class Analyzer:
         return self.joined(text).split()
 
     def joined(self, text: str) -> str:
-        """The terms separated by whitespace, as the index stores them (a stop word leaves
-        an extra space, which tantivy's whitespace tokenizer skips)."""
-        # Text between spaces repeats ("packages," "(see"): a cache of chunk → terms turns
+        """The terms separated by spaces, as the index stores them."""
+        return _split(self._tokens(text), False)[0]
+
+    def with_grams(self, text: str) -> tuple[str, str]:
+        """joined(text) and grams(text), in one pass."""
+        return _split(self._tokens(text), bool(self.common))
+
+    def grams(self, text: str) -> str:
+        """The common grams of a text (after Lucene's CommonGramsFilter): for each pair of
+        neighbouring common words (stop words and the language's most frequent words),
+        "a_b", and for a run of other pairs a filler the index drops, keeping its position
+        ("to be or not a walrus" → "to_be be_or or_not -"), so that phrases of common
+        words match, at the cost of one short posting list a pair instead of two of the
+        longest. Pairs with one common word make none: the other word finds the phrase's
+        pages quickly (a gram for each would grow the index by half). "" in a language
+        without common words."""
+        return self.with_grams(text)[1]
+
+    def stop_words_in(self, text: str) -> list[str]:
+        """The text's stop words, in order."""
+        return [t[1:] for t in self._tokens(text).split() if t.startswith(STOP_MARK)]
+
+    def _token(self, word: str) -> str:
+        """A folded word's marked token: its term, or its mark (see _grams.c)."""
+        term = self.words[word]
+        if term:
+            return COMMON_MARK + term if term in self.common else term
+        return STOP_MARK + word if word in self.common else NOTHING_MARK
+
+    def _tokens(self, text: str) -> str:
+        """The text's marked tokens, space-separated."""
+        # Text between spaces repeats ("packages," "(see"): a cache of chunk → tokens turns
         # analysis into C loops over str.split().
         if self.lang not in CJK_LANGS:
             return " ".join(map(self.chunks.__getitem__, text.split()))
@@ -302,33 +331,6 @@ class Analyzer:
         out = [" ".join(map(self.chunks.__getitem__, piece.split())) for piece in pieces[::2]]
         return " ".join(part for pair in zip(out, [*segmented, ""]) for part in pair)
 
-    def units(self, text: str) -> list[str]:
-        """The words of a text as common grams pair them: each word's term, or the word
-        itself for a stop word; a Han or kana/Hangul run whole (query and index agree on
-        it, where jieba's query and index modes do not)."""
-        return [unit.lstrip(COMMON_MARK) for unit in self._marked_units(text).split()]
-
-    def _marked_units(self, text: str) -> str:
-        return " ".join(map(self.unit_chunks.__getitem__, text.split()))
-
-    def _units_folded(self, text: str) -> list[str]:
-        units = [
-            self.words[word] or word if word else han or cjk
-            for han, cjk, word in TOKEN.findall(text)
-        ]
-        return [COMMON_MARK + unit if unit in self.common else unit for unit in units]
-
-    def grams(self, text: str) -> str:
-        """The common grams of a text (after Lucene's CommonGramsFilter): for each pair of
-        neighbouring common words (stop words and the language's most frequent words),
-        "a_b", and for a run of other pairs a filler the index drops, keeping its position
-        ("to be or not a walrus" → "to_be be_or or_not -"), so that phrases of
-        common words match, at the cost of one short posting list a pair instead of two of
-        the longest. Pairs with one common word make none: the other word finds the
-        phrase's pages quickly (a gram for each would grow the index by half). "" in a
-        language without common words."""
-        return _grams(self._marked_units(text)) if self.common else ""
-
     @cached_property
     def common(self) -> frozenset[str]:
         """The common units of the language, and of the languages that analyze its words
@@ -337,13 +339,14 @@ class Analyzer:
         others = [code for script, code in SCRIPT_DEFAULT.items() if script != own]
         return common_units(self.lang).union(*map(common_units, others))
 
-    def analyze_folded(self, text: str) -> str:
+    def _tokens_folded(self, text: str) -> str:
+        """A folded text's marked tokens, space-separated (CJK runs' terms unmarked)."""
         parts = TOKEN.findall(text)
         segmented = iter(self._segment([han for han, _, _ in parts if han]))
         out: list[str] = []
         for han, other_cjk, word in parts:
             if word:
-                out.append(self.words[word])
+                out.append(self.tokens[word])
             elif han:
                 out.append(next(segmented))
             else:

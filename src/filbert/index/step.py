@@ -29,7 +29,6 @@ import xxhash
 
 from filbert import schemas
 from filbert.analysis import analyzer, identify, load_user_dict
-from filbert.analysis.analyzers import stop_words
 from filbert.buckets import Relation, connect, latest_per_page, params, parquet_relation, sql_type
 from filbert.config import Settings
 from filbert.executor import make_executor
@@ -308,10 +307,12 @@ def analyze_document(doc: dict) -> dict:
         # every query another term lookup per word) and shown apart
         "body": f"{description}\n{body}" if description else body,
     }
-    analyzed = {name: text.joined(value) for name, value in fields.items()}
-    grams = [text.grams(fields[name]) for name in ("title", "headings", "anchor", "body")]
-    title_stops = " ".join(unit for unit in text.units(title) if unit in stop_words(lang))
-    analyzed[GRAMS_FIELD] = f" {FILLER} ".join([*grams, title_stops])
+    analyzed = {"urlwords": text.joined(fields.pop("urlwords"))}
+    grams = []
+    for name, value in fields.items():  # title, headings, anchor, body
+        analyzed[name], field_grams = text.with_grams(value)
+        grams.append(field_grams)
+    analyzed[GRAMS_FIELD] = f" {FILLER} ".join([*grams, " ".join(text.stop_words_in(title))])
     return {
         "url": doc["url"],
         "host": doc["host"],

@@ -18,7 +18,7 @@ import tantivy
 from tantivy import Occur, Query
 
 from filbert.analysis import analyzer, query_language
-from filbert.analysis.analyzers import ANALYZED_LANGS, HAN_RUN, LANG_CODE, TOKEN, fold, stop_words
+from filbert.analysis.analyzers import ANALYZED_LANGS, HAN_RUN, LANG_CODE, TOKEN, fold
 from filbert.errors import UserError
 from filbert.index.schema import ALL_FIELD, FILLER, GRAMS_FIELD, TEXT_FIELDS
 
@@ -165,17 +165,13 @@ def _phrases(text: str, langs: list[str]) -> list[Phrase]:
     found: list[Phrase] = []
     for lang in langs:
         text_analyzer = analyzer(lang, query=True)
-        terms = text_analyzer.terms(text)
-        units = text_analyzer.units(text)
-        grams = [
-            (offset, gram)
-            for offset, gram in enumerate(text_analyzer.grams(text).split(" "))
-            if gram not in ("", FILLER)
-        ]
-        if len(units) == 1 and not terms and units[0] in stop_words(lang):
-            grams = [(0, units[0])]
-        phrase = Phrase(terms, grams, len(grams) == max(1, len(units) - 1))
-        if (terms or grams) and phrase not in found:
+        terms, joined_grams = text_analyzer.with_grams(text)
+        pairs = joined_grams.split()
+        grams = [(offset, gram) for offset, gram in enumerate(pairs) if gram != FILLER]
+        phrase = Phrase(terms.split(), grams, bool(pairs) and len(grams) == len(pairs))
+        if not terms and not grams and len(stops := text_analyzer.stop_words_in(text)) == 1:
+            phrase = Phrase([], [(0, stops[0])], True)  # titles hold it
+        if (phrase.terms or phrase.grams) and phrase not in found:
             found.append(phrase)
     return found
 
