@@ -87,7 +87,7 @@ from filbert.search.shards import PENALTY_MARGIN
 from filbert.storage import CrawlDir
 
 FORMAT = 1  # bump when generation changes, to invalidate cached indexes
-CHUNK = 128 * ROWS_PER_GROUP  # documents generated at a time
+CHUNK = 16_384  # documents generated at a time (the random draws follow it)
 SEGMENT = "20261130000000"
 QUERY_WORDS = (0.35, 0.40, 0.25)  # share of 1-, 2- and 3-word queries
 QUERY_SKIP_TOP = 100  # query words: not the most frequent (the … much)

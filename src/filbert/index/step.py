@@ -38,8 +38,9 @@ from filbert.storage import CrawlDir, Segment, existing, part_name, reading, wri
 from filbert.urls import fingerprint
 
 URL_PUNCTUATION = re.compile(r"[\W_]+")  # URL words, split apart so each is analyzed once
-ROWS_PER_GROUP = 128  # documents per Parquet row group of the gathered documents
-GROUPS_PER_TASK = 1  # row groups analyzed per task
+ROWS_PER_GROUP = 32  # documents per Parquet row group of the gathered documents
+MAX_GROUPS_PER_TASK = 16  # row groups analyzed per task, at most: fewer tasks and files
+TASKS_PER_WORKER = 4  # at least, when there are enough row groups: workers end together
 HOLDINGS_FILE = "holdings.parquet"  # the pages an index generation holds, and their keys
 HOLDINGS = pa.schema(
     [
@@ -517,20 +518,25 @@ def index_documents(
     under `out` (update_shards: the previous one's, if given, without `deletes`, with the
     new documents). Returns the index metadata: documents, shards, languages."""
     analyzed_dir = out / "analyzed"
+    executor = make_executor(settings)
+    groups = {path: pq.ParquetFile(path).num_row_groups for path in doc_files}
+    per_task = min(
+        MAX_GROUPS_PER_TASK, max(1, sum(groups.values()) // (executor.workers * TASKS_PER_WORKER))
+    )
     tasks = [
         AnalyzeTask(
             str(path),
-            groups,
+            chunk,
             settings["analysis.zh.userdict"],
             settings["index.shards"],
             str(analyzed_dir),
-            f"{n:05d}-{groups[0]:05d}.parquet",
+            f"{n:05d}-{chunk[0]:05d}.parquet",
         )
         for n, path in enumerate(doc_files)
-        for groups in _row_group_chunks(path)
+        for chunk in _chunks(list(range(groups[path])), per_task)
     ]
     analyzed: dict[int, list[Path]] = {}
-    for files in make_executor(settings).map(_analyze, tasks):
+    for files in executor.map(_analyze, tasks):
         for shard, path in files.items():
             analyzed.setdefault(shard, []).append(Path(path))
         if on_doc:
@@ -543,6 +549,5 @@ def index_documents(
     return written
 
 
-def _row_group_chunks(path: Path) -> list[list[int]]:
-    groups = list(range(pq.ParquetFile(path).num_row_groups))
-    return [groups[i : i + GROUPS_PER_TASK] for i in range(0, len(groups), GROUPS_PER_TASK)]
+def _chunks(items: list[int], size: int) -> list[list[int]]:
+    return [items[i : i + size] for i in range(0, len(items), size)]
