@@ -284,3 +284,14 @@ def test_page_dates_from_json_ld_and_last_modified_and_og_title():
     )  # the page's own date beats the header
     broken = page.replace(b"2021-05-06T07:08:09+02:00", b"next Tuesday")
     assert parse_content("http://h/a.html", broken, "text/html").published is None
+
+
+def test_feeds_are_fetched_again_sooner(crawled):
+    server, crawl, settings = crawled
+    rows = pq.read_table(crawl.crawldb.files(), columns=["url", "fetch_interval"]).to_pylist()
+    intervals = {row["url"]: row["fetch_interval"] for row in rows}
+    assert parsed(crawl)[server.url("/news.rss")]["kind"] == "feed"
+    assert intervals[server.url("/news.rss")] == settings["db.fetch.interval.feed"] == 3600
+    assert intervals[server.url("/blog/atom")] == 3600
+    assert intervals[server.url("/report.pdf")] == settings["db.fetch.interval.default"]
+    assert intervals[server.url("/post1.html")] == settings["db.fetch.interval.default"]

@@ -415,7 +415,7 @@ def test_x_robots_tag_applies_to_unsupported_content(content_type, body):
 
 def test_x_robots_tag_applies_to_plain_text():
     result = parse_content(PAGE, b"just text", "text/plain", {"x-robots-tag": "none"})
-    assert result == ParseResult(PARSE_SUCCESS, "", "", "just text", [], True, True)
+    assert result == ParseResult(PARSE_SUCCESS, "", "", "just text", [], True, True, kind="text")
 
 
 # --- rel=canonical ------------------------------------------------------------
@@ -1004,7 +1004,14 @@ def test_detection_is_bounded_on_huge_undeclared_pages():
 def test_text_plain():
     result = parse("Plain  text\n\nwith <a href='/x'>markup</a> kept", "text/plain; charset=utf-8")
     assert result == ParseResult(
-        PARSE_SUCCESS, "", "", "Plain text with <a href='/x'>markup</a> kept", [], False, False
+        PARSE_SUCCESS,
+        "",
+        "",
+        "Plain text with <a href='/x'>markup</a> kept",
+        [],
+        False,
+        False,
+        kind="text",
     )
 
 
@@ -1075,7 +1082,7 @@ def test_malformed_html():
 
 def test_empty_document():
     result = parse(b"")
-    assert result == ParseResult(PARSE_SUCCESS, "", "", "", [], False, False)
+    assert result == ParseResult(PARSE_SUCCESS, "", "", "", [], False, False, kind="html")
 
 
 def test_frameset_document():

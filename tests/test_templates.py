@@ -13,6 +13,7 @@ from sites import SiteServer, html, link, title_word
 from filbert.config import load_settings
 from filbert.index.step import build_index, without_template
 from filbert.search import Searcher
+from filbert.segments.mergesegs import merge_segments
 from filbert.storage import CrawlDir, Segment
 from filbert.tools.readdb import crawldb_url
 
@@ -104,10 +105,10 @@ def test_without_template_cuts_whole_blocks():
     assert without_template(body + "!", hashes, lengths, [1]) == body + "!"  # other text
 
 
-def test_segments_parsed_before_blocks_and_metadata_are_indexed(crawled, tmp_path):
+def test_segments_parsed_before_blocks_and_metadata_are_indexed_and_merged(crawled, tmp_path):
     crawl = CrawlDir(tmp_path / "crawl")
     shutil.copytree(crawled[1].path, crawl.path)
-    new = ["description", "author", "published", "modified", "refresh", "alternates"]
+    new = ["description", "author", "published", "modified", "refresh", "alternates", "kind"]
     for segment in crawl.segments():
         for part in segment.parts(Segment.PARSE_DATA):
             table = pq.read_table(part)
@@ -117,3 +118,5 @@ def test_segments_parsed_before_blocks_and_metadata_are_indexed(crawled, tmp_pat
     assert build_index(crawl, settings, rebuild=True)["documents"] == documents
     found = {h.url for h in search(crawl, settings, "zqfooterx")}
     assert len(found & {crawled[0].url(f"/p{i}.html") for i in range(8)}) >= 5  # no template
+    merged = merge_segments(crawl, settings)  # the columns they lack are NULLs
+    assert merged["segments"] > 1 and merged["rows"] > 0

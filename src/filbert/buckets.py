@@ -105,6 +105,17 @@ def parquet_relation(
     )
 
 
+def optional_columns(data: Relation, schema: pa.Schema, names: tuple[str, ...]) -> str:
+    """Columns that versions before them did not write, each NULL where the files lack it
+    (typed, as `epoch(NULL)` is ambiguous): `a, NULL::T AS b, ...`."""
+    described = connect().sql(f"DESCRIBE SELECT * FROM {data.sql}", params=data.params)
+    present = {row[0] for row in described.fetchall()}
+    return ", ".join(
+        name if name in present else f"NULL::{sql_type(schema.field(name).type)} AS {name}"
+        for name in names
+    )
+
+
 def sql_type(t: pa.DataType) -> str:
     if pa.types.is_string(t):
         return "VARCHAR"
@@ -135,6 +146,8 @@ def write_result(
 ) -> int:
     """Run a query and write its rows, cast to the schema, as one Parquet file."""
     table = con.sql(sql, params=params).to_arrow_table()
+    for missing in (f for f in schema if f.name not in table.column_names):  # older files
+        table = table.append_column(missing.name, pa.nulls(table.num_rows, missing.type))
     table = table.select(schema.names).cast(schema, safe=False)
     write_table(table, Path(out))
     return table.num_rows

@@ -122,6 +122,7 @@ PARSE_DATA = pa.schema(
         # for other documents
         ("block_hashes", pa.list_(pa.int64())),
         ("block_lengths", pa.list_(pa.int32())),
+        ("kind", pa.string()),  # what was parsed: html, text, pdf, feed, docx, odt
     ]
 )
 

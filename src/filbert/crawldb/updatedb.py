@@ -13,7 +13,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from filbert import schemas as s
-from filbert.buckets import BucketTask, connect, params, parquet_relation, rewrite, write_result
+from filbert.buckets import (
+    BucketTask,
+    connect,
+    optional_columns,
+    params,
+    parquet_relation,
+    rewrite,
+    write_result,
+)
 from filbert.config import Settings
 from filbert.crawldb.hostdb import unfolded_segments, update_hostdb
 from filbert.crawldb.inject import NewUrl, merge_urls
@@ -84,6 +92,7 @@ def _schedule_params(cfg: Settings) -> dict[str, object]:
     """The settings that _interval_sql and _sync_sql bind, and the retry limits."""
     values = {
         "interval_default": cfg["db.fetch.interval.default"],
+        "interval_feed": cfg["db.fetch.interval.feed"],
         "interval_max": cfg["db.fetch.interval.max"],
         "retry_max": cfg["db.fetch.retry.max"],
         "retry_interval": cfg["db.fetch.retry.interval"],
@@ -112,7 +121,9 @@ def _update_bucket(task: UpdateTask) -> dict[str, int]:
     WITH f AS (
         SELECT * FROM {fetch.sql} QUALIFY row_number() OVER (PARTITION BY fp ORDER BY fetch_time DESC) = 1
     ), parsed AS (  -- what the parser found in the same segment as the latest fetch
-        SELECT fp AS pfp, segment AS pseg, signature AS new_sig, canonical AS new_canonical FROM {data.sql}
+        SELECT fp AS pfp, segment AS pseg, signature AS new_sig, canonical AS new_canonical,
+            {optional_columns(data, s.PARSE_DATA, ("kind",))}
+        FROM {data.sql}
     ), l AS (
         SELECT fp, min(url) AS url, min(host) AS host, sum(score)::FLOAT AS score FROM {links.sql} GROUP BY fp
     ), d AS (SELECT * FROM {db.sql})
@@ -121,7 +132,8 @@ def _update_bucket(task: UpdateTask) -> dict[str, int]:
             WHEN f.status = '{s.FETCH_NOTMODIFIED}' THEN 'unchanged'
             WHEN f.status <> '{s.FETCH_SUCCESS}' OR new_sig IS NULL OR d.signature IS NULL THEN NULL
             WHEN new_sig = d.signature THEN 'unchanged' ELSE 'changed' END AS change,
-        {_interval_sql(cfg)} AS interval,
+        CASE WHEN kind = 'feed' THEN least($interval_feed, {_interval_sql(cfg)})
+             ELSE {_interval_sql(cfg)} END AS interval,
         coalesce(d.url, f.url, l.url) AS url, fp, coalesce(d.host, f.host, l.host) AS host,
         CASE
             WHEN f.status IS NULL THEN coalesce(d.status, '{s.DB_UNFETCHED}')

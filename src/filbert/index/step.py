@@ -29,7 +29,14 @@ import xxhash
 
 from filbert import schemas
 from filbert.analysis import analyzer, identify, load_user_dict
-from filbert.buckets import Relation, connect, latest_per_page, params, parquet_relation, sql_type
+from filbert.buckets import (
+    Relation,
+    connect,
+    latest_per_page,
+    optional_columns,
+    params,
+    parquet_relation,
+)
 from filbert.config import Settings
 from filbert.executor import make_executor
 from filbert.index.schema import FILLER, GRAMS_FIELD, shard_name
@@ -104,19 +111,6 @@ def _relations(task: StateTask | DocsTask) -> tuple[Relation, Relation, Relation
 METADATA = ("description", "published", "modified")
 
 
-def _optional_columns(data: Relation, names: tuple[str, ...]) -> str:
-    """The parse_data columns that versions before them did not write, each NULL where
-    the segments lack it (typed, as `epoch(NULL)` is ambiguous): `a, NULL::T AS b, ...`."""
-    described = connect().sql(f"DESCRIBE SELECT * FROM {data.sql}", params=data.params)
-    present = {row[0] for row in described.fetchall()}
-    return ", ".join(
-        name
-        if name in present
-        else f"NULL::{sql_type(schemas.PARSE_DATA.field(name).type)} AS {name}"
-        for name in names
-    )
-
-
 # A page's blocks that are its host's template, as a sorted list: part of its key, so a
 # page is indexed again when what is cut from it changes.
 TEMPLATE_CUTS = """SELECT b.fp, list_sort(list(DISTINCT b.hash)) AS cut
@@ -164,7 +158,7 @@ def _state_bucket(task: StateTask) -> int:
                 WHERE status IN ('{schemas.DB_FETCHED}', '{schemas.DB_NOTMODIFIED}')
             ), latest AS (
                 SELECT fp, title, noindex, signature, segment,
-                    {_optional_columns(data, ("headings", *METADATA, "refresh", "block_hashes"))}
+                    {optional_columns(data, schemas.PARSE_DATA, ("headings", *METADATA, "refresh", "block_hashes"))}
                 FROM {data.sql} WHERE status = '{schemas.PARSE_SUCCESS}'
                 {latest_per_page()}
             )
@@ -211,7 +205,7 @@ def _write_docs(task: DocsTask) -> int:
         WHERE fp IN (SELECT fp FROM changed)
     ), latest AS (
         SELECT d.fp, d.title, d.segment,
-            {_optional_columns(data, ("headings", *METADATA, "block_hashes", "block_lengths"))}
+            {optional_columns(data, schemas.PARSE_DATA, ("headings", *METADATA, "block_hashes", "block_lengths"))}
         FROM {data.sql} d SEMI JOIN changed c ON d.fp = c.fp AND d.segment = c.segment
         WHERE d.status = '{schemas.PARSE_SUCCESS}'
         QUALIFY row_number() OVER (PARTITION BY d.fp) = 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Mapping
+from dataclasses import replace
 
 from filbert.mediatypes import DOCUMENT_KINDS, KIND_OF_TYPE, KINDS, media_type
 from filbert.parse import documents
@@ -94,11 +95,12 @@ def parse_content(
                 "raise http.content.limit.documents to read it)",
             )
         if kind == "html":
-            return parse_html(url, content, content_type, agent, found)
-        if kind == "text":
-            text = _collapse(decode_text(content, content_type, url)[0])
-            return found.success("", text, [])
-        return documents.parse_document(kind, url, content, found)
+            result = parse_html(url, content, content_type, agent, found)
+        elif kind == "text":
+            result = found.success("", _collapse(decode_text(content, content_type, url)[0]), [])
+        else:
+            result = documents.parse_document(kind, url, content, found)
+        return replace(result, kind=kind)
     except documents.DocumentError as exc:
         return found.empty(PARSE_FAILED, str(exc))
     except Exception as exc:  # one bad document must not fail the whole segment

@@ -43,6 +43,7 @@ class ParseResult:
     # a web page's text in its blocks (paragraphs, list items, cells...): text is their
     # texts joined by spaces; what a host repeats on many pages is its template
     blocks: list[str] = field(default_factory=list)
+    kind: str = ""  # what was parsed: html, text, pdf, feed, docx, odt ("" when nothing)
 
 
 class Found:

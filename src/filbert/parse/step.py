@@ -206,6 +206,7 @@ def _data_row(
         "alternates": [{"lang": lang, "url": url} for lang, url in result.alternates],
         "block_hashes": [block_hash(b) for b in result.blocks],
         "block_lengths": [len(b) for b in result.blocks],
+        "kind": result.kind or None,
     }
 
 
