@@ -582,6 +582,8 @@ def by_words(queries: list[str], seconds: dict[str, np.ndarray]) -> list[str]:
     lengths = np.array([len(q.split()) for q in queries])
     for length in (1, 2, 3):
         chosen = lengths == length
+        if not chosen.any():  # --phrases: two words each
+            continue
         raw, ours, http_ = (stats_ms(seconds[name][chosen]) for name in (RAW, IN_PROCESS, HTTP))
         lines.append(
             f"| {length} | {chosen.sum()} | {raw['p50']:.2f} | {ours['p50']:.2f} | "
