@@ -406,10 +406,10 @@ class QueryBuilder:
             grams = Query.term_query(self.schema, GRAMS_FIELD, phrase.grams[0][1])
         else:
             grams = Query.phrase_query(self.schema, GRAMS_FIELD, list(phrase.grams))
-        clauses = [(Occur.Must, Query.boost_query(grams, self.boosts["body"]))]
-        if options:
-            clauses.append((Occur.Should if phrase.covered else Occur.Must, terms))
-        return Query.boolean_query(clauses)
+        found = Query.boost_query(grams, self.boosts["body"])
+        if phrase.covered:  # each field's phrase one by one: a union would be matched widely
+            return _scored_one_by_one(found, options)
+        return Query.boolean_query([(Occur.Must, found), (Occur.Must, terms)])
 
     def _phrase_options(
         self, variants: list[list[str]], slop: int, fields: tuple[str, ...]
