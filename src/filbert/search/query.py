@@ -396,19 +396,23 @@ class QueryBuilder:
     def _phrase_variant(self, phrase: Phrase) -> Query:
         """The phrase's common grams at their offsets, when it has some: one short posting
         list a pair of common words, where their own lists are among the longest. Its terms
-        as a phrase in any text field too: required where the grams leave a pair of words
-        unchecked, else only scored (on the pages the grams found)."""
-        options = self._phrase_options([phrase.terms], 0, TEXT_FIELDS) if phrase.terms else []
-        terms = Query.boolean_query([(Occur.Should, option) for option in options])
+        as a phrase in any text field too, where the grams leave a pair of words unchecked;
+        else they only score its title (on the pages the grams found)."""
+
+        def in_fields(fields: tuple[str, ...]) -> list[Query]:
+            return self._phrase_options([phrase.terms], 0, fields) if phrase.terms else []
+
         if not phrase.grams or not self.grams_field:
-            return terms  # none matches a phrase of stop words in an index without grams
+            # none matches a phrase of stop words in an index without grams
+            return Query.boolean_query([(Occur.Should, q) for q in in_fields(TEXT_FIELDS)])
         if len(phrase.grams) == 1:
             grams = Query.term_query(self.schema, GRAMS_FIELD, phrase.grams[0][1])
         else:
             grams = Query.phrase_query(self.schema, GRAMS_FIELD, list(phrase.grams))
         found = Query.boost_query(grams, self.boosts["body"])
-        if phrase.covered:  # each field's phrase one by one: a union would be matched widely
-            return _scored_one_by_one(found, options)
+        if phrase.covered:  # the grams stand for the other fields (at 1M pages: p99 35 -> 8 ms)
+            return _scored_one_by_one(found, in_fields(("title",)))
+        terms = Query.boolean_query([(Occur.Should, q) for q in in_fields(TEXT_FIELDS)])
         return Query.boolean_query([(Occur.Must, found), (Occur.Must, terms)])
 
     def _phrase_options(
