@@ -81,6 +81,10 @@ FETCHED = ("db_fetched", "db_duplicate", "db_notmodified")
 
 def scrapy_child(seed: str, feed: str, stats_out: str, overrides: list[str]) -> None:
     """Runs inside bench/.venv-scrapy: crawl from `seed`, write items to `feed`."""
+    # this script's directory leads sys.path, and bench/incremental.py would stand in for
+    # the `incremental` package Twisted imports
+    here = Path(__file__).resolve().parent
+    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != here]
     from scrapy.crawler import CrawlerProcess
     from scrapy.linkextractors import LinkExtractor
     from scrapy.spiders import CrawlSpider, Rule
