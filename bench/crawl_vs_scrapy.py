@@ -594,7 +594,7 @@ def filbert_stages_child(out: str, argv: list[str]) -> None:
     for name in STAGE_FUNCTIONS:
         if hasattr(crawl_module, name):
             setattr(crawl_module, name, wrap(name, getattr(crawl_module, name)))
-    from filbert.parse import segment as parse_module
+    from filbert.parse import step as parse_module
 
     if hasattr(parse_module, "SegmentParser"):
         parser = parse_module.SegmentParser
