@@ -12,7 +12,11 @@ from filbert.search import Searcher
 from filbert.search.query import analyze_query, parse_query
 
 PAGES = {
-    "/hamlet.html": html("Hamlet", "<p>To be, or not to be, that is the question.</p>"),
+    "/hamlet.html": html(
+        "Hamlet",
+        f"<p>{'Elsinore castle battlements at night. ' * 30}</p>"
+        "<p>To be, or not to be, that is the question.</p>",
+    ),
     # every word of the soliloquy, never in its order
     "/chores.html": html(
         "Chores", "<p>Not all of it has to be done today. Be quick, or be late, or not.</p>"
@@ -59,6 +63,9 @@ def test_phrases_of_stop_words_match_exactly(searcher):
     assert found(searcher, '"to be or not to be"') == ["hamlet.html"]
     assert found(searcher, "to be or not to be") == ["hamlet.html"]  # stop words alone
     assert set(found(searcher, '"to be"')) == {"hamlet.html", "chores.html"}
+    # no terms to highlight: the snippet shows the words as written, far into the page
+    snippet = searcher.search('"to be or not to be"').hits[0].snippet_html
+    assert "<b>To be, or not to be</b>, that is" in snippet
 
 
 def test_phrases_of_frequent_words(searcher):

@@ -94,6 +94,7 @@ class AnalyzedQuery:
     phrases: list[list[Phrase]]  # per phrase: one per language
     excluded: list[set[str] | list[Phrase]]
     probes: list[str]  # surface text to look for in snippets
+    stop_phrases: list[str] = field(default_factory=list)  # no terms: snippets find the text
 
     @cached_property  # snippets look it up for every hit
     def terms(self) -> set[str]:
@@ -132,7 +133,6 @@ def analyze_query(
         _phrases(x, langs) if " " in x.strip() else set().union(*_clauses(x, langs))
         for x in parsed.excluded
     ]
-    probes = _probes(text)
     return AnalyzedQuery(
         parsed,
         lang,
@@ -140,7 +140,8 @@ def analyze_query(
         _sequences(parsed.text, langs),
         [p for p in phrases if p],
         [x for x in excluded if x],
-        probes,
+        _probes(text),
+        [q for q, ps in zip(quoted, phrases) if ps and not any(p.terms for p in ps)],
     )
 
 

@@ -393,11 +393,9 @@ class ShardSearcher:
         lang = doc.get_first("lang") or ""
         body = stored_text(doc, "body_text")
         description = stored_text(doc, "description_text")
-        snippet = make_snippet(body, lang, analyzed.terms, analyzed.probes, self.snippet_chars)
+        snippet = make_snippet(body, lang, analyzed, self.snippet_chars)
         if description and (not snippet.matched or not body):  # the page's own summary
-            summary = make_snippet(
-                description, lang, analyzed.terms, analyzed.probes, self.snippet_chars
-            )
+            summary = make_snippet(description, lang, analyzed, self.snippet_chars)
             snippet = summary if summary.matched or not body else snippet
         return Fetched(
             url=url,

@@ -3,6 +3,7 @@
 Word beginnings of the query (probes) find candidate places fast (str.find on the folded text);
 only the text around them is analyzed, with the page's own analyzer, to see which words really
 are query terms (so "систем" highlights "системах" but "system" does not highlight "systole").
+A phrase of stop words alone has no terms: its words are found as written, in a row.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from itertools import compress
 
 from filbert.analysis import analyzer
 from filbert.analysis.analyzers import HAN, KANA_HANGUL
+from filbert.search.query import AnalyzedQuery
 
 MAX_MATCHES = 200  # probe matches looked at per page
 MAX_ANALYZED = 3  # passages analyzed per page, those with the most different probes
@@ -32,9 +34,15 @@ class Snippet:
     matched: bool = False  # whether it shows a query word
 
 
-def make_snippet(text: str, lang: str, terms: set[str], probes: list[str], length: int) -> Snippet:
+def make_snippet(text: str, lang: str, query: AnalyzedQuery, length: int) -> Snippet:
+    for phrase in query.stop_phrases:  # no terms to look for: the words as written
+        span = _phrase_in(text, phrase)
+        if span is not None:
+            start = _word_start(text, max(0, span[0] - length // 4))
+            return _render(text, start, length, [(span[0] - start, span[1] - start)])
+    terms = query.terms
     best: tuple[tuple[int, int], int, list[tuple[int, int]]] | None = None
-    for start in _candidates(text, probes, length):
+    for start in _candidates(text, query.probes, length):
         end = min(len(text), start + length)
         window = text[start:end]
         hits = _hits(window, lang, terms)
@@ -45,6 +53,17 @@ def make_snippet(text: str, lang: str, terms: set[str], probes: list[str], lengt
     if best is None or not best[2]:
         return _render(text, 0, length, [])
     return _render(text, best[1], length, best[2])
+
+
+def _phrase_in(text: str, phrase: str) -> tuple[int, int] | None:
+    """Where the phrase's words first occur in `text` in a row, whatever is between them
+    ("to be, or not to be" for "to be or not to be"); None if they do not."""
+    words = WORD.findall(phrase)
+    if not words:
+        return None
+    pattern = r"(?<!\w)" + r"[\W_]+".join(map(re.escape, words)) + r"(?!\w)"
+    found = re.search(pattern, text, re.IGNORECASE)
+    return found.span() if found else None
 
 
 def _hits(window: str, lang: str, terms: set[str]) -> list[tuple[int, int]]:
