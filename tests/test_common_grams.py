@@ -28,6 +28,8 @@ PAGES = {
     "/art.html": html("Research", "<p>The state of the art in walrus studies.</p>"),
     # state and art neighbours once stop words are left out, but another phrase
     "/craft.html": html("Craft", "<p>The state in the art of pottery.</p>"),
+    # a word too long to index (a hash) between stop words
+    "/hash.html": html("Checksums", f"<p>Use it as {'f' * 70} for this file.</p>"),
     "/ru.html": html("Советы", "<p>Что делать и как быть, если сеть не работает.</p>"),
     "/ru2.html": html("Заметки", "<p>Как настроить сеть. Быть или не быть.</p>"),
 }
@@ -48,15 +50,15 @@ def found(searcher: Searcher, query: str) -> list[str]:
 
 def test_grams_pair_neighbours_with_a_common_word():
     english = analyzer("en")
-    assert english.grams("To be, or not to be") == "to_be be_or or_not not_to to_be"
+    assert english.with_grams("To be, or not to be")[1] == "to_be be_or or_not not_to to_be"
     # a run of other pairs is one filler: grams apart stay apart
-    assert english.grams("Walrus tusks of the walrus") == "- of_the -"
-    assert english.grams("of the walrus, to be") == "of_the - to_be"
-    assert english.grams("walrus") == ""
-    assert analyzer("ru").grams("Что и как настроить") == "что_и и_как -"
-    assert analyzer("ru").grams("сеть") == ""
-    assert analyzer("zh").grams("研究生 的 大学") == "-"  # no common words in Chinese
-    assert analyzer("zh").grams("The Who 乐队").startswith("the_who ")  # but in English
+    assert english.with_grams("Walrus tusks of the walrus")[1] == "- of_the -"
+    assert english.with_grams("of the walrus, to be")[1] == "of_the - to_be"
+    assert english.with_grams("walrus")[1] == ""
+    assert analyzer("ru").with_grams("Что и как настроить")[1] == "что_и и_как -"
+    assert analyzer("ru").with_grams("сеть")[1] == ""
+    assert analyzer("zh").with_grams("研究生 的 大学")[1] == "-"  # no common words in Chinese
+    assert analyzer("zh").with_grams("The Who 乐队")[1].startswith("the_who ")  # but in English
 
 
 def test_phrases_of_stop_words_match_exactly(searcher):
@@ -80,6 +82,10 @@ def test_stop_words_inside_a_phrase_count(searcher):
     assert found(searcher, '"state in the art"') == ["craft.html"]
     assert set(found(searcher, "state art")) == {"art.html", "craft.html"}
     assert found(searcher, 'walrus -"state of the art"') == []
+
+
+def test_a_phrase_of_stop_words_and_an_unindexed_word(searcher):
+    assert found(searcher, f'"it as {"f" * 70} for this"') == ["hash.html"]
 
 
 def test_a_lone_stop_word_finds_the_titles_with_it(searcher):

@@ -134,8 +134,8 @@ def stop_words(lang: str) -> frozenset[str]:
 
 @cache
 def common_units(lang: str) -> frozenset[str]:
-    """The units (see Analyzer.units) that make common grams in a language: its stop words
-    and its most frequent words, as Nutch's common terms."""
+    """What makes common grams in a language (terms, and stop words as they are): its stop
+    words and its most frequent words, as Nutch's common terms."""
     terms = _word_terms(lang)
     return frozenset(terms[word] or word for word in stop_words(lang) | _word_list("common", lang))
 
@@ -294,19 +294,15 @@ class Analyzer:
         return _split(self._tokens(text), False)[0]
 
     def with_grams(self, text: str) -> tuple[str, str]:
-        """joined(text) and grams(text), in one pass."""
+        """joined(text), and in the same pass the text's common grams (after Lucene's
+        CommonGramsFilter): for each pair of neighbouring common words (stop words and the
+        language's most frequent words), "a_b", and for a run of other pairs a filler the
+        index drops, keeping its position ("to be or not a walrus" → "to_be be_or or_not
+        -"), so that phrases of common words match, at the cost of one short posting list
+        a pair instead of two of the longest. Pairs with one common word make none: the
+        other word finds the phrase's pages quickly (a gram for each would grow the index
+        by half). "" in a language without common words."""
         return _split(self._tokens(text), bool(self.common))
-
-    def grams(self, text: str) -> str:
-        """The common grams of a text (after Lucene's CommonGramsFilter): for each pair of
-        neighbouring common words (stop words and the language's most frequent words),
-        "a_b", and for a run of other pairs a filler the index drops, keeping its position
-        ("to be or not a walrus" → "to_be be_or or_not -"), so that phrases of common
-        words match, at the cost of one short posting list a pair instead of two of the
-        longest. Pairs with one common word make none: the other word finds the phrase's
-        pages quickly (a gram for each would grow the index by half). "" in a language
-        without common words."""
-        return self.with_grams(text)[1]
 
     def stop_words_in(self, text: str) -> list[str]:
         """The text's stop words, in order."""

@@ -25,10 +25,10 @@ KEYWORD_FIELDS = ("url", "host", "site", "lang", "segment")  # exact values
 # text field does, in one posting list (tantivy intersects those by skipping; the searcher
 # finds multi-word matches with it, then scores the hit-type fields on those pages only)
 ALL_FIELD = "all"
-# the common grams (Analyzer.grams) of the title, headings, anchors and body, a filler apart,
+# the common grams (Analyzer.with_grams) of the title, headings, anchors and body, a filler apart,
 # then the title's stop words alone (a query of one stop word finds those titles)
 GRAMS_FIELD = "grams"
-FILLER = "-"  # what Analyzer.grams puts where pairs make no gram
+FILLER = "-"  # what Analyzer.with_grams puts where pairs make no gram
 # whitespace tokens without the filler, whose positions stay (grams apart stay apart)
 GRAMS_ANALYZER = (
     tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace())
