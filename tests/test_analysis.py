@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from filbert.analysis import analyzer, fold, identify, load_user_dict, query_language
+from filbert.analysis._grams import distinct
 from filbert.analysis.analyzers import HAN_RUN, jieba_words, word_starts, word_starts_in
 
 
@@ -168,3 +169,10 @@ def test_word_starts():
     assert word_starts("__init__() x") == [11]
     assert word_starts("网络基础设施配置") == [0, 2, 6]
     assert word_starts("debian的未来") == [0, 6, 7]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["a", "bb", "é", "网络", "😀x", "c_d", "", " "]), max_size=40))
+def test_distinct_keeps_each_term_once_in_order(words):
+    terms = " ".join(words)
+    assert distinct(terms) == " ".join(dict.fromkeys(terms.split()))

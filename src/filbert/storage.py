@@ -49,11 +49,14 @@ def attempt_path(path: Path) -> Path:
     return path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
 
 
-def write_table(table: pa.Table, path: Path, row_group_size: int | None = None) -> None:
-    """Write one Parquet file (zstd) inside a directory that is not yet published, under an
-    attempt-unique name renamed onto `path` when complete."""
+def write_table(
+    table: pa.Table, path: Path, row_group_size: int | None = None, compression: str = "zstd"
+) -> None:
+    """Write one Parquet file inside a directory that is not yet published, under an
+    attempt-unique name renamed onto `path` when complete. (lz4 suits a file read once and
+    deleted: it writes and reads faster, zstd stores smaller.)"""
     tmp = attempt_path(path)
-    pq.write_table(table, tmp, compression="zstd", row_group_size=row_group_size)
+    pq.write_table(table, tmp, compression=compression, row_group_size=row_group_size)
     os.replace(tmp, path)
 
 

@@ -9,7 +9,11 @@
    pairs are neighbours and grams apart stay apart. (A filler a pair would tell how far
    apart, at the cost of a token for every word of the page.) One pass over a page's
    tokens gives both: the analysis caches each chunk's tokens, and splitting them into str
-   objects to pair them in Python cost as much as analyzing the page. */
+   objects to pair them in Python cost as much as analyzing the page.
+
+   distinct(terms): the space-separated terms, each once, in order of first appearance (for
+   an index field that keeps no counts or positions; in Python, splitting a page's terms
+   into str objects to drop repeats costs more than indexing them). */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -165,7 +169,74 @@ static PyObject *split(PyObject *module, PyObject *args) {
     return Py_BuildValue("(NN)", terms, grams);
 }
 
+static Py_hash_t hash_of(const Token *token, int kind, const void *data) {
+    Py_uhash_t hash = 2166136261u; /* FNV-1a over the code points */
+    for (Py_ssize_t j = token->start; j < token->end; j++) {
+        hash = (hash ^ PyUnicode_READ(kind, data, j)) * 16777619u;
+    }
+    return (Py_hash_t)hash;
+}
+
+static int same(const Token *a, const Token *b, int kind, const void *data) {
+    if (width(a) != width(b)) {
+        return 0;
+    }
+    for (Py_ssize_t j = 0; j < width(a); j++) {
+        if (PyUnicode_READ(kind, data, a->start + j) != PyUnicode_READ(kind, data, b->start + j)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Clears the term flag of every token that repeats an earlier one (open addressing). */
+static int drop_repeats(Token *tokens, Py_ssize_t count, int kind, const void *data) {
+    size_t size = 16;
+    while (size < 2 * (size_t)count) {
+        size *= 2;
+    }
+    Py_ssize_t *slots = PyMem_Malloc(sizeof(Py_ssize_t) * size);
+    if (slots == NULL) {
+        return -1;
+    }
+    for (size_t k = 0; k < size; k++) {
+        slots[k] = -1;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        size_t k = (size_t)hash_of(&tokens[i], kind, data) & (size - 1);
+        while (slots[k] >= 0 && !same(&tokens[slots[k]], &tokens[i], kind, data)) {
+            k = (k + 1) & (size - 1);
+        }
+        if (slots[k] >= 0) {
+            tokens[i].term = 0;
+        } else {
+            slots[k] = i;
+        }
+    }
+    PyMem_Free(slots);
+    return 0;
+}
+
+static PyObject *distinct(PyObject *module, PyObject *text) {
+    if (!PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "distinct() takes a str");
+        return NULL;
+    }
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t count;
+    Token *tokens = split_tokens(kind, data, PyUnicode_GET_LENGTH(text), &count);
+    if (tokens == NULL || drop_repeats(tokens, count, kind, data) < 0) {
+        PyMem_Free(tokens);
+        return PyErr_NoMemory();
+    }
+    PyObject *terms = terms_of(tokens, count, kind, data);
+    PyMem_Free(tokens);
+    return terms;
+}
+
 static PyMethodDef methods[] = {
+    {"distinct", distinct, METH_O, "distinct(terms) -> str: each space-separated term once."},
     {"split", split, METH_VARARGS,
      "split(tokens, grams) -> (terms, grams): the terms of marked tokens, and their grams."},
     {NULL, NULL, 0, NULL},

@@ -246,7 +246,7 @@ def _write_docs(task: DocsTask) -> int:
     table = table.drop_columns(["block_hashes", "block_lengths", "cut"])
     table = table.set_column(table.schema.get_field_index("body"), "body", pa.array(bodies))
     table = table.append_column("lang", pa.array(langs, pa.string()))
-    write_table(table, Path(task.out), ROWS_PER_GROUP)
+    write_table(table, Path(task.out), ROWS_PER_GROUP, "lz4")
     return table.num_rows
 
 
@@ -282,7 +282,7 @@ def _analyze(task: AnalyzeTask) -> dict[int, str]:
     for shard, docs in by_shard.items():
         path = Path(task.out) / shard_name(shard) / task.name
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_table(pa.Table.from_pylist(docs, schema=FORWARD), path)
+        write_table(pa.Table.from_pylist(docs, schema=FORWARD), path, compression="lz4")
         files[shard] = str(path)
     return files
 
