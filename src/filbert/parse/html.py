@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 import orjson
 from selectolax.lexbor import LexborDocumentOptions, LexborHTMLParser, LexborNode
 
+from filbert.parse._whitespace import blocks as _blocks
 from filbert.parse._whitespace import collapse as _collapse  # " ".join(text.split())
 from filbert.parse.encoding import decode_html
 from filbert.parse.result import Found, ParseResult, directives, parse_date, resolve_or_none
@@ -157,7 +158,7 @@ def parse_html(
     for node in (*elements["invisible"], *elements["title"]):
         node.decompose()
     body = tree.body
-    blocks = [b for b in map(_collapse, body.text().split(BLOCK)) if b] if body else []
+    blocks = _blocks(body.text(), BLOCK) if body else []  # collapsed, the empty ones left out
     return found.success(title, " ".join(blocks), outlinks, headings, blocks)
 
 
