@@ -61,7 +61,15 @@ class RichReporter:
             assert self.task is not None  # added with the progress bar
             task = self.progress.tasks[0]
             rate = (ok + failed) / task.elapsed if task.elapsed else 0.0
-            self.progress.update(self.task, completed=ok + failed, rate=rate, ok=ok, failed=failed)
+            done = ok + failed  # more than the fetch list when links are followed
+            self.progress.update(
+                self.task,
+                total=max(task.total or 0, done),
+                completed=done,
+                rate=rate,
+                ok=ok,
+                failed=failed,
+            )
 
     def fetch_done(self, stats: FetchStats) -> None:
         if self.progress is not None:

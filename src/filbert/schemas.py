@@ -175,6 +175,17 @@ class FetchedPage:
     truncated: bool = False  # the body was cut at the content limit
 
 
+@dataclass(frozen=True)
+class SiteLinks:
+    """The links a parsed page yields to its own host (filtered and normalized, as its
+    crawl_parse rows are), which the fetcher may follow in the same round."""
+
+    page: str  # the page's URL
+    host: str  # its host, and its links'
+    share: float  # the score each link gets from the page
+    links: list[tuple[str, bytes]]  # (URL, fingerprint)
+
+
 # index/<tmp>/state-*: the pages the index should hold (index step), and the key of what each
 # one's document is made of.
 INDEX_STATE = pa.schema(

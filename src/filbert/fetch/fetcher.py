@@ -6,6 +6,7 @@ start of the next; a global semaphore bounds all requests (--threads). 429/503 a
 back the queue off exponentially, honouring Retry-After; a queue with too many
 exceptions is dropped. HTTP answers map to Nutch's fetch statuses; redirects are
 followed in the same round up to http.redirect.max, else recorded for the next round.
+A caller may add items as the round goes (`more`: the links pages yield to their own site).
 """
 
 from __future__ import annotations
@@ -153,6 +154,11 @@ def retry_after_seconds(value: str | None) -> float:
         return 0.0
 
 
+# Items to fetch in this round too, asked for after each result (False) and when every
+# queue is empty (True: the last chance; the round ends when it gives none).
+More = Callable[[bool], list[FetchItem]]
+
+
 class Fetcher:
     def __init__(
         self,
@@ -162,8 +168,10 @@ class Fetcher:
         robots_cache: RobotsCache,
         owns_host: Callable[[str], bool] = lambda host: True,
         clock: HostClock | None = None,
+        more: More | None = None,
     ):
         self.settings = settings
+        self.more = more
         self.clock = clock or HostClock()
         self.owns_host = owns_host  # redirects to other hosts are left to their own partition
         self.robots_cache = robots_cache
@@ -214,6 +222,8 @@ class Fetcher:
             self._enqueue(item)
         while self.workers:
             await asyncio.gather(*list(self.workers))
+            for item in self.more(True) if self.more else []:
+                self._enqueue(item)
 
     # --- queues -------------------------------------------------------------------
 
@@ -315,6 +325,8 @@ class Fetcher:
 
     def _emit(self, result: FetchResult) -> None:
         self.on_result(result)
+        for item in self.more(False) if self.more else []:
+            self._enqueue(item)
         target = result.redirect_url
         if not target or result.item.redirects >= self.max_redirects:
             return
@@ -446,11 +458,14 @@ def run_fetcher(
     robots_cache: RobotsCache,
     owns_host: Callable[[str], bool] = lambda host: True,
     clock: HostClock | None = None,
+    more: More | None = None,
 ) -> float:
-    """Fetch all items; returns the elapsed seconds."""
+    """Fetch all items (and what `more` adds); returns the elapsed seconds."""
 
     async def run() -> None:
-        async with Fetcher(settings, threads, on_result, robots_cache, owns_host, clock) as fetcher:
+        async with Fetcher(
+            settings, threads, on_result, robots_cache, owns_host, clock, more
+        ) as fetcher:
             await fetcher.fetch_all(items)
 
     start = time.monotonic()

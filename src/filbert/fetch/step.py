@@ -18,9 +18,10 @@ import orjson
 from filbert import schemas
 from filbert.config import Settings
 from filbert.executor import make_executor
-from filbert.fetch.fetcher import FetchItem, FetchResult, HostClock, run_fetcher
+from filbert.fetch.fetcher import FetchItem, FetchResult, HostClock, More, run_fetcher
+from filbert.fetch.follow import Follower, fetched_fingerprints
 from filbert.fetch.robots import RobotsCache
-from filbert.schemas import FetchedPage
+from filbert.schemas import FetchedPage, SiteLinks
 from filbert.storage import CrawlDir, CrawlDirError, PartWriter, Segment, count_rows, read_parts
 from filbert.urls import bucket_of
 
@@ -64,6 +65,10 @@ class PageSink(Protocol):
     def add(self, page: FetchedPage) -> None: ...
     def redirect(self, url: str, target: str, score: float) -> None: ...
 
+    def take_site_links(self, parse_pending: bool) -> list[SiteLinks]:
+        """The links to their own site of the pages parsed since the last call (pages may
+        wait to be parsed in batches: `parse_pending` parses those first)."""
+
     def close(self, buckets: Iterable[int]) -> Counter:
         """Finish the outputs (`buckets`: those fetched into); returns counts to report."""
 
@@ -86,6 +91,7 @@ class FetchTask:
     threads: int
     sink: SinkFactory | None
     not_before: dict[str, float]  # politeness queues held from earlier fetches (wall clock)
+    crawldb: tuple[str, ...] = ()  # its buckets' crawldb parts (what links not to follow)
 
 
 def fetch_partition(
@@ -108,7 +114,7 @@ def fetch_partition(
         if task.sink
         else None
     )
-    stats = FetchStats(segment.name, len(items))
+    stats = FetchStats(segment.name)
     report = on_progress or ProgressFile(out / f"progress-{min(task.buckets, default=0):05d}")
 
     def record(result: FetchResult) -> None:
@@ -150,7 +156,9 @@ def fetch_partition(
         robots_cache,
         lambda host: bucket_of(host, task.bucket_count) in buckets,
         clock,
+        _following(task, items, sink),
     )
+    stats.urls = stats.by_status.total()  # followed links too; not those past a time limit
     fetched = fetch_out.close()
     content_out.close()
     if sink:
@@ -159,6 +167,17 @@ def fetch_partition(
     if isinstance(report, ProgressFile):
         report.flush()
     return stats
+
+
+def _following(task: FetchTask, items: list[FetchItem], sink: PageSink | None) -> More | None:
+    """What the fetcher adds to a site's queue as the round goes: the links its pages
+    yield to it (fetch.follow), when fetcher.follow.depth asks for them."""
+    if sink is None or task.settings["fetcher.follow.depth"] <= 0:
+        return None
+    follower = Follower(
+        task.settings, fetched_fingerprints(task.crawldb), (item.fp for item in items)
+    )
+    return lambda idle: follower.items(sink.take_site_links(idle))
 
 
 Progress = Callable[[int, int], None]  # pages fetched so far: ok, failed (or redirected)
@@ -246,6 +265,7 @@ def fetch_segment(
         threads or settings["fetcher.threads.fetch"],
         sink,
         clock.deadlines() if clock else {},
+        crawl,
     )
     if len(tasks) == 1:
         stats = fetch_partition(tasks[0], on_progress, robots_cache, clock)
@@ -268,6 +288,7 @@ def _partition(
     threads: int,
     sink: SinkFactory | None,
     not_before: dict[str, float],
+    crawl: CrawlDir,
 ) -> list[FetchTask]:
     buckets = [b for b in range(bucket_count) if segment.part(Segment.GENERATE, b).exists()]
     n = max(1, min(settings["fetcher.partitions"], len(buckets)))
@@ -281,6 +302,7 @@ def _partition(
             max(1, threads // n),
             sink,
             not_before,
+            tuple(str(p) for b in buckets[i::n] if (p := crawl.crawldb.bucket_path(b))),
         )
         for i in range(n)
     ]

@@ -24,7 +24,7 @@ from filbert.executor import make_executor
 from filbert.mediatypes import parse_types
 from filbert.parse.content import parse_content
 from filbert.parse.result import ParseResult
-from filbert.schemas import FetchedPage
+from filbert.schemas import FetchedPage, SiteLinks
 from filbert.storage import CrawlDir, CrawlDirError, PartWriter, Segment, read_parts, reading
 from filbert.urls import UrlFilter, UrlNormalizer, bucket_of, fingerprint, host_of
 
@@ -100,6 +100,8 @@ class SegmentParser:
         self.counts: Counter = Counter()
         self.pending: list[FetchedPage] = []
         self.pending_bytes = 0
+        self.follow = settings["fetcher.follow.depth"] > 0
+        self.site_links: list[SiteLinks] = []
 
     def add(self, page: FetchedPage) -> None:
         self.pending.append(page)
@@ -109,6 +111,14 @@ class SegmentParser:
 
     def redirect(self, url: str, target: str, score: float) -> None:
         self.links.add(target, url, "", "redirect", score)
+
+    def take_site_links(self, parse_pending: bool) -> list[SiteLinks]:
+        """The links to their own site of the pages parsed since the last call (kept only
+        with fetcher.follow.depth > 0), after parsing the pending pages if asked."""
+        if parse_pending:
+            self._parse_pending()
+        taken, self.site_links = self.site_links, []
+        return taken
 
     def close(self, buckets: Iterable[int]) -> Counter:
         """Finish the files (each of `buckets` gets parse_text and parse_data, empty if
@@ -144,6 +154,11 @@ class SegmentParser:
         share = page.score / max(1, len(kept))
         for target, anchor in kept:
             self.links.add(target, page.url, anchor, "link", share)
+        if self.follow and kept:
+            host = host_of(page.url)
+            targets = ((url, self.links.target(url)) for url, _ in kept)
+            own = [(url, fp) for url, (fp, to_host, _) in targets if to_host == host]
+            self.site_links.append(SiteLinks(page.url, host, share, own))
         refresh = self.outlinks.select(page.url, [(result.refresh, "")]) if result.refresh else []
         for target, _ in refresh:  # a meta refresh is followed like a redirect
             self.links.add(target, page.url, "", "redirect", page.score)
@@ -251,14 +266,18 @@ class _LinkWriter:
         self.targets: dict[str, tuple[bytes, str, int]] = {}
         self.count = 0
 
-    def add(self, url: str, from_url: str, anchor: str, kind: str, score: float) -> None:
+    def target(self, url: str) -> tuple[bytes, str, int]:
+        """The URL's fingerprint, host and bucket."""
         target = self.targets.get(url)
         if target is None:
             if len(self.targets) > SEEN_LIMIT:
                 self.targets.clear()
             host = host_of(url)
             target = self.targets[url] = (fingerprint(url), host, bucket_of(host, self.buckets))
-        fp, host, bucket = target
+        return target
+
+    def add(self, url: str, from_url: str, anchor: str, kind: str, score: float) -> None:
+        fp, host, bucket = self.target(url)
         self.rows.add(
             bucket,
             {
