@@ -8,7 +8,9 @@ from filbert.config import load_settings
 from filbert.crawl import run_crawl
 from filbert.storage import CrawlDir
 
-FAST = ["fetcher.server.delay=0", "executor.kind=sequential"]
+# one level a round (no per-site queues, test_follow.py covers them): the rounds these tests
+# count and compare are those of a fetch list
+FAST = ["fetcher.server.delay=0", "executor.kind=sequential", "fetcher.follow.depth=0"]
 
 
 class Quiet:

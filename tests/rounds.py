@@ -8,6 +8,7 @@ import shutil
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from pipeline import FAST
 from sites import SiteServer, html, link
 
 from filbert.crawl import fetch_step
@@ -43,8 +44,7 @@ WORDS = [
     "wander",
 ]
 SETTINGS = [
-    "fetcher.server.delay=0",
-    "executor.kind=sequential",
+    *FAST,
     f"db.fetch.interval.default={DAY}",
     "index.shards=2",
 ]

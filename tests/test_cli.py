@@ -35,7 +35,10 @@ from filbert.cli import app, main
 from filbert.storage import CrawlDir
 
 FILBERT = Path(sys.executable).with_name("filbert")
-FAST = ["-D", "fetcher.server.delay=0", "-D", "executor.kind=sequential"]
+FAST = [
+    *("-D", "fetcher.server.delay=0", "-D", "executor.kind=sequential"),
+    *("-D", "fetcher.follow.depth=0"),  # one level a round: the rounds these tests count
+]
 
 PAGES = 30
 MISSING = "/missing.html"  # linked from "/", not served: 404
@@ -427,7 +430,8 @@ def test_settings_file_is_used(server: SiteServer, tmp_path: Path) -> None:
     directory = tmp_path / "crawl"
     directory.mkdir()
     (directory / "filbert.toml").write_text(
-        '"fetcher.server.delay" = 0\n"executor.kind" = "sequential"\n"db.max.outlinks.per.page" = 2\n'
+        '"fetcher.server.delay" = 0\n"executor.kind" = "sequential"\n'
+        '"db.max.outlinks.per.page" = 2\n"fetcher.follow.depth" = 0\n'
     )
     invoke("crawl", server.url("/"), "--dir", directory, "--depth", 1, "--no-index")
     # "/" has 32 links; the setting keeps two of them

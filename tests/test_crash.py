@@ -48,7 +48,10 @@ from filbert.storage import TMP_PREFIX, CrawlDir
 from filbert.tools.readdb import crawldb_stats
 
 FILBERT = Path(sys.executable).with_name("filbert")
-FAST = ["-D", "fetcher.server.delay=0", "-D", "executor.kind=sequential"]
+FAST = [
+    *("-D", "fetcher.server.delay=0", "-D", "executor.kind=sequential"),
+    *("-D", "fetcher.follow.depth=0"),  # one level a round: the reference chain's
+]
 SETTINGS = load_settings(None, [d for d in FAST if d != "-D"])
 
 PAGES = 300

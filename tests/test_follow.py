@@ -11,7 +11,7 @@ from itertools import pairwise
 import pyarrow.parquet as pq
 from pipeline import crawl_site
 from sites import Page, graph_path, html, link, link_graph
-from test_crash import FAST, FILBERT, _wait_until, run_step, tmp_dirs
+from test_crash import FILBERT, _wait_until, tmp_dirs
 
 from filbert.storage import TMP_PREFIX, CrawlDir
 from filbert.tools.readdb import crawldb_stats
@@ -111,9 +111,10 @@ def test_a_round_killed_while_following_reruns_to_the_same_crawl(site_server, tm
         pages[graph_path(n)] = Page(pages[graph_path(n)], delay=0.05)
     site = site_server(pages)
     directory = tmp_path / "crawl"
-    args = ["crawl", site.url("/"), "--depth", "3", "-D", "fetcher.follow.depth=200"]
+    command = [str(FILBERT), "crawl", site.url("/"), "--depth", "3", "--dir", str(directory)]
+    command += ["-D", "fetcher.server.delay=0", "-D", "fetcher.follow.depth=200"]
     proc = subprocess.Popen(
-        [str(FILBERT), *args, "--dir", str(directory), *FAST],
+        command,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -136,10 +137,26 @@ def test_a_round_killed_while_following_reruns_to_the_same_crawl(site_server, tm
     assert proc.returncode == -signal.SIGKILL, "the crawl ended before the kill point"
     assert not crawl.crawldb.exists() or crawldb_stats(crawl)["status"].get("db_fetched", 0) == 0
 
-    rerun = run_step(args, directory)
+    rerun = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
     assert rerun.returncode == 0, rerun.stderr
     assert tmp_dirs(directory) == []
     site_urls = {site.url("/"), *(site.url(graph_path(n)) for n in range(80))}
     fetched = Counter(url for urls in fetched_by_segment(crawl) for url in urls)
     assert set(fetched) == site_urls and set(fetched.values()) == {1}
     assert crawldb_stats(crawl)["status"] == {"db_fetched": len(site_urls)}
+
+
+def test_on_by_default(site_server, tmp_path):
+    site = site_server(chain_site(4))
+    directory = tmp_path / "crawl"
+    args = ["crawl", site.url("/"), "--depth", "1", "--no-index"]
+    done = subprocess.run(
+        [str(FILBERT), *args, "--dir", str(directory), "-D", "fetcher.server.delay=0"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert fetched_by_segment(CrawlDir(directory)) == [
+        [site.url(p) for p in ("/", "/1", "/2", "/3", "/4")]
+    ]

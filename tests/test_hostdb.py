@@ -15,6 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from pipeline import FAST as ROUNDS_FAST
 from rounds import Site, crawl_rounds
 from sites import SiteServer, html
 
@@ -33,7 +34,7 @@ from filbert.storage import CrawlDir, Segment
 from filbert.tools.readdb import crawldb_url
 
 FILBERT = Path(sys.executable).with_name("filbert")
-FAST = ["fetcher.server.delay=0", "executor.kind=sequential", "db.fetch.retry.max=10"]
+FAST = [*ROUNDS_FAST, "db.fetch.retry.max=10"]
 
 
 def closed_port() -> int:

@@ -11,6 +11,7 @@ from urllib.parse import quote
 
 import pytest
 from fastapi.testclient import TestClient
+from pipeline import FAST
 from sites import SiteServer, graph_path, html, link_graph, rare_word
 
 from filbert.config import Settings, load_settings
@@ -61,7 +62,7 @@ def index(crawl: CrawlDir, settings: Settings) -> None:
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     pages = link_graph(PAGES, 3) | {EVIL_PATH: EVIL_PAGE}
     pages["/"] += f'<a href="{EVIL_PATH}">evil</a>'
-    settings = load_settings(None, ["fetcher.server.delay=0", "executor.kind=sequential"])
+    settings = load_settings(None, FAST)
     crawl = CrawlDir(tmp_path_factory.mktemp("web") / "crawl")
     with SiteServer(pages) as server:
         inject(crawl, [server.url("/")], settings)
