@@ -82,6 +82,12 @@ def crawl(
     no_index: bool = typer.Option(False, "--no-index", help="Stop after invertlinks."),
     sitemaps: bool = typer.Option(False, "--sitemaps", help="First read the hosts' sitemaps."),
     adddays: AddDays = 0,
+    focus: Path | None = typer.Option(
+        None,
+        "--focus",
+        help="A topic file (keywords:, example URLs, text): the crawl takes what is most "
+        "relevant to it first, from now on (see the README).",
+    ),
     define: Define = None,
 ) -> None:
     """Run inject → (generate → fetch → parse → updatedb) × depth → invertlinks → pagerank → dedup → index."""
@@ -91,9 +97,11 @@ def crawl(
     crawl_dir, settings = _open(dir, define)
     tasks = _show_tasks()
     with crawl_dir.lock():
+        examples = _adopt_topic(crawl_dir, focus, settings) if focus else []
+        settings = load_settings(dir, define or [])  # with the crawl's topic
         summary = run_crawl(
             crawl_dir,
-            seeds or [],
+            [*(seeds or []), *examples],
             settings,
             RichReporter(),
             depth,
@@ -121,6 +129,17 @@ def crawl(
         },
     )
     console.print(table)
+
+
+def _adopt_topic(crawl_dir: CrawlDir, topic: Path, settings: Settings) -> list[str]:
+    """The topic as the crawl's own (focus.txt); its example pages, which seed the crawl."""
+    from filbert.tools.focus import adopt_topic
+
+    read, failed = adopt_topic(crawl_dir, topic, settings)
+    console.print(f"focus: {topic} with {len(read)} example page(s)", markup=False)
+    for url in failed:
+        console.print(f"  could not read the example {url} (see `filbert parsechecker`)")
+    return read
 
 
 @app.command()

@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 from filbert.errors import UserError
 
 SETTINGS_FILE = "filbert.toml"
+FOCUS_FILE = "focus.txt"  # a crawl's topic, written by `crawl --focus` (focus.topic)
 
 Number = int | float
 
@@ -173,6 +174,7 @@ PARSERS: dict[str, Callable[[Mapping[str, Any], str], object]] = {
     "urlfilter.domain.allow": _of_settings("filbert.urls.filter:FilterLimits.from_settings"),
     "urlfilter.domain.deny": _of_settings("filbert.urls.filter:FilterLimits.from_settings"),
     "analysis.zh.userdict": _of_path("filbert.analysis.analyzers:read_user_dict"),
+    "focus.topic": _of_path("filbert.analysis.topic:Topic.read"),
     "suggest.errors.lengths": _of_settings("filbert.suggest.step:error_lengths"),
     "suggest.synonyms.file": _of_path("filbert.suggest.step:read_synonyms"),
     "search.searchers": _of_settings("filbert.web.broker:searcher_addresses"),
@@ -263,7 +265,8 @@ class Settings(Mapping[str, Any]):
 
 
 def load_settings(crawl_dir: Path | None, overrides: Iterable[str] = ()) -> Settings:
-    """Defaults, then CRAWL/filbert.toml if present, then -D overrides."""
+    """Defaults, then CRAWL/filbert.toml if present (and CRAWL/focus.txt as focus.topic,
+    unless that is set), then -D overrides."""
     settings = Settings()
     if crawl_dir is not None:
         path = Path(crawl_dir) / SETTINGS_FILE
@@ -273,5 +276,8 @@ def load_settings(crawl_dir: Path | None, overrides: Iterable[str] = ()) -> Sett
             except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
                 raise ConfigError(f"{path}: {exc}") from exc
             settings = settings.with_overrides(file_values, str(path))
+        topic = Path(crawl_dir) / FOCUS_FILE
+        if not settings["focus.topic"] and topic.exists():
+            settings = settings.with_overrides({"focus.topic": str(topic.resolve())}, str(topic))
     pairs = dict(parse_override(o) for o in overrides)
     return settings.with_overrides(pairs, "-D")

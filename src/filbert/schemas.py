@@ -46,6 +46,12 @@ CRAWLDB = pa.schema(
         ("last_modified", pa.string()),
         ("simhash", pa.int64()),  # near-duplicate fingerprint of the text
         ("canonical", pa.string()),  # the page's rel=canonical URL, if any
+        # focused crawling (focus.topic): the page's relevance to the topic (when fetched),
+        # the best priority a link to it was given, and the fewest pages below the relevance
+        # threshold in a row on a path to it
+        ("relevance", pa.float32()),
+        ("priority", pa.float32()),
+        ("tunnel", pa.int16()),
     ]
 )
 
@@ -58,6 +64,7 @@ FETCHLIST = pa.schema(
         ("score", pa.float32()),
         ("etag", pa.string()),
         ("last_modified", pa.string()),
+        ("tunnel", pa.int16()),  # as in the crawldb (focused crawling)
     ]
 )
 
@@ -123,6 +130,7 @@ PARSE_DATA = pa.schema(
         ("block_hashes", pa.list_(pa.int64())),
         ("block_lengths", pa.list_(pa.int32())),
         ("kind", pa.string()),  # what was parsed: html, text, pdf, feed, docx, odt
+        ("relevance", pa.float32()),  # to the crawl's topic (focus.topic; else NULL)
     ]
 )
 
@@ -145,6 +153,10 @@ CRAWL_PARSE = pa.schema(
         ("anchor", pa.string()),
         ("kind", pa.string()),  # "link" or "redirect"
         ("score", pa.float32()),  # score the source passes on (OPIC-like)
+        # focused crawling (else NULL): the link's priority, and the pages below the
+        # relevance threshold in a row on the path to it (its source's, plus one if it is)
+        ("priority", pa.float32()),
+        ("tunnel", pa.int16()),
     ]
 )
 
@@ -173,6 +185,7 @@ class FetchedPage:
     headers: Mapping[str, str] | None  # the response headers
     score: float  # what the page passes on to its outlinks
     truncated: bool = False  # the body was cut at the content limit
+    tunnel: int = 0  # pages below the topic's threshold in a row that led to it
 
 
 @dataclass(frozen=True)
@@ -184,6 +197,7 @@ class SiteLinks:
     host: str  # its host, and its links'
     share: float  # the score each link gets from the page
     links: list[tuple[str, bytes]]  # (URL, fingerprint)
+    tunnel: int = 0  # the links' (focused crawling)
 
 
 # index/<tmp>/state-*: the pages the index should hold (index step), and the key of what each

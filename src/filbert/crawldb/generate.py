@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from filbert import schemas
-from filbert.buckets import BucketTask, connect, params, parquet_relation
+from filbert.buckets import BucketTask, connect, optional_columns, params, parquet_relation
 from filbert.config import Settings
 from filbert.crawldb.hostdb import skipped_hosts
 from filbert.executor import make_executor
@@ -32,6 +32,19 @@ from filbert.storage import (
 from filbert.urls import UrlFilter
 
 CANDIDATES = "candidates"  # each bucket's best due URLs, in the segment being made
+CANDIDATE = schemas.FETCHLIST.append(pa.field("rank", pa.float32()))  # best first
+# the crawldb columns generate reads (the focus ones are NULL in crawldbs made before them)
+DUE_COLUMNS = (
+    "url",
+    "fp",
+    "host",
+    "score",
+    "etag",
+    "last_modified",
+    "tunnel",
+    "priority",
+    "fetch_time",
+)
 
 
 @dataclass
@@ -48,15 +61,20 @@ class GenerateTask(BucketTask):
     top_n: int | None  # URLs in all, None or 0 for no limit
     skipped: list[str]  # hosts left out (hostdb: unreachable)
     url_filter: UrlFilter | None  # applied to the due URLs (generate.filter)
+    focused: bool = False  # best first by the priority of links to them (focus.topic)
 
 
 def _candidates(task: GenerateTask) -> tuple[int, int]:
     """Writes this bucket's due URLs that the filters allow on hosts not left out, best
-    first, at most max.count per host and topN in all, to task.out; (bucket, how many)."""
+    first (their `rank`), at most max.count per host and topN in all, to task.out; (bucket,
+    how many). The best have the highest score, or in a focused crawl the highest link
+    priority (a URL no link gave one, a seed, first)."""
     db = parquet_relation("crawldb", [task.old] if task.old else [], schemas.CRAWLDB)
     con = connect()
+    rank = "coalesce(priority, 1.0)" if task.focused else "score"
     due = con.sql(
-        f"""SELECT url, fp, host, score, etag, last_modified FROM {db.sql}
+        f"""SELECT url, fp, host, score, etag, last_modified, tunnel, {rank}::FLOAT AS rank
+            FROM (SELECT {optional_columns(db, schemas.CRAWLDB, DUE_COLUMNS)} FROM {db.sql})
             WHERE fetch_time <= $now AND NOT list_contains($skipped, host)""",
         params=params(db, now=task.now, skipped=task.skipped),
     ).to_arrow_table()
@@ -68,15 +86,15 @@ def _candidates(task: GenerateTask) -> tuple[int, int]:
     if task.max_count > 0:
         limits["max_count"] = task.max_count
         per_host = (
-            "QUALIFY row_number() OVER (PARTITION BY host ORDER BY score DESC, url) <= $max_count"
+            "QUALIFY row_number() OVER (PARTITION BY host ORDER BY rank DESC, url) <= $max_count"
         )
     if task.top_n:
         limits["top_n"] = task.top_n
     con.register("due", due)
     sql = f"""SELECT * FROM due {per_host}
-        ORDER BY score DESC, url {"LIMIT $top_n" if task.top_n else ""}"""
+        ORDER BY rank DESC, url {"LIMIT $top_n" if task.top_n else ""}"""
     table = con.sql(sql, params=limits).to_arrow_table()
-    table = table.select(schemas.FETCHLIST.names).cast(schemas.FETCHLIST, safe=False)
+    table = table.select([*schemas.FETCHLIST.names, "rank"]).cast(CANDIDATE, safe=False)
     write_table(table, Path(task.out))
     return task.bucket, table.num_rows
 
@@ -106,6 +124,7 @@ def generate(
             top_n,
             skipped,
             url_filter,
+            bool(settings["focus.topic"]),
         )
         for b in range(buckets)
         if (p := crawl.crawldb.bucket_path(b)) is not None and p.exists()
@@ -117,7 +136,7 @@ def generate(
     (tmp / Segment.GENERATE).mkdir()
     urls = hosts = 0
     for bucket, count in sorted(taken.items()):
-        table = pq.read_table(candidates[bucket]).slice(0, count)
+        table = pq.read_table(candidates[bucket]).slice(0, count).drop_columns(["rank"])
         write_table(table, tmp / Segment.GENERATE / part_name(bucket))
         urls += table.num_rows
         hosts += len(pc.unique(table["host"]))  # a host is in one bucket
@@ -132,13 +151,13 @@ def generate(
 
 def _best(candidates: dict[int, Path], top_n: int) -> dict[int, int]:
     """How many of each bucket's candidates (files sorted best first) are among the best
-    `top_n` of all: score, then URL, as each bucket sorted them."""
+    `top_n` of all: rank, then URL, as each bucket sorted them."""
     streams = [_sort_keys(path, bucket) for bucket, path in candidates.items()]
     return Counter(bucket for _, _, bucket in itertools.islice(heapq.merge(*streams), top_n))
 
 
 def _sort_keys(path: Path, bucket: int) -> Iterator[tuple[float, str, int]]:
-    for batch in pq.ParquetFile(path).iter_batches(columns=["score", "url"]):
-        scores = batch.column("score").to_numpy(zero_copy_only=False)
+    for batch in pq.ParquetFile(path).iter_batches(columns=["rank", "url"]):
+        scores = batch.column("rank").to_numpy(zero_copy_only=False)
         for score, url in zip((-scores).tolist(), batch.column("url").to_pylist()):
             yield score, url, bucket

@@ -122,11 +122,14 @@ def _update_bucket(task: UpdateTask) -> dict[str, int]:
         SELECT * FROM {fetch.sql} QUALIFY row_number() OVER (PARTITION BY fp ORDER BY fetch_time DESC) = 1
     ), parsed AS (  -- what the parser found in the same segment as the latest fetch
         SELECT fp AS pfp, segment AS pseg, signature AS new_sig, canonical AS new_canonical,
-            {optional_columns(data, s.PARSE_DATA, ("kind",))}
+            {optional_columns(data, s.PARSE_DATA, ("kind", "relevance"))}
         FROM {data.sql}
-    ), l AS (
-        SELECT fp, min(url) AS url, min(host) AS host, sum(score)::FLOAT AS score FROM {links.sql} GROUP BY fp
-    ), d AS (SELECT * FROM {db.sql})
+    ), l AS (  -- a focused crawl keeps the best priority and the shortest tunnel to a URL
+        SELECT fp, min(url) AS url, min(host) AS host, sum(score)::FLOAT AS score,
+            max(priority) AS new_priority, min(tunnel) AS new_tunnel
+        FROM (SELECT {optional_columns(links, s.CRAWL_PARSE, s.CRAWL_PARSE.names)} FROM {links.sql})
+        GROUP BY fp
+    ), d AS (SELECT {optional_columns(db, s.CRAWLDB, s.CRAWLDB.names)} FROM {db.sql})
     SELECT
         CASE  -- 'changed'/'unchanged' when both signatures are known (used by the schedule)
             WHEN f.status = '{s.FETCH_NOTMODIFIED}' THEN 'unchanged'
@@ -164,7 +167,11 @@ def _update_bucket(task: UpdateTask) -> dict[str, int]:
              THEN f.last_modified ELSE d.last_modified END AS last_modified,
         -- dedup computes the simhash of the new text when it needs it
         CASE WHEN f.status = '{s.FETCH_SUCCESS}' THEN NULL ELSE d.simhash END AS simhash,
-        CASE WHEN f.status = '{s.FETCH_SUCCESS}' THEN new_canonical ELSE d.canonical END AS canonical
+        CASE WHEN f.status = '{s.FETCH_SUCCESS}' THEN new_canonical ELSE d.canonical END AS canonical,
+        CASE WHEN f.status = '{s.FETCH_SUCCESS}' THEN parsed.relevance ELSE d.relevance END
+            AS relevance,
+        greatest(d.priority, new_priority) AS priority,
+        least(d.tunnel, new_tunnel) AS tunnel
     FROM d FULL OUTER JOIN f USING (fp) FULL OUTER JOIN l USING (fp)
     LEFT JOIN parsed ON pfp = f.fp AND pseg = f.segment
     """

@@ -68,6 +68,7 @@ class FetchItem:
     etag: str | None = None  # validators from the last fetch, for conditional GET
     last_modified: str | None = None
     redirects: int = 0  # redirects followed to reach this URL in this round
+    tunnel: int = 0  # pages below the topic's threshold in a row that led to it
 
 
 @dataclass

@@ -81,7 +81,7 @@ class Follower:
                 self.offered.add(fp)
                 self.followed[page.host] += 1
                 self.depths[url] = depth
-                items.append(FetchItem(url, fp, page.host, page.share))
+                items.append(FetchItem(url, fp, page.host, page.share, tunnel=page.tunnel))
         return items
 
     def _fetched(self, fp: bytes) -> bool:

@@ -135,6 +135,7 @@ def fetch_partition(
                         result.headers,
                         item.score,
                         result.truncated,
+                        item.tunnel,
                     )
                 )
         if sink and result.redirect_url:
@@ -310,7 +311,7 @@ def _partition(
 
 def _fetch_items(segment: Segment, buckets: tuple[int, ...]) -> list[FetchItem]:
     table = read_parts([segment.part(Segment.GENERATE, b) for b in buckets], schemas.FETCHLIST)
-    return [FetchItem(**row) for row in table.to_pylist()]
+    return [FetchItem(**row | {"tunnel": row["tunnel"] or 0}) for row in table.to_pylist()]
 
 
 def _fetch_row(result: FetchResult) -> dict:

@@ -60,6 +60,8 @@ HOLDINGS = pa.schema(
 )
 # Bumped when what a document holds changes: an index of another format is rebuilt.
 INDEX_FORMAT = 5
+# the crawldb columns the index step reads (relevance: NULL in crawldbs made before it)
+CRAWLDB_READ = ("fp", "url", "host", "score", "simhash", "status", "relevance")
 # Settings that change what is indexed: a change rebuilds the index.
 INDEXED_WITH = ("index.shards", "parser.text.max.length", "analysis.zh.userdict")
 
@@ -75,6 +77,7 @@ class StateTask:
     templates: str  # where its hosts' template blocks go: (host, hash)
     template_share: float
     template_min_pages: int
+    min_relevance: float | None = None  # focus.index.relevant_only: focus.threshold
 
 
 @dataclass(frozen=True)
@@ -154,8 +157,10 @@ def _state_bucket(task: StateTask) -> int:
         con.execute(
             f"""CREATE TEMP TABLE indexed AS
             WITH pages AS (
-                SELECT fp, url, host, score, coalesce(simhash, 0) AS simhash FROM {db.sql}
+                SELECT fp, url, host, score, coalesce(simhash, 0) AS simhash
+                FROM (SELECT {optional_columns(db, schemas.CRAWLDB, CRAWLDB_READ)} FROM {db.sql})
                 WHERE status IN ('{schemas.DB_FETCHED}', '{schemas.DB_NOTMODIFIED}')
+                    AND ($min_relevance IS NULL OR coalesce(relevance, 0) >= $min_relevance)
             ), latest AS (
                 SELECT fp, title, noindex, signature, segment,
                     {optional_columns(data, schemas.PARSE_DATA, ("headings", *METADATA, "refresh", "block_hashes"))}
@@ -164,7 +169,7 @@ def _state_bucket(task: StateTask) -> int:
             )
             SELECT p.*, l.* EXCLUDE (fp) FROM pages p JOIN latest l USING (fp)
             WHERE NOT l.noindex AND l.refresh IS NULL  -- a meta refresh is a redirect""",
-            params(db, data),
+            params(db, data, min_relevance=task.min_relevance),
         )
         _learn_templates(con, task)
         sql = f"""
@@ -368,6 +373,9 @@ def build_index(
             str(tmp / f"templates-{part_name(b)}"),
             settings["index.template.share"],
             settings["index.template.min.pages"],
+            settings["focus.threshold"]
+            if settings["focus.topic"] and settings["focus.index.relevant_only"]
+            else None,
         )
         for b in range(buckets)
     ]

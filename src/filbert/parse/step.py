@@ -9,16 +9,19 @@ updatedb and invertlinks read one file set per bucket.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import xxhash
 
 from filbert import schemas
+from filbert.analysis.topic import Topic, topic_of
 from filbert.config import Settings
 from filbert.executor import make_executor
 from filbert.mediatypes import parse_types
@@ -39,6 +42,7 @@ class ParseTask:
 
 
 SEEN_LIMIT = 200_000
+URL_WORDS = re.compile(r"[\W_]+")  # what separates a URL path's words
 CONTENT_BATCH = 64
 
 
@@ -75,6 +79,51 @@ class _Outlinks:
         return self.seen[url]
 
 
+class _Focus:
+    """A focused crawl's judgements at parse time (seed 001): a page's relevance to the
+    topic, and its links' priority (the page's relevance and the link's anchor text and URL
+    words against the topic, weighted by focus.link.*, 0..1) and tunnel (pages below the
+    threshold in a row on the way to it: 0 from a relevant page). A page past focus.tunnel
+    passes on no links."""
+
+    def __init__(self, topic: Topic, settings: Settings):
+        self.topic = topic
+        self.threshold = settings["focus.threshold"]
+        self.tunnel = settings["focus.tunnel"]
+        self.page_weight = settings["focus.link.page.weight"]
+        self.anchor_weight = settings["focus.link.anchor.weight"]
+        self.anchors: dict[tuple[str, str], float] = {}  # (URL, anchor) -> relevance
+
+    def relevance(self, result: ParseResult) -> float | None:
+        if result.status != schemas.PARSE_SUCCESS:
+            return None
+        return self.topic.relevance(result.title, result.text)
+
+    def links(
+        self, relevance: float | None, tunnel: int, links: list[tuple[str, str]]
+    ) -> tuple[int, list[float]] | None:
+        """The links' tunnel and priorities; None when they are past focus.tunnel."""
+        relevance = relevance or 0.0
+        tunnel = 0 if relevance >= self.threshold else tunnel + 1
+        if 0 <= self.tunnel < tunnel:
+            return None
+        weights = self.page_weight + self.anchor_weight
+        return tunnel, [
+            (self.page_weight * relevance + self.anchor_weight * self._anchor(url, anchor))
+            / (weights or 1.0)
+            for url, anchor in links
+        ]
+
+    def _anchor(self, url: str, anchor: str) -> float:
+        key = (url, anchor)
+        if key not in self.anchors:
+            if len(self.anchors) > SEEN_LIMIT:
+                self.anchors.clear()
+            words = URL_WORDS.sub(" ", urlsplit(url).path)
+            self.anchors[key] = self.topic.relevance(anchor, words)
+        return self.anchors[key]
+
+
 class SegmentParser:
     """Parses fetched pages into a segment's temporary parse_text, parse_data and
     crawl_parse directories (which must exist), streaming the rows out in bounded memory.
@@ -102,6 +151,8 @@ class SegmentParser:
         self.pending_bytes = 0
         self.follow = settings["fetcher.follow.depth"] > 0
         self.site_links: list[SiteLinks] = []
+        topic = topic_of(settings["focus.topic"])
+        self.focus = _Focus(topic, settings) if topic else None
 
     def add(self, page: FetchedPage) -> None:
         self.pending.append(page)
@@ -150,15 +201,25 @@ class SegmentParser:
         self.counts[result.status] += 1
         text = result.text.encode("utf-8")  # once, for the signature and the Parquet column
         self.texts.add(page.bucket, {"url": page.url, "fp": page.fp, "text": text})
-        self.datas.add(page.bucket, _data_row(page, result, kept, text))
+        relevance = self.focus.relevance(result) if self.focus else None
+        self.datas.add(page.bucket, _data_row(page, result, kept, text, relevance))
+        tunnel: int | None = None
+        priorities: list[float] | None = None
+        if self.focus:
+            judged = self.focus.links(relevance, page.tunnel, kept)
+            if judged is None:
+                kept = []  # tunnelled too far: the page passes on no links
+            else:
+                tunnel, priorities = judged
         share = page.score / max(1, len(kept))
-        for target, anchor in kept:
-            self.links.add(target, page.url, anchor, "link", share)
+        for n, (target, anchor) in enumerate(kept):
+            priority = priorities[n] if priorities else None
+            self.links.add(target, page.url, anchor, "link", share, priority, tunnel)
         if self.follow and kept:
             host = host_of(page.url)
             targets = ((url, self.links.target(url)) for url, _ in kept)
             own = [(url, fp) for url, (fp, to_host, _) in targets if to_host == host]
-            self.site_links.append(SiteLinks(page.url, host, share, own))
+            self.site_links.append(SiteLinks(page.url, host, share, own, tunnel or 0))
         refresh = self.outlinks.select(page.url, [(result.refresh, "")]) if result.refresh else []
         for target, _ in refresh:  # a meta refresh is followed like a redirect
             self.links.add(target, page.url, "", "redirect", page.score)
@@ -196,7 +257,11 @@ def _content_rows(path: Path) -> Iterator[dict]:
 
 
 def _data_row(
-    page: FetchedPage, result: ParseResult, kept: list[tuple[str, str]], text: bytes
+    page: FetchedPage,
+    result: ParseResult,
+    kept: list[tuple[str, str]],
+    text: bytes,
+    relevance: float | None,
 ) -> dict:
     parsed = result.status == schemas.PARSE_SUCCESS
     return {
@@ -222,6 +287,7 @@ def _data_row(
         "block_hashes": [block_hash(b) for b in result.blocks],
         "block_lengths": [len(b) for b in result.blocks],
         "kind": result.kind or None,
+        "relevance": relevance,
     }
 
 
@@ -276,7 +342,16 @@ class _LinkWriter:
             target = self.targets[url] = (fingerprint(url), host, bucket_of(host, self.buckets))
         return target
 
-    def add(self, url: str, from_url: str, anchor: str, kind: str, score: float) -> None:
+    def add(
+        self,
+        url: str,
+        from_url: str,
+        anchor: str,
+        kind: str,
+        score: float,
+        priority: float | None = None,
+        tunnel: int | None = None,
+    ) -> None:
         fp, host, bucket = self.target(url)
         self.rows.add(
             bucket,
@@ -288,6 +363,8 @@ class _LinkWriter:
                 "anchor": anchor,
                 "kind": kind,
                 "score": score,
+                "priority": priority,
+                "tunnel": tunnel,
             },
         )
         self.count += 1

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from filbert import schemas
+from filbert.analysis.topic import topic_of
 from filbert.config import Settings
 from filbert.fetch.fetcher import FetchItem, FetchResult, origin_of, run_fetcher
 from filbert.fetch.robots import RobotRules, RobotsCache
@@ -137,6 +138,8 @@ def check_url(url: str, settings: Settings, text_chars: int = 500) -> dict[str, 
         "text_length": len(parsed.text),
         "text": text,
     }
+    if (topic := topic_of(settings["focus.topic"])) and parsed.status == schemas.PARSE_SUCCESS:
+        report["parse"]["relevance"] = round(topic.relevance(parsed.title, parsed.text), 4)
     return report
 
 
@@ -209,6 +212,8 @@ def format_report(report: dict[str, Any]) -> str:
     if parse["encoding"]:
         lines.append(f"encoding:      {parse['encoding']}")
     lines.append(f"title:         {parse['title']}")
+    if "relevance" in parse:
+        lines.append(f"relevance:     {parse['relevance']} (to focus.topic)")
     metadata = ("description", "author", "published", "modified", "refresh")
     lines += [f"{name + ':':<15}{parse[name]}" for name in metadata if parse[name]]
     lines += [f"alternate:     {a['lang']} {a['url']}" for a in parse["alternates"]]
