@@ -233,15 +233,15 @@ def test_topn_and_max_count_per_host(site_server, tmp_crawl):
 
 def test_topn_takes_the_best_of_all_buckets(tmp_path):
     """generate's merge of the buckets' sorted candidates takes what one sort of them all
-    would: score first, then URL among equal scores."""
-    rows = [{"url": f"http://h{i % 7}.test/{i:03d}", "score": float(i % 5)} for i in range(60)]
+    would: rank (score, or a focused crawl's priority) first, then URL among equal ranks."""
+    rows = [{"url": f"http://h{i % 7}.test/{i:03d}", "rank": float(i % 5)} for i in range(60)]
     files = {}
     for bucket in range(3):
         mine = [r for r in rows if hash_bucket(r["url"]) == bucket]
-        mine.sort(key=lambda r: (-r["score"], r["url"]))
+        mine.sort(key=lambda r: (-r["rank"], r["url"]))
         files[bucket] = tmp_path / f"{bucket}.parquet"
         pq.write_table(pa.Table.from_pylist(mine), files[bucket])
-    best = sorted(rows, key=lambda r: (-r["score"], r["url"]))[:17]
+    best = sorted(rows, key=lambda r: (-r["rank"], r["url"]))[:17]
     assert _best(files, 17) == Counter(hash_bucket(r["url"]) for r in best)
 
 

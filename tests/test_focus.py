@@ -161,3 +161,20 @@ def test_parsechecker_shows_relevance(site_server, tmp_path):
     settings = load_settings(None, [*FAST, f"focus.topic={write_topic(tmp_path)}"])
     assert check_url(site.url("/on2"), settings)["parse"]["relevance"] > 0.3
     assert "relevance" not in check_url(site.url("/on2"), load_settings(None))["parse"]
+
+
+def test_a_focused_round_follows_the_site_links_of_relevant_pages_only(site_server, tmp_path):
+    pages = mixed_site()
+    pages["/on0"] = page("SQL Query Planner", f"{ON[0]} database rows", link("/off1", "roses"))
+    pages["/off0"] = page("Tomato Seedlings", OFF[0], link("/on3", "SQL joins"))
+    site = site_server(pages)
+    topic = write_topic(tmp_path)
+    crawl, _, _ = crawl_site(
+        tmp_path / "c",
+        [site.url("/on0"), site.url("/off0")],
+        f"focus.topic={topic}",
+        "fetcher.follow.depth=5",
+        depth=1,
+        index=False,
+    )
+    assert fetched(crawl) == [{"on0", "off0", "off1"}]  # off0 is off the topic: /on3 waits

@@ -6,8 +6,10 @@ ends, publishes and re-runs as one.
 A link is followed when the page it is on is at most fetcher.follow.depth - 1 links from
 the fetch list, its host has had fewer than fetcher.follow.max.per.host links followed in
 this round, and the crawldb holds no fetch of it yet (a page known as fetched, gone or
-redirected waits for its schedule; an unfetched one may come early). The followed pages
-are fetch results like the listed ones: updatedb folds them in.
+redirected waits for its schedule; an unfetched one may come early). In a focused crawl
+(focus.topic) only the links of pages on the topic are followed: the others wait for
+generate, which takes the best priority first. The followed pages are fetch results like
+the listed ones: updatedb folds them in.
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ class Follower:
     def __init__(self, settings: Settings, fetched: np.ndarray, listed: Iterable[bytes]):
         self.depth = settings["fetcher.follow.depth"]
         self.per_host = settings["fetcher.follow.max.per.host"]
+        self.focused = bool(settings["focus.topic"])
         self.fetched = fetched
         self.offered = set(listed)  # the fetch list's and the followed URLs' fingerprints
         self.depths: dict[str, int] = {}  # a followed URL -> links from the fetch list
@@ -71,7 +74,7 @@ class Follower:
         items = []
         for page in found:
             depth = self.depths.get(page.page, 0) + 1
-            if depth > self.depth:
+            if depth > self.depth or (self.focused and page.tunnel > 0):
                 continue
             for url, fp in page.links:
                 if 0 <= self.per_host <= self.followed[page.host]:
