@@ -125,6 +125,7 @@ def directory_served(pages: dict[str, bytes]):
             pass
 
     server = ThreadingHTTPServer(DIRECTORY, Handler)
+    server.handle_error = lambda request, address: None  # a crawler that hung up: no matter
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         yield

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+import numpy as np
+
 from filbert.analysis.analyzers import analyzer
 from filbert.analysis.language import identify
 from filbert.errors import UserError
@@ -41,10 +43,14 @@ class TopicError(UserError, ValueError):
     """A topic file that cannot be read or names nothing to match."""
 
 
-def _terms(text: str) -> list[str]:
-    """The text's terms in its language (English when it is too short to tell: a word of
-    another script still goes to that script's analyzer)."""
-    return analyzer(identify(text) or "en").terms(text)
+def language(text: str) -> str:
+    """The text's language, English when it is too short to tell (a word of another
+    script still goes to that script's analyzer)."""
+    return identify(text) or "en"
+
+
+def _terms(text: str, lang: str | None = None) -> list[str]:
+    return analyzer(lang or language(text)).terms(text)
 
 
 def _unit(counts: Counter[str]) -> dict[str, float]:
@@ -89,11 +95,15 @@ class Topic:
             )
         return topic
 
-    def relevance(self, title: str, text: str) -> float:
-        """How close a page is to the topic: the cosine of their term weights, 0..1."""
-        page = Counter(_terms(f"{title}\n{title}\n{text[:RELEVANCE_CHARS]}"))
-        weights = _unit(page)
-        return min(1.0, sum(w * self.weights.get(term, 0.0) for term, w in weights.items()))
+    def relevance(self, title: str, text: str, lang: str | None = None) -> float:
+        """How close a page is to the topic: the cosine of their term weights, 0..1
+        (`lang`: the text's language, when known)."""
+        page = Counter(_terms(f"{title}\n{title}\n{text[:RELEVANCE_CHARS]}", lang))
+        if not page:
+            return 0.0
+        weights = 1.0 + np.log(np.fromiter(page.values(), float, len(page)))
+        dot = sum(w * (1 + math.log(page[t])) for t, w in self.weights.items() if t in page)
+        return min(1.0, dot / float(np.sqrt(weights @ weights)))
 
 
 @cache

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 import xxhash
 
 from filbert import schemas
-from filbert.analysis.topic import Topic, topic_of
+from filbert.analysis.topic import RELEVANCE_CHARS, Topic, language, topic_of
 from filbert.config import Settings
 from filbert.executor import make_executor
 from filbert.mediatypes import parse_types
@@ -94,33 +94,36 @@ class _Focus:
         self.anchor_weight = settings["focus.link.anchor.weight"]
         self.anchors: dict[tuple[str, str], float] = {}  # (URL, anchor) -> relevance
 
-    def relevance(self, result: ParseResult) -> float | None:
+    def relevance(self, result: ParseResult) -> tuple[float | None, str]:
+        """The page's relevance (None when it was not parsed) and language."""
         if result.status != schemas.PARSE_SUCCESS:
-            return None
-        return self.topic.relevance(result.title, result.text)
+            return None, "en"
+        lang = language(f"{result.title}\n{result.text[:RELEVANCE_CHARS]}")
+        return self.topic.relevance(result.title, result.text, lang), lang
 
     def links(
-        self, relevance: float | None, tunnel: int, links: list[tuple[str, str]]
+        self, relevance: float | None, lang: str, tunnel: int, links: list[tuple[str, str]]
     ) -> tuple[int, list[float]] | None:
-        """The links' tunnel and priorities; None when they are past focus.tunnel."""
+        """The links' tunnel and priorities (anchor text read in the page's language);
+        None when they are past focus.tunnel."""
         relevance = relevance or 0.0
         tunnel = 0 if relevance >= self.threshold else tunnel + 1
         if 0 <= self.tunnel < tunnel:
             return None
         weights = self.page_weight + self.anchor_weight
         return tunnel, [
-            (self.page_weight * relevance + self.anchor_weight * self._anchor(url, anchor))
+            (self.page_weight * relevance + self.anchor_weight * self._anchor(url, anchor, lang))
             / (weights or 1.0)
             for url, anchor in links
         ]
 
-    def _anchor(self, url: str, anchor: str) -> float:
+    def _anchor(self, url: str, anchor: str, lang: str) -> float:
         key = (url, anchor)
         if key not in self.anchors:
             if len(self.anchors) > SEEN_LIMIT:
                 self.anchors.clear()
             words = URL_WORDS.sub(" ", urlsplit(url).path)
-            self.anchors[key] = self.topic.relevance(anchor, words)
+            self.anchors[key] = self.topic.relevance(anchor, words, lang)
         return self.anchors[key]
 
 
@@ -201,12 +204,12 @@ class SegmentParser:
         self.counts[result.status] += 1
         text = result.text.encode("utf-8")  # once, for the signature and the Parquet column
         self.texts.add(page.bucket, {"url": page.url, "fp": page.fp, "text": text})
-        relevance = self.focus.relevance(result) if self.focus else None
+        relevance, lang = self.focus.relevance(result) if self.focus else (None, "")
         self.datas.add(page.bucket, _data_row(page, result, kept, text, relevance))
         tunnel: int | None = None
         priorities: list[float] | None = None
         if self.focus:
-            judged = self.focus.links(relevance, page.tunnel, kept)
+            judged = self.focus.links(relevance, lang, page.tunnel, kept)
             if judged is None:
                 kept = []  # tunnelled too far: the page passes on no links
             else:
