@@ -15,9 +15,11 @@ from test_crash import FILBERT
 
 from filbert.analysis.topic import Topic, TopicError
 from filbert.config import load_settings
+from filbert.crawldb.hubs import graph_scores
 from filbert.search import Searcher
 from filbert.tools.parsechecker import check_url
-from filbert.tools.readdb import crawldb_url
+from filbert.tools.readdb import crawldb_url, explain_priority
+from filbert.urls import fingerprint
 
 TOPIC = """# databases
 keywords: database, SQL, query, transaction
@@ -178,3 +180,34 @@ def test_a_focused_round_follows_the_site_links_of_relevant_pages_only(site_serv
         index=False,
     )
     assert fetched(crawl) == [{"on0", "off0", "off1"}]  # off0 is off the topic: /on3 waits
+
+
+def test_links_from_hubs_of_relevant_pages_score_higher(site_server, tmp_path):
+    pages = mixed_site()
+    pages["/"] = page("Lists", "lists of things", link("/hubA", "A") + link("/hubB", "B"))
+    pages["/hubA"] = page(
+        "List A", "a list", link("/on0", "one") + link("/on1", "two") + link("/x", "next")
+    )
+    pages["/hubB"] = page(
+        "List B", "a list", link("/off0", "one") + link("/off1", "two") + link("/y", "next")
+    )
+    pages["/x"] = pages["/y"] = page("Next", "the next page")
+    site = site_server(pages)
+    topic = write_topic(tmp_path)
+    crawl, settings, _ = crawl_site(
+        tmp_path / "c", [site.url("/")], f"focus.topic={topic}", depth=3, index=False
+    )
+    graph = dict(zip(*(graph_scores(crawl)[c].to_pylist() for c in ("fp", "graph"))))
+    x, y = fingerprint(site.url("/x")), fingerprint(site.url("/y"))
+    assert graph[x] > 0.2 > graph[y]  # hubA's fetched pages are on the topic, hubB's not
+
+    explained = explain_priority(crawl, site.url("/x"), settings)
+    assert explained["graph"] == pytest.approx(graph[x])
+    share = 1 / 3  # the default weights: 1, 1, 1
+    want = (1 - share) * explained["priority"] + share * explained["graph"]
+    assert explained["rank"] == pytest.approx(want, abs=1e-4)
+    [best] = explained["links"]
+    assert best["from_url"] == site.url("/hubA") and best["anchor"] == "next"
+    assert best["priority"] == pytest.approx(
+        (best["from_relevance"] + best["anchor_relevance"]) / 2, abs=1e-3
+    )

@@ -540,17 +540,24 @@ def readdb(
     dir: Dir = Path("crawl"),
     stats: bool = typer.Option(False, "--stats"),
     url: str | None = typer.Option(None, "--url", help="Show one URL's entry."),
+    explain: bool = typer.Option(
+        False, "--explain", help="With --url: how a focused crawl made its priority and tunnel."
+    ),
     dump: bool = typer.Option(False, "--dump", help="Every entry as JSON lines."),
     status: str | None = typer.Option(None, "--status", help="With --dump: only this status."),
     top: int = typer.Option(10, "--top", help="Hosts to list in --stats."),
     as_json: AsJson = False,
 ) -> None:
     """Inspect the crawldb."""
-    from filbert.tools.readdb import crawldb_dump, crawldb_stats, crawldb_url
+    from filbert.tools.readdb import crawldb_dump, crawldb_stats, crawldb_url, explain_priority
 
     crawl_dir = CrawlDir(dir)
     if url:
-        entry = crawldb_url(crawl_dir, url)
+        entry = (
+            explain_priority(crawl_dir, url, load_settings(dir))
+            if explain
+            else crawldb_url(crawl_dir, url)
+        )
         if entry is None:
             console.print(f"{url} is not in the crawldb", markup=False)
             raise typer.Exit(1)

@@ -19,6 +19,7 @@ from filbert import schemas
 from filbert.buckets import BucketTask, connect, optional_columns, params, parquet_relation
 from filbert.config import Settings
 from filbert.crawldb.hostdb import skipped_hosts
+from filbert.crawldb.hubs import graph_scores, graph_share
 from filbert.executor import make_executor
 from filbert.storage import (
     CrawlDir,
@@ -62,6 +63,8 @@ class GenerateTask(BucketTask):
     skipped: list[str]  # hosts left out (hostdb: unreachable)
     url_filter: UrlFilter | None  # applied to the due URLs (generate.filter)
     focused: bool = False  # best first by the priority of links to them (focus.topic)
+    graph: str | None = None  # a focused crawl's graph scores (crawldb/hubs.py)
+    graph_share: float = 0.0  # their weight in the rank
 
 
 def _candidates(task: GenerateTask) -> tuple[int, int]:
@@ -71,12 +74,21 @@ def _candidates(task: GenerateTask) -> tuple[int, int]:
     priority (a URL no link gave one, a seed, first)."""
     db = parquet_relation("crawldb", [task.old] if task.old else [], schemas.CRAWLDB)
     con = connect()
-    rank = "coalesce(priority, 1.0)" if task.focused else "score"
+    rank, graph = "score", ""
+    if task.focused:
+        rank = "(1 - $share) * coalesce(priority, 1.0) + $share * coalesce(g.graph, 0)"
+        graph = "LEFT JOIN read_parquet($graph) g USING (fp)"
     due = con.sql(
-        f"""SELECT url, fp, host, score, etag, last_modified, tunnel, {rank}::FLOAT AS rank
+        f"""SELECT url, fp, host, score, etag, last_modified, tunnel, ({rank})::FLOAT AS rank
             FROM (SELECT {optional_columns(db, schemas.CRAWLDB, DUE_COLUMNS)} FROM {db.sql})
+            {graph}
             WHERE fetch_time <= $now AND NOT list_contains($skipped, host)""",
-        params=params(db, now=task.now, skipped=task.skipped),
+        params=params(
+            db,
+            now=task.now,
+            skipped=task.skipped,
+            **({"graph": task.graph, "share": task.graph_share} if task.focused else {}),
+        ),
     ).to_arrow_table()
     if task.url_filter is not None:
         urls = due.column("url").to_pylist()
@@ -114,6 +126,10 @@ def generate(
     remove_tmp_dirs(crawl.segments_dir)
     tmp = new_tmp_dir(crawl.segments_dir)
     (tmp / CANDIDATES).mkdir()
+    focused = bool(settings["focus.topic"])
+    graph = tmp / CANDIDATES / "graph.parquet"
+    if focused:
+        write_table(graph_scores(crawl), graph)
     tasks = [
         GenerateTask(
             b,
@@ -124,7 +140,9 @@ def generate(
             top_n,
             skipped,
             url_filter,
-            bool(settings["focus.topic"]),
+            focused,
+            str(graph),
+            graph_share(settings),
         )
         for b in range(buckets)
         if (p := crawl.crawldb.bucket_path(b)) is not None and p.exists()

@@ -6,13 +6,17 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from urllib.parse import urlsplit
 
 from filbert import schemas
-from filbert.buckets import Relation, connect, one_row, params, parquet_relation
+from filbert.analysis.topic import topic_of
+from filbert.buckets import Relation, connect, one_row, optional_columns, params, parquet_relation
 from filbert.config import Settings
 from filbert.crawldb.hostdb import read_hostdb, skipped_hosts
+from filbert.crawldb.hubs import graph_scores, graph_share
+from filbert.parse.step import URL_WORDS
 from filbert.storage import CrawlDir, reading
-from filbert.urls import domain_of, fingerprint, normalize_url
+from filbert.urls import bucket_of, domain_of, fingerprint, normalize_url
 
 
 def _relation(crawl: CrawlDir) -> Relation:
@@ -172,3 +176,58 @@ def linkdb_url(crawl: CrawlDir, url: str) -> dict | None:
         return None
     inlinks = sorted(rows[0]["inlinks"] or [], key=lambda link: link["from_url"])
     return {"url": rows[0]["url"], "inlinks": inlinks}
+
+
+EXPLAINED_LINKS = 10  # a URL's best links shown by explain_priority
+
+
+def explain_priority(crawl: CrawlDir, url: str, settings: Settings) -> dict | None:
+    """How a focused crawl gave the URL its priority and tunnel: its best links of every
+    segment (the priority is the best of them, the tunnel the shortest), each with its
+    source page's relevance and its anchor text's and URL words' (focus.link.* weights)."""
+    entry = crawldb_url(crawl, url)
+    if entry is None:
+        return None
+    topic = topic_of(settings["focus.topic"])
+    bucket = bucket_of(entry["host"], crawl.buckets(settings))
+    parts = [p for seg in crawl.segments() for p in seg.crawl_parse_parts(bucket)]
+    links = parquet_relation("crawl_parse", parts, schemas.CRAWL_PARSE)
+    with reading(parts):
+        rows = (
+            connect()
+            .sql(
+                f"""SELECT from_url, anchor, kind, {optional_columns(links, schemas.CRAWL_PARSE, ("priority", "tunnel"))}
+                FROM {links.sql} WHERE fp = $fp
+                ORDER BY priority DESC NULLS LAST, from_url LIMIT {EXPLAINED_LINKS}""",
+                params=params(links, fp=fingerprint(entry["url"])),
+            )
+            .to_arrow_table()
+            .to_pylist()
+        )
+    words = URL_WORDS.sub(" ", urlsplit(entry["url"]).path)
+    for row in rows:
+        source = crawldb_url(crawl, row["from_url"])
+        row["from_relevance"] = source["relevance"] if source else None
+        row["anchor_relevance"] = round(topic.relevance(row["anchor"], words), 4) if topic else None
+    graph = graph_scores(crawl, fingerprint(entry["url"]))["graph"].to_pylist()
+    share = graph_share(settings)
+    priority = 1.0 if entry["priority"] is None else entry["priority"]
+    return {
+        "url": entry["url"],
+        "focus.topic": settings["focus.topic"] or None,
+        "relevance": entry["relevance"],
+        "rank": round((1 - share) * priority + share * (graph[0] if graph else 0.0), 4),
+        "rank is": f"{1 - share:.3f} × priority + {share:.3f} × graph, generate takes the "
+        "highest first (a URL no link gave a priority, a seed, counts 1.0)",
+        "priority": entry["priority"],
+        "priority is": "(page weight × from_relevance + anchor weight × anchor_relevance) "
+        f"/ (sum of the weights), weights {settings['focus.link.page.weight']} and "
+        f"{settings['focus.link.anchor.weight']}; the best of its links",
+        "graph": graph[0] if graph else None,
+        "graph is": "the best hub score of the pages linking to it (a page's hub score: the "
+        "mean relevance of the pages it links to that were fetched)",
+        "tunnel": entry["tunnel"],
+        "tunnel is": f"the shortest of its links': 0 from a page at least {settings['focus.threshold']} "
+        "relevant, else the page's tunnel + 1",
+        "links": rows,
+    }
