@@ -1,4 +1,4 @@
-"""A focused crawl's topic (seed 001: content-based strategies): a profile of weighted terms
+"""A focused crawl's topic (its content-based strategy): a profile of weighted terms
 made by the analyzers that index and search use, and the relevance of a text to it.
 
 A topic file is UTF-8 text, a line at a time:

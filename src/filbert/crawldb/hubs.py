@@ -1,4 +1,4 @@
-"""The link-graph part of a focused crawl's link priority (seed 001, after HITS): a page is a
+"""The link-graph part of a focused crawl's link priority (after HITS): a page is a
 good hub when the pages it links to that were fetched are relevant to the topic (its hub
 score: their mean relevance), and a URL that good hubs link to is worth fetching (its
 graph score: the best hub score among the pages linking to it). Computed over every

@@ -1,4 +1,4 @@
-"""Per-site queues (seed 004): the links a fetched page yields to its own site join that
+"""Per-site queues: the links a fetched page yields to its own site join that
 site's fetch queue in the same round, so a site is crawled in far fewer rounds (Nutch's
 fetcher.follow.outlinks.depth). The site's queue keeps its politeness; the round still
 ends, publishes and re-runs as one.

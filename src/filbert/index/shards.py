@@ -1,8 +1,8 @@
 """The index's shards, updated from the previous generation instead of built anew.
 
-A shard is a tantivy index (pages split by URL fingerprint) with, beside it, a forward index
-(seed 004): the analyzed documents it was given, as Parquet files under forward/shard-NNN/,
-and live.parquet naming the file that holds each live document (uid, file, language). So
+A shard is a tantivy index (pages split by URL fingerprint) with, beside it, a forward index:
+the analyzed documents it was given, as Parquet files under forward/shard-NNN/, and
+live.parquet naming the file that holds each live document (uid, file, language). So
 documents can be written again without analyzing their pages again (analysis is ~80 % of
 the time indexing takes).
 

@@ -123,7 +123,7 @@ TEMPLATE_CUTS = """SELECT b.fp, list_sort(list(DISTINCT b.hash)) AS cut
 
 def _learn_templates(con: duckdb.DuckDBPyConnection, task: StateTask) -> None:
     """The blocks each host repeats on task.template_share of its indexed pages, and on
-    task.template_min_pages at least: its template (seed 004), as the temporary table
+    task.template_min_pages at least: its template, as the temporary table
     `templates` and written to task.templates."""
     con.execute(
         """CREATE TEMP TABLE templates AS

@@ -80,7 +80,7 @@ class _Outlinks:
 
 
 class _Focus:
-    """A focused crawl's judgements at parse time (seed 001): a page's relevance to the
+    """A focused crawl's judgements at parse time: a page's relevance to the
     topic, and its links' priority (the page's relevance and the link's anchor text and URL
     words against the topic, weighted by focus.link.*, 0..1) and tunnel (pages below the
     threshold in a row on the way to it: 0 from a relevant page). A page past focus.tunnel
