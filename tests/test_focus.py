@@ -203,8 +203,9 @@ def test_links_from_hubs_of_relevant_pages_score_higher(site_server, tmp_path):
 
     explained = explain_priority(crawl, site.url("/x"), settings)
     assert explained["graph"] == pytest.approx(graph[x])
-    share = 1 / 3  # the default weights: 1, 1, 1
-    want = (1 - share) * explained["priority"] + share * explained["graph"]
+    score = explained["score"] / (1 + explained["score"])
+    # the default weights: page and anchor 1 each (the priority), graph 1, score 0.5
+    want = (2 * explained["priority"] + explained["graph"] + 0.5 * score) / 3.5
     assert explained["rank"] == pytest.approx(want, abs=1e-4)
     [best] = explained["links"]
     assert best["from_url"] == site.url("/hubA") and best["anchor"] == "next"

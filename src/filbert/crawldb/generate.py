@@ -19,7 +19,7 @@ from filbert import schemas
 from filbert.buckets import BucketTask, connect, optional_columns, params, parquet_relation
 from filbert.config import Settings
 from filbert.crawldb.hostdb import skipped_hosts
-from filbert.crawldb.hubs import graph_scores, graph_share
+from filbert.crawldb.hubs import RANK_SQL, graph_scores, rank_shares
 from filbert.executor import make_executor
 from filbert.storage import (
     CrawlDir,
@@ -64,7 +64,7 @@ class GenerateTask(BucketTask):
     url_filter: UrlFilter | None  # applied to the due URLs (generate.filter)
     focused: bool = False  # best first by the priority of links to them (focus.topic)
     graph: str | None = None  # a focused crawl's graph scores (crawldb/hubs.py)
-    graph_share: float = 0.0  # their weight in the rank
+    shares: dict[str, float] | None = None  # of the rank's parts (hubs.rank_shares)
 
 
 def _candidates(task: GenerateTask) -> tuple[int, int]:
@@ -76,7 +76,7 @@ def _candidates(task: GenerateTask) -> tuple[int, int]:
     con = connect()
     rank, graph = "score", ""
     if task.focused:
-        rank = "(1 - $share) * coalesce(priority, 1.0) + $share * coalesce(g.graph, 0)"
+        rank = RANK_SQL
         graph = "LEFT JOIN read_parquet($graph) g USING (fp)"
     due = con.sql(
         f"""SELECT url, fp, host, score, etag, last_modified, tunnel, ({rank})::FLOAT AS rank
@@ -87,7 +87,11 @@ def _candidates(task: GenerateTask) -> tuple[int, int]:
             db,
             now=task.now,
             skipped=task.skipped,
-            **({"graph": task.graph, "share": task.graph_share} if task.focused else {}),
+            **(
+                {"graph": task.graph, **{f"{k}_share": v for k, v in (task.shares or {}).items()}}
+                if task.focused
+                else {}
+            ),
         ),
     ).to_arrow_table()
     if task.url_filter is not None:
@@ -142,7 +146,7 @@ def generate(
             url_filter,
             focused,
             str(graph),
-            graph_share(settings),
+            rank_shares(settings),
         )
         for b in range(buckets)
         if (p := crawl.crawldb.bucket_path(b)) is not None and p.exists()

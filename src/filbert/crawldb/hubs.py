@@ -46,7 +46,37 @@ def graph_scores(crawl: CrawlDir, fp: bytes | None = None) -> pa.Table:
         return connect().sql(sql, params=bound).to_arrow_table()
 
 
-def graph_share(settings: Settings) -> float:
-    """The graph score's share of a URL's rank: focus.link.graph.weight over all three."""
-    weights = [settings[f"focus.link.{part}.weight"] for part in ("page", "anchor", "graph")]
-    return weights[2] / sum(weights) if sum(weights) else 0.0
+# What makes a focused crawl's rank of a URL, with the setting that weighs each: its link
+# priority (page relevance and anchor, themselves weighed by focus.link.page/anchor), its
+# graph score, and its crawl score (OPIC during the crawl, PageRank once computed) as
+# score / (1 + score), which maps the unbounded score into 0..1.
+RANK_PARTS = {
+    "priority": ("focus.link.page.weight", "focus.link.anchor.weight"),
+    "graph": ("focus.link.graph.weight",),
+    "score": ("focus.link.score.weight",),
+}
+
+
+def rank_shares(settings: Settings) -> dict[str, float]:
+    """Each part's share of a URL's rank (they sum to 1, or all are 0)."""
+    weights = {part: sum(settings[key] for key in keys) for part, keys in RANK_PARTS.items()}
+    total = sum(weights.values())
+    return {part: weight / total if total else 0.0 for part, weight in weights.items()}
+
+
+def rank(
+    shares: dict[str, float], priority: float | None, graph: float | None, score: float
+) -> float:
+    """A URL's rank (generate's RANK_SQL in Python): a URL no link gave a priority, a seed,
+    counts 1."""
+    return (
+        shares["priority"] * (1.0 if priority is None else priority)
+        + shares["graph"] * (graph or 0.0)
+        + shares["score"] * max(score, 0.0) / (1 + max(score, 0.0))
+    )
+
+
+RANK_SQL = (
+    "$priority_share * coalesce(priority, 1.0) + $graph_share * coalesce(g.graph, 0)"
+    " + $score_share * greatest(score, 0) / (1 + greatest(score, 0))"
+)

@@ -13,7 +13,7 @@ from filbert.analysis.topic import topic_of
 from filbert.buckets import Relation, connect, one_row, optional_columns, params, parquet_relation
 from filbert.config import Settings
 from filbert.crawldb.hostdb import read_hostdb, skipped_hosts
-from filbert.crawldb.hubs import graph_scores, graph_share
+from filbert.crawldb.hubs import graph_scores, rank, rank_shares
 from filbert.parse.step import URL_WORDS
 from filbert.storage import CrawlDir, reading
 from filbert.urls import bucket_of, domain_of, fingerprint, normalize_url
@@ -210,15 +210,17 @@ def explain_priority(crawl: CrawlDir, url: str, settings: Settings) -> dict | No
         row["from_relevance"] = source["relevance"] if source else None
         row["anchor_relevance"] = round(topic.relevance(row["anchor"], words), 4) if topic else None
     graph = graph_scores(crawl, fingerprint(entry["url"]))["graph"].to_pylist()
-    share = graph_share(settings)
-    priority = 1.0 if entry["priority"] is None else entry["priority"]
+    shares = rank_shares(settings)
+    score = entry["score"] or 0.0
     return {
         "url": entry["url"],
         "focus.topic": settings["focus.topic"] or None,
         "relevance": entry["relevance"],
-        "rank": round((1 - share) * priority + share * (graph[0] if graph else 0.0), 4),
-        "rank is": f"{1 - share:.3f} × priority + {share:.3f} × graph, generate takes the "
-        "highest first (a URL no link gave a priority, a seed, counts 1.0)",
+        "rank": round(rank(shares, entry["priority"], graph[0] if graph else None, score), 4),
+        "rank is": f"{shares['priority']:.3f} × priority + {shares['graph']:.3f} × graph + "
+        f"{shares['score']:.3f} × score / (1 + score), generate takes the highest first (a URL "
+        "no link gave a priority, a seed, counts 1.0)",
+        "score": score,
         "priority": entry["priority"],
         "priority is": "(page weight × from_relevance + anchor weight × anchor_relevance) "
         f"/ (sum of the weights), weights {settings['focus.link.page.weight']} and "
