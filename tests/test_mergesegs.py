@@ -203,3 +203,17 @@ def test_crawl_merges_its_segments_by_a_setting(tmp_path):
     [merged] = crawl.segments()
     assert "-merged-" in merged.name and len(merged.merged_from) == 2
     assert Searcher(crawl, settings).search("page").total == summary.documents == 17
+
+
+def test_a_merge_killed_while_removing_what_it_replaced_is_finished(crawled, tmp_path):
+    """Killed after publishing, before every merged segment was removed: the next merge
+    removes the rest and merges nothing again."""
+    crawl = copy_of(crawled[0], tmp_path / "crawl")
+    before = latest(crawl)
+    oldest = crawl.segments()[0]
+    kept = shutil.copytree(oldest.path, tmp_path / oldest.name)
+    merged = merge_segments(crawl, crawled[1])
+    shutil.copytree(kept, oldest.path)  # as if the kill came before its removal
+    assert merge_segments(crawl, crawled[1])["segments"] == 0
+    assert [s.name for s in crawl.segments()] == [merged["merged"]]
+    assert latest(crawl) == before

@@ -72,6 +72,7 @@ def merge_segments(crawl: CrawlDir, settings: Settings) -> dict[str, int | str]:
     """Merges the mergeable segments into one; returns how many and its name."""
     crawl.require()
     remove_tmp_dirs(crawl.segments_dir)  # a killed merge's
+    _remove_replaced(crawl)
     segments = mergeable(crawl)
     if len(segments) < 2:
         return {"segments": 0, "merged": ""}
@@ -95,6 +96,17 @@ def merge_segments(crawl: CrawlDir, settings: Settings) -> dict[str, int | str]:
     for seg in segments:
         shutil.rmtree(seg.path)
     return {"segments": len(segments), "merged": name, "rows": rows}
+
+
+def _remove_replaced(crawl: CrawlDir) -> None:
+    """Removes the segments that a published merged segment replaces: what a merge killed
+    after publishing left (merging them again would make a second merged segment of the
+    same pages, under the same name within the same second)."""
+    segments = crawl.segments()
+    replaced = {name for seg in segments for name in seg.merged_from}
+    for seg in segments:
+        if seg.name in replaced:
+            shutil.rmtree(seg.path)
 
 
 def _write_sources(segments: list[Segment], out: Path) -> None:
