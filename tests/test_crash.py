@@ -280,6 +280,17 @@ def _wait_until(proc: subprocess.Popen, condition: Callable[[], bool], timeout: 
         time.sleep(POLL)
 
 
+def kill_when(proc: subprocess.Popen, condition: Callable[[], bool]) -> None:
+    """SIGKILLs the process once `condition` holds (at most 60 s); fails if it ended first."""
+    try:
+        _wait_until(proc, condition, timeout=60)
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL, "the process ended before the kill point"
+
+
 def kill_at(point: str, proc: subprocess.Popen, directory: Path, tree: frozenset[str]) -> None:
     """SIGKILL the step at a kill point (nothing happens if it has already exited).
 
@@ -424,13 +435,7 @@ def test_killed_crawl_resumes(server: SiteServer, tmp_path: Path, point: str) ->
         except (FileNotFoundError, NotADirectoryError):
             return False
 
-    try:
-        _wait_until(proc, reached, timeout=60)
-        proc.send_signal(signal.SIGKILL)
-    finally:
-        proc.kill()
-        proc.wait(timeout=30)
-    assert proc.returncode == -signal.SIGKILL, "the crawl ended before the kill point"
+    kill_when(proc, reached)
     crawl = CrawlDir(directory)
     killed = snapshot(directory)  # readable, and not finished
     assert 0 < len(killed["crawldb"]) < PAGES + 1

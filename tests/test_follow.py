@@ -3,16 +3,19 @@ within the depth and per-host budget, never twice, and a killed round re-runs cl
 
 from __future__ import annotations
 
-import signal
 import subprocess
 from collections import Counter
 from itertools import pairwise
 
 import pyarrow.parquet as pq
-from pipeline import crawl_site
+from pipeline import FAST, crawl_site
 from sites import Page, graph_path, html, link, link_graph
-from test_crash import FILBERT, _wait_until, tmp_dirs
+from test_crash import FILBERT, kill_when, tmp_dirs
 
+from filbert.config import load_settings
+from filbert.crawl import fetch_step
+from filbert.crawldb.generate import generate
+from filbert.crawldb.inject import inject
 from filbert.storage import TMP_PREFIX, CrawlDir
 from filbert.tools.readdb import crawldb_stats
 
@@ -128,13 +131,7 @@ def test_a_round_killed_while_following_reruns_to_the_same_crawl(site_server, tm
             and any(p.name.startswith(TMP_PREFIX) for p in segments[0].path.iterdir())
         )
 
-    try:
-        _wait_until(proc, mid_round, timeout=60)
-        proc.send_signal(signal.SIGKILL)
-    finally:
-        proc.kill()
-        proc.wait(timeout=30)
-    assert proc.returncode == -signal.SIGKILL, "the crawl ended before the kill point"
+    kill_when(proc, mid_round)
     assert not crawl.crawldb.exists() or crawldb_stats(crawl)["status"].get("db_fetched", 0) == 0
 
     rerun = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
@@ -160,3 +157,15 @@ def test_on_by_default(site_server, tmp_path):
     assert fetched_by_segment(CrawlDir(directory)) == [
         [site.url(p) for p in ("/", "/1", "/2", "/3", "/4")]
     ]
+
+
+def test_a_fetch_list_written_before_the_tunnel_column_is_fetched(site_server, tmp_crawl):
+    site = site_server(chain_site(2))
+    settings = load_settings(None, [*FAST, "fetcher.follow.depth=5"])
+    crawl = CrawlDir(tmp_crawl)
+    inject(crawl, [site.url("/")], settings)
+    name = generate(crawl, settings).segment
+    for part in crawl.segment(name).parts("crawl_generate"):
+        pq.write_table(pq.read_table(part).drop_columns(["tunnel"]), part)  # as older versions
+    fetch_step(crawl, name, settings)
+    assert fetched_by_segment(crawl) == [[site.url(p) for p in ("/", "/1", "/2")]]

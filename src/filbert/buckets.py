@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from filbert.config import Settings
 from filbert.executor import make_executor
-from filbert.storage import VersionedTable, part_name, reading, write_table
+from filbert.storage import VersionedTable, part_name, reading, with_columns, write_table
 
 
 @dataclass(frozen=True)
@@ -146,9 +146,7 @@ def write_result(
 ) -> int:
     """Run a query and write its rows, cast to the schema, as one Parquet file."""
     table = con.sql(sql, params=params).to_arrow_table()
-    for missing in (f for f in schema if f.name not in table.column_names):  # older files
-        table = table.append_column(missing.name, pa.nulls(table.num_rows, missing.type))
-    table = table.select(schema.names).cast(schema, safe=False)
+    table = with_columns(table, schema).cast(schema, safe=False)  # older files lack some
     write_table(table, Path(out))
     return table.num_rows
 

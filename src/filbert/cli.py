@@ -97,8 +97,10 @@ def crawl(
     crawl_dir, settings = _open(dir, define)
     tasks = _show_tasks()
     with crawl_dir.lock():
-        examples = _adopt_topic(crawl_dir, focus, settings) if focus else []
-        settings = load_settings(dir, define or [])  # with the crawl's topic
+        examples = []
+        if focus:
+            examples = _adopt_topic(crawl_dir, focus, settings)
+            settings = load_settings(dir, define or [])  # with the crawl's topic
         summary = run_crawl(
             crawl_dir,
             [*(seeds or []), *examples],

@@ -127,11 +127,11 @@ def read_parts(paths: list[Path], schema: pa.Schema) -> pa.Table:
     of the schema. (ParquetFile, not read_table: that one imports pyarrow.dataset, 45 ms.)"""
     paths = [p for p in paths if p.exists()]
     with reading(paths):
-        tables = [_with_columns(pq.ParquetFile(p).read(), schema).cast(schema) for p in paths]
+        tables = [with_columns(pq.ParquetFile(p).read(), schema).cast(schema) for p in paths]
     return pa.concat_tables(tables) if tables else schema.empty_table()
 
 
-def _with_columns(table: pa.Table, schema: pa.Schema) -> pa.Table:
+def with_columns(table: pa.Table, schema: pa.Schema) -> pa.Table:
     """The table in the schema's column order, NULL where it lacks a column (files that
     versions before the column wrote)."""
     for missing in (f for f in schema if f.name not in table.column_names):

@@ -131,8 +131,9 @@ def generate(
     tmp = new_tmp_dir(crawl.segments_dir)
     (tmp / CANDIDATES).mkdir()
     focused = bool(settings["focus.topic"])
-    graph = tmp / CANDIDATES / "graph.parquet"
+    graph = None
     if focused:
+        graph = tmp / CANDIDATES / "graph.parquet"
         write_table(graph_scores(crawl), graph)
     tasks = [
         GenerateTask(
@@ -145,7 +146,7 @@ def generate(
             skipped,
             url_filter,
             focused,
-            str(graph),
+            str(graph) if graph else None,
             rank_shares(settings),
         )
         for b in range(buckets)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from filbert import schemas
-from filbert.buckets import connect, optional_columns, params, parquet_relation
+from filbert.buckets import connect, one_row, optional_columns, params, parquet_relation
 from filbert.config import Settings
 from filbert.storage import CrawlDir, reading
 
@@ -64,19 +64,22 @@ def rank_shares(settings: Settings) -> dict[str, float]:
     return {part: weight / total if total else 0.0 for part, weight in weights.items()}
 
 
-def rank(
-    shares: dict[str, float], priority: float | None, graph: float | None, score: float
-) -> float:
-    """A URL's rank (generate's RANK_SQL in Python): a URL no link gave a priority, a seed,
-    counts 1."""
-    return (
-        shares["priority"] * (1.0 if priority is None else priority)
-        + shares["graph"] * (graph or 0.0)
-        + shares["score"] * max(score, 0.0) / (1 + max(score, 0.0))
-    )
-
-
+# A URL's rank from its crawldb row and its graph score g.graph (a URL no link gave a
+# priority, a seed, counts 1), bound with the shares as $priority_share ...
 RANK_SQL = (
     "$priority_share * coalesce(priority, 1.0) + $graph_share * coalesce(g.graph, 0)"
     " + $score_share * greatest(score, 0) / (1 + greatest(score, 0))"
 )
+
+
+def rank(
+    shares: dict[str, float], priority: float | None, graph: float | None, score: float
+) -> float:
+    """RANK_SQL for one URL."""
+    values = {"priority": priority, "graph": graph, "score": score}
+    values |= {f"{part}_share": share for part, share in shares.items()}
+    sql = (
+        f"SELECT ({RANK_SQL})::DOUBLE FROM (SELECT $priority::FLOAT AS priority, "
+        "$score::FLOAT AS score) CROSS JOIN (SELECT $graph::FLOAT AS graph) g"
+    )
+    return one_row(connect().execute(sql, values))[0]
