@@ -7,6 +7,6 @@ setup(
     ext_modules=[
         Extension("filbert.analysis._grams", ["src/filbert/analysis/_grams.c"]),
         Extension("filbert.parse._whitespace", ["src/filbert/parse/_whitespace.c"]),
-        Extension("filbert.suggest._trie", ["src/filbert/suggest/_trie.c"]),
+        Extension("filbert.analysis._trie", ["src/filbert/analysis/_trie.c"]),
     ]
 )

@@ -38,6 +38,7 @@ import random
 import re
 import sys
 from collections import Counter, defaultdict
+from itertools import pairwise
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
@@ -133,6 +134,7 @@ def main(root: Path) -> None:
     else:
         site_queries(sites.SITES, HERE / "sites-nav.tsv", HERE / "sites-popular.tsv")
         home_queries(sites.SITES, HERE / "sites-home.tsv")
+        known_item_queries(sites.SITES)
 
 
 SPHINX_SUFFIX = re.compile(
@@ -301,6 +303,464 @@ def heading_queries(root: Path, out: Path) -> None:
                 query = reinflect(query, morph)
             lines.append(f"{lang}\t{query}\t{url}")
         print(f"{lang}: {len(chosen)} queries from {len(unique)} unique headings")
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print(f"wrote {out}")
+
+
+# The known-item sets over the page-name sites (eval/sites-questions.tsv, sites-typos.tsv,
+# sites-fragments.tsv): English and Russian pages' section names.
+KNOWN_ITEM_LANGS = ("en", "ru")
+
+
+def word_set(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
+LABEL = re.compile(r"^(?:Chapter|Appendix|Part|Глава|Приложение|Часть)\s+\w+\.\s*")
+SECTION_NUMBER = re.compile(r"^(?:[A-Z]\.)?(?:\d+\.)*\d*\.?\s+")  # "10.2.3. ", not "2to3"
+PERMALINK = re.compile(r"\s*[¶#]$")  # the anchor Sphinx appends to a heading
+DOC_SUFFIX = re.compile(r"\s+[—–]\s[^—–]*\b[Dd]ocumentation$")  # " — Python 3.11.2 documentation"
+NAME_PARTS = re.compile(r"\s+[—–]\s+")  # "zipimport — Import modules from Zip archives"
+SIDEBARS = "div.sphinxsidebar, div.related"  # Sphinx's navigation: no section names
+STOP_WORDS = {
+    "en": word_set(
+        "a about above after all also an and any are as at be been before between both but by"
+        " can could do does each for from has have how i if in into is it its more most my no"
+        " not of on one only or other our over s should so some such than that the their them"
+        " then there these they this those through to under up us using via vs was we what"
+        " when where which while who why will with within without you your"
+    ),
+    "ru": word_set(
+        "а без более бы был в вам во все всё вы где да для до его её если есть же за и из или"
+        " их к как ко когда кто ли между мы на над не нет но о об от по под после при про с со"
+        " так также то только у уже чем через что это этот эти я"
+    ),
+}
+PREPOSITIONS = word_set(
+    "about and as at between by for from in into of on or over than to under via vs with"
+    " within without"
+)
+DETERMINERS = word_set("a an the one each every this that another your my its their")
+PLURAL_DETERMINERS = word_set("these those several multiple many all both two few various")
+PARTICLES = word_set("up down out off back")
+QUESTION_WORDS = word_set(
+    "how what why when where which who can is are do does should will как что почему зачем"
+    " где когда какой какие можно"
+)
+HOW = ("how to {}", "how do i {}", "how can i {}")
+WHAT = {"sing": ("what is {}", "how does {} work", "why use {}"), "plur": ("what are {}",)}
+PLACES = word_set("file files directory directories location path paths log logs")
+TOOLS = word_set("command commands module modules function tool utility option flag")
+KAK = ("как {}", "как мне {}", "можно ли {}")
+NUZHEN = {"masc": "нужен", "femn": "нужна", "neut": "нужно", "plur": "нужны"}
+VERBAL_NOUN = (  # Russian verbal nouns' endings, and their verbs' infinitive endings
+    ("йка", ("ить",)),
+    ("ка", ("ить", "ать")),
+    ("ание", ("ать",)),
+    ("яние", ("ять",)),
+    ("ение", ("ить", "ять", "ать", "еть")),
+    ("кация", ("цировать",)),
+    ("ация", ("ировать", "овать")),
+    ("яция", ("ировать",)),
+    ("тие", ("ть",)),
+)
+STEM_ALTERNATIONS = (("вл", "в"), ("бл", "б"), ("пл", "п"), ("мл", "м"), ("жд", "д"), ("щ", "т"))
+IRREGULAR_VERBS = {
+    "выбор": "выбрать",
+    "поиск": "найти",
+    "запуск": "запустить",
+    "переход": "перейти",
+    "смена": "сменить",
+    "сборка": "собрать",
+    "пересборка": "пересобрать",
+    "анализ": "проанализировать",
+    "внесение": "внести",
+}
+NOT_ACTIONS = word_set("введение заключение приложение предисловие соглашение")
+KEYBOARDS = (
+    ("qwertyuiop", "asdfghjkl", "zxcvbnm"),
+    ("йцукенгшщзхъ", "фывапролджэ", "ячсмитьбю"),
+)
+TYPOS = ("swap", "drop", "double", "key")
+
+
+def section_names(tree: LexborHTMLParser) -> list[str]:
+    """A page's <title> and h1–h4 headings, without numbering, permalinks and Sphinx's
+    " — Python 3.11.2 documentation"."""
+    for node in tree.css(SIDEBARS):
+        node.decompose()
+    names = []
+    for node in tree.css("title, h1, h2, h3, h4"):
+        text = PERMALINK.sub("", " ".join(node.text().split()))
+        text = SECTION_NUMBER.sub("", LABEL.sub("", DOC_SUFFIX.sub("", text)))
+        if text:
+            names.append(text)
+    return names
+
+
+def site_pages(sites) -> tuple[dict[str, tuple[str, list[str]]], Counter[str], Counter]:
+    """The page-name sites' pages, {URL: (language, section names)}; the words of their text
+    (inflections and typos are checked against them); and how often a word follows "to" or an
+    article ("to use", "the logging"), which tells verbs from nouns."""
+    pages: dict[str, tuple[str, list[str]]] = {}
+    words: Counter[str] = Counter()
+    contexts: Counter[tuple[str, str]] = Counter()
+    for site in sites:
+        for page in sorted(site.root.rglob("*.html")) if site.langs else ():
+            relative = page.relative_to(site.root).as_posix()
+            if not (lang := site.lang(relative)):
+                continue
+            tree = LexborHTMLParser(page.read_bytes().decode("utf-8", "replace"))
+            pages[site.base + relative] = (lang, section_names(tree))
+            text = as_typed(tree.body.text(separator=" ") if tree.body else "").split()
+            words.update(text)
+            for before, word in pairwise(text):
+                if before in ("to", "the", "a", "an"):
+                    contexts["to" if before == "to" else "the", word] += 1
+    return pages, words, contexts
+
+
+def bare(name: str) -> str:
+    """A name as typed, bare numbers dropped (as sites-nav.tsv does)."""
+    return " ".join(w for w in as_typed(name).split() if not NUMBER.match(w))
+
+
+def known_items(pages: dict[str, tuple[str, list[str]]]) -> list[tuple[str, str, str]]:
+    """(lang, name, URL): English and Russian section names in their page's language, of two
+    words or more, that no other page has."""
+    holders: dict[str, set[str]] = defaultdict(set)
+    for url, (_, names) in pages.items():
+        for name in names:
+            holders[bare(name)].add(url)
+    items: dict[tuple[str, str, str], str] = {}
+    for url, (lang, names) in pages.items():
+        for name in names:
+            key = bare(name)
+            words = [w for w in name.split() if sum(c.isalpha() for c in w) > 1]
+            if (
+                lang in KNOWN_ITEM_LANGS
+                and len(words) > 1
+                and SCRIPT[lang].search(key)
+                and holders[key] == {url}
+            ):
+                items.setdefault((lang, key, url), name)
+    return sorted((lang, name, url) for (lang, _, url), name in items.items())
+
+
+def most_frequent(candidates: list[str], words: Counter[str]) -> str | None:
+    known = [c for c in candidates if c in words]
+    return max(known, key=words.__getitem__) if known else None
+
+
+def base_form(word: str, words: Counter[str]) -> str | None:
+    """An -ing or -ed form's base form, a word of the sites ("configuring" -> "configure")."""
+    for suffix in ("ing", "ed"):
+        stem = word.removesuffix(suffix)
+        if stem != word and len(stem) > 1 and re.search("[aeiouy]", stem):
+            doubled = [stem[:-1]] if stem[-1] == stem[-2] else []
+            copied = [stem[:-1] + "y"] if suffix == "ed" and stem.endswith("i") else []
+            return most_frequent([stem, stem + "e", *doubled, *copied], words)
+    return None
+
+
+def other_number(word: str, words: Counter[str]) -> str | None:
+    """A noun's plural if singular and singular if plural, a word of the sites."""
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        ies = [word[:-3] + "y"] if word.endswith("ies") else []
+        return most_frequent([word[:-1], word[:-2], *ies], words)
+    y = [word[:-1] + "ies"] if word.endswith("y") else []
+    return most_frequent([word + "s", word + "es", *y], words)
+
+
+def is_gerund_verb(words: list[str], vocabulary: Counter[str], contexts: Counter) -> bool:
+    """An -ing form that starts a verb phrase ("Configuring the Clock"), not a noun's
+    ("Logging Levels"): one rarely after an article in the sites' text, or one followed by
+    an article, preposition or particle."""
+    first, following = words[0], words[1:2]
+    if not first.endswith("ing") or not base_form(first, vocabulary):
+        return False
+    after_article = contexts["the", first] / vocabulary[first]
+    joined = following and following[0] in DETERMINERS | PREPOSITIONS | PARTICLES
+    return after_article < 0.08 or (bool(joined) and after_article < 0.3)
+
+
+def is_imperative(words: list[str], vocabulary: Counter[str], contexts: Counter) -> bool:
+    """A verb's base form starting a verb phrase ("Create a Table", "DROP AGGREGATE"): one
+    mostly after "to" in the sites' text, all but always or followed by a determiner."""
+    first, following = words[0], words[1:2]
+    to, article = contexts["to", first], contexts["the", first]
+    verbness = to / (to + article) if to >= 5 else 0.0
+    return verbness > 0.8 or (verbness > 0.5 and following[0] in DETERMINERS)
+
+
+def flip_head(words: list[str], vocabulary: Counter[str]) -> tuple[list[str], str, str] | None:
+    """The words with their first noun phrase's head (the word before a preposition, or the
+    last) in the other number: (words, that number, the head); None when that is no word of
+    the sites or a determiner holds the number ("a file", "several distributions")."""
+    start = next((i for i, w in enumerate(words) if w not in PREPOSITIONS), len(words))
+    end = next((i for i in range(start, len(words)) if words[i] in PREPOSITIONS), len(words))
+    if end == start or words[end - 1] in STOP_WORDS["en"] or words[end - 1].isdigit():
+        return None
+    head, before = words[end - 1], set(words[start : end - 1])
+    to_plural = not (head.endswith("s") and not head.endswith(("ss", "us", "is")))
+    held = before & (DETERMINERS - {"the"} if to_plural else PLURAL_DETERMINERS)
+    if held or not (changed := other_number(head, vocabulary)):
+        return None
+    return [*words[: end - 1], changed, *words[end:]], "plur" if to_plural else "sing", changed
+
+
+def english_questions(
+    name: str, vocabulary: Counter[str], contexts: Counter
+) -> list[tuple[str, str]]:
+    """(frame, phrase) pairs: a section name as a question, a verb in its base form or a
+    noun in its other number. Questions ("How do I ...?") are left out."""
+    words = as_typed(NAME_PARTS.split(name)[-1]).split()  # "os — Miscellaneous ..." describes os
+    if len(words) < 2 or words[0] in QUESTION_WORDS:
+        return []
+    if is_gerund_verb(words, vocabulary, contexts):
+        verbs = 1
+        while verbs + 1 < len(words) and words[verbs] in ("and", "or"):
+            if not is_gerund_verb(words[verbs + 1 :], vocabulary, contexts):
+                break
+            verbs += 2
+        base = [base_form(w, vocabulary) or w for w in words[:verbs]]
+        phrases = [[*base, *words[verbs:]]]
+        if flipped := flip_head(words[verbs:], vocabulary):
+            phrases.append([*base, *flipped[0]])
+        return [(frame, " ".join(p)) for p in phrases for frame in HOW]
+    if is_imperative(words, vocabulary, contexts):
+        if not (flipped := flip_head(words[1:], vocabulary)):
+            return []
+        return [(frame, " ".join([words[0], *flipped[0]])) for frame in HOW]
+    if words[0] in ("the", "a", "an"):
+        words = words[1:]
+    if not (flipped := flip_head(words, vocabulary)):
+        return []
+    phrase, number, head = flipped
+    if head in PLACES:
+        frames: tuple[str, ...] = ("where is {}",) if number == "sing" else ("where are {}",)
+    elif head in TOOLS and number == "sing":
+        frames = ("what does {} do", "what is {}")
+    else:
+        frames = WHAT[number]
+    return [(frame, " ".join(phrase)) for frame in frames]
+
+
+def parse_as(word: str, morph: pymorphy3.MorphAnalyzer, case: str, pos: tuple[str, ...]):
+    """The word's parse in the given case and part of speech, if it has one."""
+    return next((p for p in morph.parse(word) if p.tag.case == case and p.tag.POS in pos), None)
+
+
+def infinitive(noun: str, morph: pymorphy3.MorphAnalyzer, words: Counter[str]):
+    """A verbal noun's verb ("настройка" -> "настроить"): an infinitive pymorphy3 knows
+    whose forms occur in the sites' text, so "точка" does not become "точить"."""
+    if noun in NOT_ACTIONS or not parse_as(noun, morph, "nomn", ("NOUN",)):
+        return None
+    candidates = [IRREGULAR_VERBS[noun]] if noun in IRREGULAR_VERBS else []
+    for ending, verb_endings in VERBAL_NOUN:
+        if noun.endswith(ending):
+            stem = noun[: -len(ending)]
+            stems = [stem] + [stem[: -len(a)] + b for a, b in STEM_ALTERNATIONS if stem.endswith(a)]
+            candidates += [s + e for s in stems for e in verb_endings]
+    for candidate in candidates:
+        verb = next((p for p in morph.parse(candidate) if p.tag.POS == "INFN"), None)
+        if verb and morph.word_is_known(candidate) and {f.word for f in verb.lexeme} & set(words):
+            return verb
+    return None
+
+
+def as_object(words: list[str], morph: pymorphy3.MorphAnalyzer) -> list[str]:
+    """A verbal noun's genitive complement as its verb's accusative object ("настройка
+    сетевого интерфейса" -> "настроить сетевой интерфейс"): adjectives up to the first noun."""
+    parses = []
+    for word in words:
+        parse = parse_as(word, morph, "gent", ("NOUN", "ADJF", "PRTF"))
+        if not parse:
+            return words
+        parses.append(parse)
+        if parse.tag.POS == "NOUN":
+            break
+    else:
+        return words
+    noun, changed = parses[-1].tag, []
+    agreement = {"accs", noun.number} | ({noun.gender} if noun.number == "sing" else set())
+    if noun.number == "plur" or noun.gender == "masc":
+        agreement.add(noun.animacy or "inan")
+    for parse in parses:
+        form = parse.inflect({"accs"} if parse.tag.POS == "NOUN" else agreement)
+        changed.append(form.word if form else parse.word)
+    return changed + words[len(parses) :]
+
+
+def russian_questions(
+    name: str, morph: pymorphy3.MorphAnalyzer, vocabulary: Counter[str]
+) -> list[tuple[str, str]]:
+    """(frame, phrase) pairs: a section name as a question, a leading verbal noun as its
+    verb's infinitive, or the leading noun phrase in its other number."""
+    words = as_typed(name).split()
+    if words[0] in QUESTION_WORDS:
+        return []
+    if verb := infinitive(words[0], morph, vocabulary):
+        verbs, rest = [verb.word], words[1:]
+        if rest[:1] == ["и"] and len(rest) > 1 and (also := infinitive(rest[1], morph, vocabulary)):
+            verbs, rest = [*verbs, "и", also.word], rest[2:]
+        if "tran" in verb.tag:
+            rest = as_object(rest, morph)
+        return [(frame, " ".join(verbs + rest)) for frame in KAK]
+    adjectives = []
+    for word in words:
+        if parse := parse_as(word, morph, "nomn", ("ADJF", "PRTF")):
+            adjectives.append(parse)
+        elif noun := parse_as(word, morph, "nomn", ("NOUN",)):
+            break
+        else:
+            return []
+    else:
+        return []
+    number = "sing" if noun.tag.number == "plur" else "plur"
+    changed = noun.inflect({number})
+    if not changed or changed.word not in vocabulary:
+        return []
+    gender = {number, changed.tag.gender} if number == "sing" else {number}
+    forms = [a.inflect(gender) for a in adjectives]
+    if not all(forms):
+        return []
+    phrase = " ".join([f.word for f in forms] + [changed.word] + words[len(forms) + 1 :])
+    works = "как работает {}" if number == "sing" else "как работают {}"
+    needed = NUZHEN["plur" if number == "plur" else changed.tag.gender or "masc"]
+    return [(frame, phrase) for frame in ("что такое {}", works, f"зачем {needed} {{}}")]
+
+
+def neighbours(letter: str) -> str:
+    """The keys next to a letter's on its keyboard (QWERTY, ЙЦУКЕН), "" for other characters."""
+    for rows in KEYBOARDS:
+        for row, keys in enumerate(rows):
+            if (i := keys.find(letter)) >= 0:
+                above = rows[row - 1][max(i, 0) : i + 2] if row else ""
+                below = rows[row + 1][max(i - 1, 0) : i + 1] if row + 1 < len(rows) else ""
+                return keys[max(i - 1, 0) : i] + keys[i + 1 : i + 2] + above + below
+    return ""
+
+
+def misspelt(word: str, rng: random.Random) -> str:
+    """The word with one typo, the first letter kept: neighbouring letters swapped, a letter
+    dropped or doubled, or a letter replaced by a neighbouring key's."""
+    kind = rng.choice(TYPOS)
+    i = rng.randrange(1, len(word) - (kind == "swap"))
+    if kind == "swap":
+        return word[:i] + word[i + 1] + word[i] + word[i + 2 :]
+    if kind == "drop":
+        return word[:i] + word[i + 1 :]
+    if kind == "double":
+        return word[: i + 1] + word[i:]
+    return word[:i] + rng.choice(neighbours(word[i])) + word[i + 1 :]
+
+
+def typo_query(name: str, vocabulary: Counter[str], rng: random.Random) -> str | None:
+    """The name as typed with a typo in one word of six or more letters: no word of the sites."""
+    words = bare(name).split()
+    long = [i for i, w in enumerate(words) if len(w) >= 6 and all(map(neighbours, w))]
+    for _ in range(20 if long else 0):
+        i = rng.choice(long)
+        wrong = misspelt(words[i], rng)
+        if wrong not in vocabulary:
+            return " ".join([*words[:i], wrong, *words[i + 1 :]])
+    return None
+
+
+def fragments(name: str, lang: str, ngrams: dict[str, set[str]], url: str) -> list[str]:
+    """Two to four words from inside a name, from its second word on, that start and end on
+    no stop word, have one of four letters or more and no other page's section names have."""
+    words, stop = as_typed(name).split(), STOP_WORDS[lang]
+    found = []
+    for start in range(1, len(words) - 1):
+        for end in range(start + 2, min(start + 4, len(words)) + 1):
+            part = words[start:end]
+            if (
+                part[0] not in stop
+                and part[-1] not in stop
+                and any(len(w) >= 4 and w not in stop for w in part)
+                and SCRIPT[lang].search(" ".join(part))
+                and ngrams[" ".join(part)] == {url}
+            ):
+                found.append(" ".join(part))
+    return found
+
+
+def word_sequences(pages: dict[str, tuple[str, list[str]]]) -> dict[str, set[str]]:
+    """Every two to four consecutive words of the pages' section names: the pages naming them."""
+    ngrams: dict[str, set[str]] = defaultdict(set)
+    for url, (_, names) in pages.items():
+        for name in names:
+            words = as_typed(name).split()
+            for n in (2, 3, 4):
+                for i in range(len(words) - n + 1):
+                    ngrams[" ".join(words[i : i + n])].add(url)
+    return ngrams
+
+
+def known_item_queries(sites) -> None:
+    """eval/sites-questions.tsv, sites-typos.tsv and sites-fragments.tsv (see the module's
+    docstring), known items drawn uniformly."""
+    pages, vocabulary, contexts = site_pages(sites)
+    items = known_items(pages)
+    morph = pymorphy3.MorphAnalyzer()
+    ngrams = word_sequences(pages)
+
+    def question(lang: str, name: str, url: str, rng: random.Random) -> str | None:
+        if lang == "ru":
+            asked = russian_questions(name, morph, vocabulary)
+        else:
+            asked = english_questions(name, vocabulary, contexts)
+        if not asked:
+            return None
+        frame, phrase = rng.choice(asked)
+        return frame.format(phrase)
+
+    def typo(lang: str, name: str, url: str, rng: random.Random) -> str | None:
+        return typo_query(name, vocabulary, rng)
+
+    def fragment(lang: str, name: str, url: str, rng: random.Random) -> str | None:
+        found = fragments(name, lang, ngrams, url)
+        return rng.choice(found) if found else None
+
+    for kind, make in (("questions", question), ("typos", typo), ("fragments", fragment)):
+        write_known_items(items, make, HERE / f"sites-{kind}.tsv", KNOWN_ITEM_HEADERS[kind])
+
+
+KNOWN_ITEM_HEADERS = {
+    "questions": (
+        "# Known-item questions over the sites of eval/sites.py, built by eval/make_queries.py:",
+        "# a section's heading or page title in a question, reinflected (lang<TAB>query<TAB>URL).",
+    ),
+    "typos": (
+        "# Known-item queries with a typo over the sites of eval/sites.py, by eval/make_queries.py:",
+        "# a section heading or page title with one misspelt word (lang<TAB>query<TAB>page URL).",
+    ),
+    "fragments": (
+        "# Known-item fragments over the sites of eval/sites.py, built by eval/make_queries.py:",
+        "# words from inside a section heading or page title (lang<TAB>query<TAB>page URL).",
+    ),
+}
+
+
+def write_known_items(items, make, out: Path, header: tuple[str, str]) -> None:
+    """A query per known item in a fixed random order until QUERIES_PER_LANGUAGE per language;
+    items that give no query (or one another item gave) are skipped."""
+    rng = random.Random(20261130)
+    lines = list(header)
+    for lang in KNOWN_ITEM_LANGS:
+        candidates = [item for item in items if item[0] == lang]
+        rng.shuffle(candidates)
+        chosen: dict[str, str] = {}
+        for _, name, url in candidates:
+            if len(chosen) == QUERIES_PER_LANGUAGE:
+                break
+            query = make(lang, name, url, rng)
+            if query and query not in chosen:
+                chosen[query] = url
+        lines += [f"{lang}\t{query}\t{url}" for query, url in sorted(chosen.items())]
+        print(f"{out.name} {lang}: {len(chosen)} queries of {len(candidates)} known items")
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print(f"wrote {out}")
 

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 # filbert does no dense linear algebra, and OpenBLAS's thread pool, started when numpy is
 # imported, costs 50-100 ms of CPU per command. The user's own setting wins.
@@ -23,6 +23,9 @@ from filbert.config import Settings, load_settings
 from filbert.errors import UserError
 from filbert.progress import RichReporter, TaskBars, console, counts_table, stdout
 from filbert.storage import CrawlDir, CrawlDirError
+
+if TYPE_CHECKING:
+    from filbert.search.searcher import SearchResults
 
 T = TypeVar("T")
 
@@ -408,7 +411,12 @@ def search(
     n: int = typer.Option(10, "-n", help="Hits to show."),
     offset: int = 0,
     ranking: str = typer.Option("bm25", help="bm25, or hits (HITS authority)."),
-    explain: bool = typer.Option(False, "--explain", help="Show every feature behind each score."),
+    explain: bool = typer.Option(
+        False,
+        "--explain",
+        help="Show every feature behind each score, and how the query was corrected and relaxed.",
+    ),
+    spell: bool = typer.Option(True, help="Correct misspelt words (--no-spell: as typed)."),
     as_json: AsJson = False,
     define: Define = None,
 ) -> None:
@@ -416,14 +424,22 @@ def search(
     from filbert.search import Searcher
 
     crawl_dir, settings = _open(dir, define)
-    results = Searcher(crawl_dir, settings).search(query, n, offset, ranking, explain)
+    results = Searcher(crawl_dir, settings).search(query, n, offset, ranking, explain, spell=spell)
     if as_json:
         data = results.to_dict()
         keep = ("url", "title", "score", "snippet", "signals", "explanation")
         data["hits"] = [{k: h[k] for k in keep if k in h} for h in data["hits"]]
         print(json.dumps(data, ensure_ascii=False, indent=1))
         return
-    stdout.print(f"{results.total} results for [bold]{escape(results.query)}[/]", highlight=False)
+    correction = results.correction
+    if correction and correction.applied:
+        stdout.print(f"Showing results for [bold]{escape(correction.text)}[/]", highlight=False)
+    searched = correction.text if correction and correction.applied else results.query
+    stdout.print(f"{results.total} results for [bold]{escape(searched)}[/]", highlight=False)
+    if correction and not correction.applied:
+        stdout.print(f"Did you mean [bold]{escape(correction.text)}[/]?", highlight=False)
+    if explain:
+        stdout.print(_relaxation(results), highlight=False)
     for rank, hit in enumerate(results.hits, offset + 1):
         stdout.print(
             f"\n{rank}. [bold]{escape(hit.title)}[/]  ({hit.score:.3f})\n"
@@ -432,6 +448,22 @@ def search(
         )
         if hit.explanation:
             stdout.print(_explanation_tree(hit.explanation), highlight=False)
+
+
+def _relaxation(results: SearchResults) -> str:
+    """How the query was corrected and relaxed, for --explain."""
+    lines = []
+    if results.correction:
+        words = ", ".join(f"{a} → {b}" for a, b in results.correction.words)
+        how = "searched" if results.correction.applied else "offered (the query searched as typed)"
+        lines.append(f"spelling: {escape(words)}, {how}")
+    if results.ignored:
+        lines.append(f"left out, framing a question: {escape(', '.join(results.ignored))}")
+    if not results.matched_all:
+        lines.append("no page has every word: pages with any of them")
+    elif results.required < results.words:
+        lines.append(f"pages with at least {results.required} of the {results.words} words")
+    return "\n".join(lines or ["query searched as typed, every word required"])
 
 
 def _explanation_tree(node: dict, depth: int = 1) -> str:

@@ -141,6 +141,20 @@ def load_defaults() -> tuple[dict[str, Any], dict[str, Declaration]]:
 DEFAULTS, DECLARATIONS = load_defaults()
 
 
+def error_lengths_setting(settings: Mapping[str, Any], key: str) -> tuple[int, ...]:
+    """A setting of increasing word or prefix lengths ("4, 8"): one more error is allowed
+    from each on."""
+    text = settings[key]
+    try:
+        lengths = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        lengths = ()
+    increasing = all(n >= 1 for n in lengths) and list(lengths) == sorted(lengths)
+    if (text.strip() and not lengths) or not increasing:
+        raise ConfigError(f"{key} must be increasing lengths like '4, 8', got {text!r}")
+    return lengths
+
+
 def _resolve(target: str) -> Callable[..., object]:
     module, _, attributes = target.partition(":")
     found: Any = importlib.import_module(module)
@@ -175,7 +189,8 @@ PARSERS: dict[str, Callable[[Mapping[str, Any], str], object]] = {
     "urlfilter.domain.deny": _of_settings("filbert.urls.filter:FilterLimits.from_settings"),
     "analysis.zh.userdict": _of_path("filbert.analysis.analyzers:read_user_dict"),
     "focus.topic": _of_path("filbert.analysis.topic:Topic.read"),
-    "suggest.errors.lengths": _of_settings("filbert.suggest.step:error_lengths"),
+    "suggest.errors.lengths": error_lengths_setting,
+    "search.spelling.errors.lengths": error_lengths_setting,
     "suggest.synonyms.file": _of_path("filbert.suggest.step:read_synonyms"),
     "search.searchers": _of_settings("filbert.web.broker:searcher_addresses"),
     "executor.address": _of_settings("filbert.executor:scheduler_address"),

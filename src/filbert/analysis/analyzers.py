@@ -117,7 +117,7 @@ def language_script(lang: str) -> str:
 
 
 def _word_list(folder: str, lang: str) -> frozenset[str]:
-    """A packaged list of a language's words (stopwords/, common/), folded."""
+    """A packaged list of a language's words (stopwords/, common/, frames/), folded."""
     if not LANG_CODE.fullmatch(lang):  # never a path: only a code names a packaged list
         return frozenset()
     path = resources.files("filbert.analysis") / folder / f"{lang}.txt"
@@ -130,6 +130,17 @@ def _word_list(folder: str, lang: str) -> frozenset[str]:
 @cache
 def stop_words(lang: str) -> frozenset[str]:
     return _word_list("stopwords", lang)
+
+
+@cache
+def frame_words() -> frozenset[str]:
+    """The words that frame a question or a request in the languages that list them
+    (frames/): "how", "do", "i", "как", "如何"."""
+    folder = resources.files("filbert.analysis") / "frames"
+    langs = [
+        path.name.removesuffix(".txt") for path in folder.iterdir() if path.name.endswith(".txt")
+    ]
+    return frozenset().union(*(_word_list("frames", lang) for lang in langs))
 
 
 @cache

@@ -54,6 +54,7 @@ from filbert.index.schema import (
     shard_name,
     with_analyzers,
 )
+from filbert.index.vocabulary import count_words, merge, words_file, write_vocabulary
 from filbert.storage import damaged_file
 from filbert.urls import fingerprint
 
@@ -125,6 +126,7 @@ class ShardUpdate:
     writer: tantivy.IndexWriter | None = None
     forward: pq.ParquetWriter | None = None
     added: list[pa.Table] = field(default_factory=list)  # LIVE rows of what was added
+    words: list[pa.Table] = field(default_factory=list)  # word counts of what was added
 
     def kept(self, delta: bool | None = None) -> pa.Table:
         """The LIVE rows of the documents it keeps (of its delta's only, or its base's)."""
@@ -143,6 +145,7 @@ class ShardUpdate:
             path = forward_dir(out, self.shard) / self.forward_name
             self.forward = pq.ParquetWriter(path, FORWARD, compression="zstd")
         self.forward.write_table(table)
+        self.words.append(count_words(table))
         names = pa.array([self.forward_name] * table.num_rows, pa.string())
         self.added.append(pa.table([table["uid"], names, table["lang"]], schema=LIVE))
 
@@ -199,6 +202,8 @@ def update_shards(
     languages: Counter[str] = Counter()
     for shard in written:
         languages.update(shard["languages"])
+    files = [forward_dir(out, s["shard"]) / name for s in written for name in s["files"]]
+    write_vocabulary(out, files)
     documents = languages.total()
     del languages[""]  # pages too short to tell
     return {
@@ -227,6 +232,7 @@ def _write_shard(task: ShardTask) -> dict:
     _save_columns(out / shard_name(task.shard), task.scores, task.shard)
     return {
         "shard": task.shard,
+        "files": pc.unique(live["file"]).to_pylist(),
         "languages": Counter(live.column("lang").to_pylist()),
         "deleted": update.deleted,
         "rewrite": update.rewrite,
@@ -286,6 +292,7 @@ def _open(update: ShardUpdate, previous: Path | None, out: Path, settings: Setti
         assert previous is not None
         _link(previous / shard_name(update.shard), shard_dir, NOT_LINKED)
         files = set(update.kept(delta=False).column("file").to_pylist())
+        files |= {words_file(Path(name)).name for name in files}
         _link(forward_dir(previous, update.shard), forward_dir(out, update.shard), files=files)
         index = tantivy.Index.open(str(shard_dir))
     else:
@@ -343,6 +350,9 @@ def _close(update: ShardUpdate, previous: Path | None, out: Path) -> pa.Table:
     update.writer.wait_merging_threads()
     if update.forward is not None:
         update.forward.close()
+        pq.write_table(
+            merge(update.words), words_file(forward_dir(out, update.shard) / update.forward_name)
+        )
     linked = update.forward_name.startswith(DELTA)
     kept = [update.kept(delta=False)] if linked else []  # the others were added again
     live = pa.concat_tables([LIVE.empty_table(), *kept, *update.added])
@@ -377,7 +387,7 @@ def _canonical(
     writer = index_writer(
         tantivy.Index(index_schema(), str(out / shard_name(update.shard))), settings, 1
     )
-    live = []
+    live, words = [], []
     with pq.ParquetWriter(folder / name, FORWARD, compression="zstd") as forward:
         if sources:
             sql = f"SELECT * FROM ({' UNION ALL '.join(sources)}) ORDER BY uid"
@@ -386,10 +396,12 @@ def _canonical(
                 for row in table.to_pylist():
                     writer.add_document(tantivy_document(row))
                 forward.write_table(table)
+                words.append(count_words(table))
                 names = pa.array([name] * table.num_rows, pa.string())
                 live.append(pa.table([table["uid"], names, table["lang"]], schema=LIVE))
     writer.commit()
     writer.wait_merging_threads()
+    pq.write_table(merge(words), words_file(folder / name))
     table = pa.concat_tables([LIVE.empty_table(), *live])
     pq.write_table(table, folder / LIVE_FILE)
     return table

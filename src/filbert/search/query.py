@@ -4,10 +4,16 @@ Syntax: plain words (all required, any when nothing matches all), "quoted phrase
 -"phrase" to exclude, site:host (the host or any host under it) and lang:xx. Words are analyzed
 as the index analyzed its documents: in the query's language when it can be told, otherwise in
 every language of the index, each analysis an alternative for the word.
+
+Questions and long queries are relaxed: the words that frame a question ("how", "do", "i",
+"как", "如何": analyzers.frame_words) are left out when the query has others, and from
+`search.relax.min.words` words on, `search.relax.share` of them will do (tantivy's minimum
+should match, as Elasticsearch's). Quoted phrases and exclusions stay strict.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
@@ -18,7 +24,15 @@ import tantivy
 from tantivy import Occur, Query
 
 from filbert.analysis import analyzer, query_language
-from filbert.analysis.analyzers import ANALYZED_LANGS, HAN_RUN, LANG_CODE, TOKEN, fold
+from filbert.analysis.analyzers import (
+    ANALYZED_LANGS,
+    HAN_RUN,
+    LANG_CODE,
+    TOKEN,
+    fold,
+    frame_words,
+    jieba_words,
+)
 from filbert.errors import UserError
 from filbert.index.schema import ALL_FIELD, FILLER, GRAMS_FIELD, TEXT_FIELDS
 
@@ -95,6 +109,7 @@ class AnalyzedQuery:
     excluded: list[set[str] | list[Phrase]]
     probes: list[str]  # surface text to look for in snippets
     stop_phrases: list[str] = field(default_factory=list)  # no terms: snippets find the text
+    ignored: list[str] = field(default_factory=list)  # the words framing a question
 
     @cached_property  # snippets look it up for every hit
     def terms(self) -> set[str]:
@@ -110,12 +125,16 @@ class AnalyzedQuery:
 
 
 def analyze_query(
-    parsed: ParsedQuery, index_langs: Collection[str], present_langs: Collection[str] = ()
+    parsed: ParsedQuery,
+    index_langs: Collection[str],
+    present_langs: Collection[str] = (),
+    frames: bool = True,
 ) -> AnalyzedQuery:
     """Each word's terms in the query's language and in every main language of the index
     (index_langs): a page is analyzed in its body's language, title included, so an Italian
     title over English text holds English terms. The query's language, told among all
-    languages with pages (present_langs, see query_language), gets the preference."""
+    languages with pages (present_langs, see query_language), gets the preference. `frames`:
+    leave out the words that frame a question when there are others."""
     text = " ".join(parsed.words + parsed.phrases)
     if parsed.lang and parsed.lang not in ANALYZED_LANGS and parsed.lang not in present_langs:
         known = ", ".join(sorted(present_langs)) or "none yet"
@@ -125,9 +144,12 @@ def analyze_query(
         )
     lang = parsed.lang or query_language(text, index_langs, present_langs)
     langs = list(dict.fromkeys([lang, *index_langs] if lang else index_langs)) or ["en"]
-    clauses = _clauses(parsed.text, langs)
+    words, ignored = without_frames(parsed.text) if frames else (parsed.text, [])
+    clauses = _clauses(words, langs)
+    if not clauses and not parsed.phrases:  # nothing but the frame ("how to", "what is it")
+        words, ignored, clauses = parsed.text, [], _clauses(parsed.text, langs)
     # words that are all stop words ("to be or not to be", "the") are searched as a phrase
-    quoted = parsed.phrases if clauses else [*parsed.phrases, *filter(None, [parsed.text])]
+    quoted = parsed.phrases if clauses else [*parsed.phrases, *filter(None, [words])]
     phrases = [_phrases(p, langs) for p in quoted]
     excluded: list[set[str] | list[Phrase]] = [
         _phrases(x, langs) if " " in x.strip() else set().union(*_clauses(x, langs))
@@ -137,12 +159,30 @@ def analyze_query(
         parsed,
         lang,
         clauses,
-        _sequences(parsed.text, langs),
+        _sequences(words, langs),
         [p for p in phrases if p],
         [x for x in excluded if x],
         _probes(text),
         [q for q, ps in zip(quoted, phrases) if ps and not any(p.terms for p in ps)],
+        ignored,
     )
+
+
+def without_frames(text: str) -> tuple[str, list[str]]:
+    """The text without the words that frame a question, and those words."""
+    frames = frame_words()
+    cut: list[tuple[int, int]] = []
+    for match in TOKEN.finditer(text):
+        han, _, word = match.groups()
+        if word and fold(word) in frames:
+            cut.append(match.span())
+        elif han:
+            start = match.start()
+            cut += [(start + a, start + b) for w, a, b in jieba_words(han) if w in frames]
+    if not cut:
+        return text, []
+    kept = [text[end:start] for (_, end), (start, _) in zip([(0, 0), *cut], [*cut, (len(text), 0)])]
+    return " ".join(" ".join(kept).split()), [text[a:b] for a, b in cut]
 
 
 def _clauses(text: str, langs: list[str]) -> list[set[str]]:
@@ -206,6 +246,8 @@ class QueryBuilder:
         self.searchers: list[tantivy.Searcher] = []  # the index's shards, when known
         self.boosts = {name: settings[f"search.boost.{name}"] for name in TEXT_FIELDS}
         self.lang_boost = settings["search.boost.lang"]
+        self.relax_min_words = settings["search.relax.min.words"]
+        self.relax_share = settings["search.relax.share"]
         # proximity bins (the Google paper): words as a phrase, near each other, or far apart;
         # (slop, weight) of those that count, the loosest first
         bins = [
@@ -247,25 +289,33 @@ class QueryBuilder:
         scored there), whose explanation is easier to read: tantivy goes through a union of
         fields page by page, but intersects single posting lists by skipping (at 1M pages,
         0.3–0.4 ms instead of 0.8–0.9 for two or three words)."""
+        needed = self.required(query) if conjunction else 1
         if conjunction and len(query.clauses) > 1 and self.all_field and not flat:
-            found = [(Occur.Must, self._anywhere(alternatives)) for alternatives in query.clauses]
+            found = _at_least(needed, [self._anywhere(a) for a in query.clauses])
             return self._scored_fields(
                 query,
-                self._restricted(
-                    query, [(Occur.Must, Query.const_score_query(Query.boolean_query(found), 0.0))]
-                ),
+                self._restricted(query, [(Occur.Must, Query.const_score_query(found, 0.0))]),
             )
         # one word: its anchor text holds every query word where it holds the word, so
         # _anchors' score is the word's in the anchor field, one posting list fewer to go through
         one = len(query.clauses) == 1
         positive = [self._word(alternatives, one) for alternatives in query.clauses]
-        if not conjunction and len(positive) > 1:
-            positive = [Query.boolean_query([(Occur.Should, q) for q in positive])]
+        if needed < len(positive):
+            positive = [_at_least(needed, positive)]
         required = [(Occur.Must, q) for q in positive]
         anchors = None if one else self._anchors(query)
         if anchors is not None:
             required.append((Occur.Should, anchors))
         return self._restricted(query, required)
+
+    def required(self, query: AnalyzedQuery) -> int:
+        """How many of the query's words a page must have (all of them, or from
+        `search.relax.min.words` on their `search.relax.share`; all of a Chinese query's,
+        whose words are jieba's, overlapping)."""
+        words = len(query.clauses)
+        if words < self.relax_min_words or HAN_RUN.search(query.parsed.text):
+            return words
+        return max(1, math.ceil(self.relax_share * words - 1e-9))
 
     def _restricted(self, query: AnalyzedQuery, clauses: list[tuple[Occur, Query]]) -> Query:
         """The clauses with the query's phrases, filters and exclusions."""
@@ -440,6 +490,15 @@ class QueryBuilder:
         if parsed.lang:
             filters.append(Query.term_query(self.schema, "lang", parsed.lang))
         return filters
+
+
+def _at_least(needed: int, queries: list[Query]) -> Query:
+    """Pages matching `needed` of the queries (all: each a Must, which tantivy intersects
+    by skipping)."""
+    if needed >= len(queries):
+        return Query.boolean_query([(Occur.Must, q) for q in queries])
+    should = [(Occur.Should, q) for q in queries]
+    return Query.boolean_query(should, minimum_number_should_match=needed if needed > 1 else None)
 
 
 def _scored_one_by_one(found: Query, scores: list[Query]) -> Query:

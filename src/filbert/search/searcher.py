@@ -1,6 +1,7 @@
 """A search, step by step, the same whoever answers the steps.
 
-A search is a few steps over the index's shards (Ranking.steps, a generator): phase one on
+A search is a few steps over the index's shards (Ranking.steps, a generator): its spelling
+checked against the index's vocabulary (Correct: spelling.py), phase one on
 every shard (Retrieve: tantivy's best candidates with their features, shards.py), repeated
 with any word when no page has all of them; phase two over the merged candidates (ranking.py:
 PageRank, near-duplicates, host crowding; HITS through Urls and Authority); the fetch phase
@@ -12,7 +13,7 @@ from searcher processes, concurrently and within deadlines, so both rank alike.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -29,6 +30,7 @@ from filbert.search.shards import (
     best_by_text,
     check_deadline,
 )
+from filbert.search.spelling import Correction, Speller
 from filbert.storage import CrawlDir
 
 if TYPE_CHECKING:
@@ -89,6 +91,10 @@ class SearchResults:
     hits: list[Hit] = field(default_factory=list)
     matched_all: bool = True  # False: no page had every word, these have some
     shards: ShardCounts = field(default_factory=ShardCounts)
+    correction: Correction | None = None  # applied: the hits are the corrected query's
+    ignored: list[str] = field(default_factory=list)  # words framing a question, left out
+    required: int = 0  # of the query's (other) words, how many a page had to have
+    words: int = 0
 
     @property
     def partial(self) -> bool:
@@ -101,6 +107,8 @@ class SearchResults:
             "total": self.total,
             "offset": self.offset,
             "matched_all": self.matched_all,
+            "correction": self.correction.to_dict() if self.correction else None,
+            "relaxed": {"ignored": self.ignored, "required": self.required, "words": self.words},
             "partial": self.partial,
             "shards": vars(self.shards),
             "hits": [hit.to_dict() for hit in self.hits],
@@ -108,6 +116,13 @@ class SearchResults:
 
 
 # --- the steps -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Correct:
+    """The query's misspelt words corrected → Correction | None."""
+
+    query: str
 
 
 @dataclass(frozen=True)
@@ -143,7 +158,7 @@ class Fetch:
     candidates: list[Candidate]
 
 
-Step = Retrieve | Urls | Authority | Fetch
+Step = Correct | Retrieve | Urls | Authority | Fetch
 Steps = Generator[Step, Any, SearchResults]
 T = TypeVar("T")
 
@@ -177,11 +192,13 @@ class Ranking:
         ranking: str = "bm25",
         explain: bool = False,
         deadline: float | None = None,
+        spell: bool = True,
     ) -> Steps:
         """`ranking`: "bm25" (text features, then PageRank) or "hits" (the top results
         re-ordered by HITS authority within their base set). `explain` adds each hit's score
         as a tree of the features and weights behind it. `deadline` (time.monotonic()):
-        SearchTimeout when it has passed, checked between the steps."""
+        SearchTimeout when it has passed, checked between the steps. `spell`: correct
+        misspelt words (False: search the query as typed)."""
         check = partial(check_deadline, deadline)
         if ranking not in RANKINGS:
             raise QueryError(f"ranking must be one of {', '.join(RANKINGS)}, not {ranking!r}")
@@ -189,12 +206,12 @@ class Ranking:
         n = max(0, min(n, MAX_RESULTS))
         offset = max(0, offset)
         depth = max(offset + n, self.rerank_depth, self.hits_root if ranking == "hits" else 0)
-        conjunction = True
-        retrieved: Retrieved = yield Retrieve(query, conjunction, depth)
-        if retrieved.total == 0 and retrieved.words > 1:
-            check()
-            conjunction = False
-            retrieved = yield Retrieve(query, conjunction, depth)
+        correction: Correction | None = (yield Correct(query)) if spell else None
+        searched = correction.text if correction and correction.applied else query
+        conjunction, retrieved = yield from self._retrieve(searched, depth, check)
+        if correction and searched != query and retrieved.total == 0:  # no better: as typed
+            searched, correction = query, replace(correction, applied=False)
+            conjunction, retrieved = yield from self._retrieve(query, depth, check)
         check()
         ranked = self.reranker.rerank(self._near_only_best(retrieved.candidates))
         if ranking == "hits":
@@ -205,9 +222,30 @@ class Ranking:
             ranked = _by_authority(root, scores) + ranked[len(root) :]
         chosen = ranked[offset : offset + n]
         check()
-        fetched = (yield Fetch(query, conjunction, explain, chosen)) if chosen else []
+        fetched = (yield Fetch(searched, conjunction, explain, chosen)) if chosen else []
         hits = [self._hit(c, found) for c, found in zip(chosen, fetched) if found is not None]
-        return SearchResults(text, retrieved.total, offset, hits, conjunction)
+        return SearchResults(
+            text,
+            retrieved.total,
+            offset,
+            hits,
+            conjunction,
+            correction=correction,
+            ignored=retrieved.ignored,
+            required=retrieved.required,
+            words=retrieved.words,
+        )
+
+    def _retrieve(
+        self, query: str, depth: int, check: Callable[[], None]
+    ) -> Generator[Step, Any, tuple[bool, Retrieved]]:
+        """Phase one with the query's words required (as relaxed: query.py), and again with
+        any of them when no page has them; whether they were required, and the answer."""
+        retrieved: Retrieved = yield Retrieve(query, True, depth)
+        if retrieved.total == 0 and retrieved.words > 1:
+            check()
+            return False, (yield Retrieve(query, False, depth))
+        return True, retrieved
 
     def _near_only_best(self, candidates: list[Candidate]) -> list[Candidate]:
         """The proximity bins count for the best candidates of all shards by text only (each
@@ -252,6 +290,7 @@ class Searcher:
         self.ranking = Ranking(settings)
         self.shards = shards or ShardSearcher(crawl, settings)
         self._graph: LinkGraph | None = None
+        self._speller: Speller | None = None
 
     @property
     def generation(self) -> Path:
@@ -260,6 +299,13 @@ class Searcher:
     def reopen(self) -> None:
         self.shards.reopen()
         self._graph = None
+        self._speller = None
+
+    def speller(self) -> Speller:
+        """The index generation's vocabulary, loaded on first use."""
+        if self._speller is None:
+            self._speller = Speller.load(self.generation, self.settings)
+        return self._speller
 
     def search(
         self,
@@ -269,9 +315,10 @@ class Searcher:
         ranking: str = "bm25",
         explain: bool = False,
         deadline: float | None = None,
+        spell: bool = True,
     ) -> SearchResults:
         """See Ranking.steps."""
-        steps = self.ranking.steps(query, n, offset, ranking, explain, deadline)
+        steps = self.ranking.steps(query, n, offset, ranking, explain, deadline, spell)
         results = run_steps(steps, partial(self._answer, deadline=deadline))
         count, held = self.shards.shard_count, len(self.shards.shards)
         results.shards = ShardCounts(count, held, count - held)
@@ -279,6 +326,8 @@ class Searcher:
 
     def _answer(self, step: Step, deadline: float | None) -> Any:
         shards = self.shards
+        if isinstance(step, Correct):
+            return self.speller().correct(step.query)
         if isinstance(step, Retrieve):
             return shards.retrieve(step.query, step.conjunction, step.depth, deadline)
         if isinstance(step, Urls):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from operator import attrgetter
 from typing import TypedDict
@@ -86,6 +86,8 @@ class Retrieved:
     total: int
     candidates: list[Candidate]
     words: int  # the query's words (after analysis): 0 when it is only stop words
+    required: int = 0  # how many of them a page had to have (QueryBuilder.required)
+    ignored: list[str] = field(default_factory=list)  # words framing a question, left out
 
 
 class Fetched(TypedDict):
@@ -115,6 +117,7 @@ class ShardSearcher:
         self.proximity_depth = settings["search.proximity.depth"]
         self.max_query = settings["search.max.query.length"]
         self.max_terms = settings["search.max.query.terms"]
+        self.frames = settings["search.relax.frames"]
         self.builder = QueryBuilder(index_schema(), settings)
         self._lock = threading.Lock()
         self.reopen()
@@ -163,7 +166,9 @@ class ShardSearcher:
             raise QueryError("empty query")
         if len(text) > self.max_query:
             raise QueryError(f"query longer than {self.max_query} characters")
-        analyzed = analyze_query(parse_query(text), self.languages, self.language_counts.keys())
+        analyzed = analyze_query(
+            parse_query(text), self.languages, self.language_counts.keys(), self.frames
+        )
         if analyzed.empty and not TOKEN.search(text):
             raise QueryError(f"query {text!r} has no words to search for")
         words = (
@@ -189,7 +194,8 @@ class ShardSearcher:
         total, candidates = self._retrieve(analyzed, conjunction, depth)
         check_deadline(deadline)
         self._proximity(analyzed, candidates)
-        return Retrieved(total, candidates, len(analyzed.clauses))
+        required = self.builder.required(analyzed) if conjunction else 1
+        return Retrieved(total, candidates, len(analyzed.clauses), required, analyzed.ignored)
 
     def _retrieve(
         self, analyzed: AnalyzedQuery, conjunction: bool, depth: int

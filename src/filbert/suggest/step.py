@@ -60,7 +60,7 @@ import pyarrow.compute as pc
 
 from filbert import schemas
 from filbert.buckets import Relation, connect, latest_per_page, params, parquet_relation
-from filbert.config import ConfigError, Settings
+from filbert.config import Settings, error_lengths_setting
 from filbert.executor import make_executor
 from filbert.storage import CrawlDir, GenerationHolder, Segment, read_parts, reading, write_table
 from filbert.suggest.phrases import (
@@ -578,17 +578,7 @@ def read_synonyms(path: Path) -> list[list[str]]:
 
 def error_lengths(settings: Settings) -> tuple[int, ...]:
     """`suggest.errors.lengths`: the prefix lengths from which 1, 2, ... errors are allowed."""
-    text = settings["suggest.errors.lengths"]
-    try:
-        lengths = tuple(int(part) for part in text.split(",") if part.strip())
-    except ValueError:
-        lengths = ()
-    increasing = all(n >= 1 for n in lengths) and list(lengths) == sorted(lengths)
-    if (text.strip() and not lengths) or not increasing:
-        raise ConfigError(
-            f"suggest.errors.lengths must be increasing lengths like '4, 8', got {text!r}"
-        )
-    return lengths
+    return error_lengths_setting(settings, "suggest.errors.lengths")
 
 
 def load_suggester(crawl: CrawlDir, settings: Settings) -> tuple[Path, Suggester]:

@@ -23,9 +23,9 @@ import numpy as np
 
 from filbert.analysis import fold
 from filbert.analysis.analyzers import word_starts_in
+from filbert.analysis.trie import ARRAYS, Trie, char_dtype, char_ids, starts
 from filbert.errors import UserError
 from filbert.suggest.ranks import BLOCK, RangeMin, best_first, rank_ids
-from filbert.suggest.trie import ARRAYS, Trie, char_dtype
 
 FORMAT = 3
 FILE = "suggest.npz"
@@ -169,7 +169,7 @@ class Suggester:
             trie,
             alphabet,
             np.frombuffer(b"".join(displays), np.uint8),
-            _starts(list(map(len, displays))),
+            starts(list(map(len, displays))),
             rank,
             np.array([p for p, _ in pairs], np.int32),
             np.array([c for _, c in pairs], np.int32),
@@ -378,26 +378,11 @@ def _index_entries(keys: list[str]) -> tuple[Trie, np.ndarray, np.ndarray, np.nd
     ordered = list(map(texts.__getitem__, order))
     first = [at for at, (a, b) in enumerate(pairwise(["", *ordered])) if a != b]
     distinct = list(map(ordered.__getitem__, first))
-    alphabet, chars = _char_ids("".join(distinct))
-    trie = Trie.build(chars, _starts([len(text) for text in distinct]))
+    alphabet, chars = char_ids("".join(distinct))
+    trie = Trie.build(chars, starts([len(text) for text in distinct]))
     bounds = np.array([*first, len(order)], np.int32)
     trie = dataclasses.replace(trie, lo=bounds[trie.lo], hi=bounds[trie.hi])
     return trie, alphabet, phrase[order], offset[order]
-
-
-def _char_ids(text: str) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct characters (code points, sorted, so ids sort like the text) and the
-    text as ids."""
-    points = np.frombuffer(text.encode("utf-32-le"), np.uint32)
-    seen = np.zeros(int(points.max(initial=0)) + 1, bool)
-    seen[points] = True
-    alphabet = seen.nonzero()[0].astype(np.uint32)
-    ids = np.cumsum(seen, dtype=np.int64) - 1  # a code point's id: the points below it seen
-    return alphabet, ids[points].astype(char_dtype(len(alphabet)))
-
-
-def _starts(lengths: list[int]) -> np.ndarray:
-    return np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
 
 
 def _ranking(

@@ -207,6 +207,9 @@ class SearchParams(BaseModel):
         "bm25", description="hits: the top results re-ordered by HITS authority"
     )
     explain: bool = Field(False, description="each hit's score as a tree of its parts")
+    spell: bool = Field(
+        True, description="correct misspelt words (false: search the words as typed)"
+    )
 
     @property
     def heavy(self) -> bool:
@@ -256,6 +259,7 @@ class SearchService:
             "offset": params.offset,
             "ranking": params.ranking,
             "explain": params.explain,
+            "spell": params.spell,
         }
         reply = await self.broker.search(request, params.heavy, deadline)
         self.log.write(
@@ -378,16 +382,31 @@ def make_templates() -> Jinja2Templates:
     return Jinja2Templates(env=env)
 
 
-def page_link(query: str, offset: int) -> str:
-    return "?" + urlencode({"q": query, "offset": offset} if offset else {"q": query})
+def page_link(query: str, offset: int = 0, spell: bool = True) -> str:
+    """A relative link to a page of results (`spell` false: for the words as typed)."""
+    params: dict[str, str | int] = {"q": query}
+    if offset:
+        params["offset"] = offset
+    if not spell:
+        params["spell"] = 0
+    return "?" + urlencode(params)
 
 
-def pager(results: dict) -> dict[str, str | None]:
-    """Relative links to the previous and next result pages (None where there is none)."""
+def pager(results: dict, spell: bool = True) -> dict[str, str | None]:
+    """Relative links to the previous and next result pages (None where there is none),
+    and for a corrected query, to its results as typed (or for a correction offered, to
+    those)."""
     start, end = results["offset"], results["offset"] + len(results["hits"])
-    prev = page_link(results["query"], max(start - PAGE_SIZE, 0)) if start > 0 else None
+    query = results["query"]
+    prev = page_link(query, max(start - PAGE_SIZE, 0), spell) if start > 0 else None
     more = end < results["total"] and end < MAX_OFFSET
-    return {"prev": prev, "next": page_link(results["query"], end) if more else None}
+    correction = results["correction"] or {}
+    return {
+        "prev": prev,
+        "next": page_link(query, end, spell) if more else None,
+        "as_typed": page_link(query, spell=False) if correction.get("applied") else None,
+        "corrected": page_link(correction["text"]) if correction else None,
+    }
 
 
 def error_json(status: int, message: str) -> JSONResponse:
@@ -476,7 +495,11 @@ def create_app(crawl: CrawlDir, settings: Settings) -> ASGIApp:
         status = 200
         try:  # the page takes q and offset, checked as the API checks them
             params = SearchParams.model_validate(
-                {"q": q, "offset": request.query_params.get("offset", 0)}
+                {
+                    "q": q,
+                    "offset": request.query_params.get("offset", 0),
+                    "spell": request.query_params.get("spell", True),
+                }
             )
         except ValidationError as exc:
             context["error"], status = parameter_error(exc.errors()[0]), 400
@@ -486,7 +509,7 @@ def create_app(crawl: CrawlDir, settings: Settings) -> ASGIApp:
             reply = await service.search(params, client, request.scope["deadline"])
             if reply.status == 200:
                 results = orjson.loads(reply.body)
-                context.update(results=results, pager=pager(results))
+                context.update(results=results, pager=pager(results, params.spell))
             else:
                 context["error"], status = reply.error, reply.status
             context["seconds"] = time.perf_counter() - start

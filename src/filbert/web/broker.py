@@ -42,6 +42,7 @@ from filbert.search.hits import LinkGraph, load_link_graph
 from filbert.search.query import QueryError
 from filbert.search.searcher import (
     Authority,
+    Correct,
     Ranking,
     Retrieve,
     ShardCounts,
@@ -49,6 +50,7 @@ from filbert.search.searcher import (
     Urls,
 )
 from filbert.search.shards import Retrieved, SearchTimeout
+from filbert.search.spelling import Speller
 from filbert.storage import CrawlDir, GenerationHolder
 from filbert.web.searchers import HEADER, MAX_MESSAGE, frame, local_searcher, refs, unpack
 
@@ -343,6 +345,9 @@ class Broker:
         self.graph: GenerationHolder[LinkGraph] = GenerationHolder(
             crawl.webgraph, lambda _: load_link_graph(crawl)
         )
+        self.speller: GenerationHolder[Speller] = GenerationHolder(
+            crawl.index, lambda _: Speller.load(crawl.index.current(), settings)
+        )
         capacity = settings["search.searcher.connections"]
         addresses = searcher_addresses(settings)
         self._socket_dir: str | None = None
@@ -584,6 +589,9 @@ class Broker:
         return answered
 
     async def _answer(self, step: Step, fan: Fanout, deadline: float) -> Any:
+        if isinstance(step, Correct):
+            speller = await asyncio.to_thread(self.speller.get)
+            return speller.correct(step.query)
         if isinstance(step, Retrieve):
             request = {
                 "kind": "retrieve",
@@ -612,14 +620,16 @@ class Broker:
 
     def _merged(self, fan: Fanout, replies: list[tuple[Group, Reply]]) -> Retrieved:
         """The groups' phase one as one: candidates in shard order, as one process has them."""
-        total, words, candidates = 0, 0, []
+        total, words, required, ignored, candidates = 0, 0, 0, [], []
         for group, reply in replies:
             total += reply.head["total"]
             words = max(words, reply.head["words"])
+            required = max(required, reply.head["required"])
+            ignored = reply.head["ignored"]
             candidates += unpack(reply.body)
             fan.generations.update(dict.fromkeys(group.shards, reply.head["generation"]))
         candidates.sort(key=attrgetter("shard"))  # stable: each shard's order is kept
-        return Retrieved(total, candidates, words)
+        return Retrieved(total, candidates, words, required, ignored)
 
     async def _by_owner(
         self, fan: Fanout, candidates: list, request: dict[str, Any], deadline: float
@@ -662,6 +672,7 @@ class Broker:
                 request["ranking"],
                 request["explain"],
                 deadline,
+                request.get("spell", True),
             )
             results = await self._run(steps, lambda step: self._answer(step, fan, deadline))
         except QueryError as exc:

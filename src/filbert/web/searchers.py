@@ -12,11 +12,12 @@ The protocol, over a stream socket: each message is its length (8 bytes, big end
 the message. A request is one JSON object, {"kind": ..., "timeout": seconds it may take, ...}.
 A reply is a JSON head line ({"status": 200, ...} or an "error") and a body:
 
-- "search" (q, n, offset, ranking, explain): the whole search (search/searcher.py), sent
+- "search" (q, n, offset, ranking, explain, spell): the whole search (search/searcher.py), sent
   to a searcher that holds every shard; body the results' JSON;
 - "info": the shards served (`shards`), the index's shard count (`of`), `generation`,
   `documents`, and a `problem` when the shards cannot answer (health);
-- "retrieve" (q, conjunction, depth): head `total`, `words`, `generation`; body the
+- "retrieve" (q, conjunction, depth): head `total`, `words`, `required`, `ignored` (see
+  search.shards.Retrieved), `generation`; body the
   candidates as packed records (CANDIDATE, little endian), in shard order;
 - "fetch" (q, conjunction, explain, generation, candidates as REF rows): body a JSON list,
   one search.shards.Fetched or null per candidate;
@@ -164,6 +165,7 @@ class Shards:
                 request["ranking"],
                 request["explain"],
                 deadline,
+                request.get("spell", True),
             )
             head.update(total=results.total, matched_all=results.matched_all)
             return orjson.dumps(results.to_dict())
@@ -171,7 +173,9 @@ class Shards:
             found = searcher.retrieve(
                 request["q"], request["conjunction"], request["depth"], deadline
             )
-            head.update(total=found.total, words=found.words)
+            head.update(
+                total=found.total, words=found.words, required=found.required, ignored=found.ignored
+            )
             return pack(found.candidates)
         if kind == "cache":
             page = searcher.cached(request["url"])

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from filbert.suggest import _trie
+from filbert.analysis import _trie
 
 # Array names and dtypes as saved; `chars` is uint16 or uint32 (see `char_dtype`).
 ARRAYS = {"chars": None, "label": np.int32, "lo": np.int32, "hi": np.int32, "first_child": np.int32}
@@ -80,6 +80,21 @@ class Trie:
             self.chars, wide, self.label, self.first_child, query.astype(np.int32), errors
         )
         return np.frombuffer(nodes, np.int32), np.frombuffer(dists, np.int8)
+
+
+def char_ids(text: str) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct characters (code points, sorted, so ids sort like the text) and the
+    text as ids."""
+    points = np.frombuffer(text.encode("utf-32-le"), np.uint32)
+    seen = np.zeros(int(points.max(initial=0)) + 1, bool)
+    seen[points] = True
+    alphabet = seen.nonzero()[0].astype(np.uint32)
+    ids = np.cumsum(seen, dtype=np.int64) - 1  # a code point's id: the points below it seen
+    return alphabet, ids[points].astype(char_dtype(len(alphabet)))
+
+
+def starts(lengths: list[int]) -> np.ndarray:
+    return np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
 
 
 def _common_prefixes(chars: np.ndarray, start: np.ndarray, lengths: np.ndarray) -> np.ndarray:

@@ -1,0 +1,100 @@
+"""The index's vocabulary: the words of its pages (folded, letters only) with the number of
+pages holding each, per language, for spelling correction (search/spelling.py).
+
+A shard's forward file has its words counted when it is written, from its documents' stored
+title and text, into a file beside it (words_file); a generation's vocabulary
+(VOCABULARY_FILE) sums the files its shards' live documents are in. Like tantivy's own
+document frequencies, a base file's counts keep its documents deleted in place until the
+shard is written anew.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from filbert.buckets import connect
+from filbert.storage import damaged_file
+
+WORDS = pa.schema([("lang", pa.string()), ("word", pa.string()), ("pages", pa.int64())])
+VOCABULARY_FILE = "vocabulary.parquet"
+NOT_A_LETTER = r"[^\p{L}]+"
+# scripts written without spaces: their words are jieba's, not letter runs
+UNSPACED = r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}\p{Thai}]"
+MIN_LENGTH = 2
+MAX_LENGTH = 40  # longer runs of letters are no words anyone types
+
+
+def fold_column(text: pa.Array) -> pa.Array:
+    """Folded as analysis.fold folds a word (NFKC, lower case, ё as е)."""
+    return pc.replace_substring(pc.utf8_lower(pc.utf8_normalize(text, "NFKC")), "ё", "е")
+
+
+def count_words(table: pa.Table) -> pa.Table:
+    """WORDS of documents (rows with title_text, body_text and lang): each word once a page."""
+    text = pc.binary_join_element_wise(table["title_text"], table["body_text"], b"\n")
+    words = pc.split_pattern_regex(fold_column(text.cast(pa.string())), NOT_A_LETTER)
+    flat = pc.list_flatten(words)
+    length = pc.utf8_length(flat)
+    kept = pc.and_(
+        pc.and_(pc.greater_equal(length, MIN_LENGTH), pc.less_equal(length, MAX_LENGTH)),
+        pc.invert(pc.match_substring_regex(flat, UNSPACED)),
+    )
+    pairs = pa.table({"doc": pc.list_parent_indices(words), "word": flat}).filter(kept)
+    distinct = pairs.group_by(["doc", "word"]).aggregate([])
+    langs = pc.fill_null(pc.take(table["lang"], distinct["doc"]), "")
+    per_page = pa.table({"lang": langs, "word": distinct["word"]})
+    return _summed(per_page.group_by(["lang", "word"]).aggregate([([], "count_all")]))
+
+
+def merge(tables: list[pa.Table]) -> pa.Table:
+    """WORDS tables as one, the pages of a word summed."""
+    if not tables:
+        return WORDS.empty_table()
+    table = pa.concat_tables(tables).group_by(["lang", "word"]).aggregate([("pages", "sum")])
+    return _summed(table)
+
+
+def _summed(table: pa.Table) -> pa.Table:
+    return pa.table([table["lang"], table["word"], table.column(2).cast(pa.int64())], WORDS)
+
+
+def words_file(forward_file: Path) -> Path:
+    """Where a forward file's word counts are."""
+    return forward_file.with_name(forward_file.name.removesuffix(".parquet") + ".words.parquet")
+
+
+def write_vocabulary(generation: Path, forward_files: list[Path]) -> int:
+    """Sums the word counts of the forward files a generation's live documents are in
+    (files written before words were counted have none) into its VOCABULARY_FILE; returns
+    the number of words."""
+    counted = [str(words_file(f)) for f in forward_files if words_file(f).exists()]
+    out = generation / VOCABULARY_FILE
+    if not counted:
+        pq.write_table(WORDS.empty_table(), out)
+        return 0
+    table = (
+        connect()
+        .sql(
+            "SELECT lang, word, sum(pages)::BIGINT AS pages FROM read_parquet($files) "
+            "GROUP BY lang, word ORDER BY lang, word",
+            params={"files": counted},
+        )
+        .to_arrow_table()
+    )
+    pq.write_table(table.cast(WORDS), out, compression="zstd")
+    return table.num_rows
+
+
+def read_vocabulary(generation: Path) -> pa.Table:
+    """A generation's vocabulary (empty for one written before words were counted)."""
+    path = generation / VOCABULARY_FILE
+    if not path.exists():
+        return WORDS.empty_table()
+    try:
+        return pq.read_table(path, schema=WORDS)
+    except (OSError, pa.ArrowException) as exc:
+        raise damaged_file(path, str(exc)) from exc

@@ -1,0 +1,187 @@
+"""Queries as people type them: questions relaxed, misspelt words corrected against the
+index's own vocabulary, quoted phrases and exclusions strict."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+from pipeline import crawl_site
+from sites import SiteServer, html, link
+
+from filbert.config import ConfigError, load_settings
+from filbert.index.step import build_index
+from filbert.index.vocabulary import WORDS, read_vocabulary
+from filbert.search import Searcher
+from filbert.search.spelling import Speller, typo_cost
+
+# ten pages on other topics (different enough not to be near-duplicates) that share words
+TOPICS = (
+    "walrus narwhal seal orca dolphin beluga",
+    "granite basalt marble slate quartz shale",
+    "violin cello viola harp oboe bassoon",
+    "maple birch cedar spruce willow alder",
+    "saturn jupiter venus mercury neptune uranus",
+    "falcon heron crane stork ibis egret",
+    "copper nickel cobalt zinc tin lead",
+    "tango waltz polka rumba samba salsa",
+    "comet meteor nebula quasar pulsar galaxy",
+    "barley wheat millet sorghum oats rye",
+)
+PAGES = {
+    "/": html("Library", " ".join(link(f"/{n}.html", n) for n in [*"abcdefghijkl", "faq", "ru"])),
+    "/a.html": html("The concurrent package", "<p>concurrent execution of callables</p>"),
+    "/b.html": html("Configuring the clock", "<p>set the system clock with ntp</p>"),
+    "/faq.html": html(
+        "Questions", "<p>How do I ask? What do you do? How can I help? Where is it?</p>"
+    ),
+    "/ru.html": html("Настройка сети", "<p>настройка сети и маршрутизация сети</p>"),
+    **{
+        f"/{n}.html": html(
+            f"Topic {n}", f"<p>{words}: concurrent work, configuring, настройка сети</p>"
+        )
+        for n, words in zip("cdefghijkl", TOPICS)
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    with SiteServer(PAGES) as server:
+        crawl, settings, _ = crawl_site(
+            tmp_path_factory.mktemp("spelling") / "crawl", [server.url("/")]
+        )
+        yield crawl, settings, Searcher(crawl, settings)
+
+
+def names(results) -> list[str]:
+    return [hit.url.rsplit("/", 1)[1] for hit in results.hits]
+
+
+def test_the_index_counts_its_words_per_language(site):
+    crawl, _, _ = site
+    vocabulary = read_vocabulary(crawl.index.current()).to_pylist()
+    pages = {(row["lang"], row["word"]): row["pages"] for row in vocabulary}
+    total = {word: 0 for _, word in pages}
+    for (_, word), count in pages.items():
+        total[word] += count
+    assert total["concurrent"] == 11  # a.html and c-l.html, each once
+    assert pages[("ru", "сети")] == 1 and total["сети"] == 11  # ru.html is Russian
+    assert not [w for (_, w) in pages if not w.isalpha() or w != w.lower()]
+
+
+def test_a_misspelt_word_is_corrected_and_searched(site):
+    _, _, searcher = site
+    results = searcher.search("the concurent package")
+    assert results.correction is not None and results.correction.applied
+    assert results.correction.text == "the concurrent package"
+    assert results.correction.words == [("concurent", "concurrent")]
+    assert names(results)[0] == "a.html"
+    data = results.to_dict()
+    assert data["query"] == "the concurent package"  # as typed
+    assert data["correction"] == {
+        "text": "the concurrent package",
+        "applied": True,
+        "words": [("concurent", "concurrent")],
+    }
+
+
+def test_search_instead_searches_the_words_as_typed(site):
+    _, _, searcher = site
+    results = searcher.search("the concurent package", spell=False)
+    assert results.correction is None
+    assert not results.matched_all  # no page has "concurent": any word
+
+
+@pytest.mark.parametrize(
+    "typed, corrected",
+    [
+        ("Confgiuring the clock", "Configuring the clock"),  # a transposition
+        ("configurimg the clock", "configuring the clock"),  # a neighbouring key
+        ("Натсройка сети", "Настройка сети"),  # Russian, a transposition
+    ],
+)
+def test_typos_of_several_kinds_and_languages(site, typed, corrected):
+    _, _, searcher = site
+    results = searcher.search(typed)
+    assert results.correction is not None and results.correction.text == corrected
+    assert names(results)[0] == ("ru.html" if "сети" in typed else "b.html")
+
+
+def test_phrases_exclusions_and_known_words_are_left_alone(site):
+    _, _, searcher = site
+    assert searcher.search('"the concurent package"').correction is None
+    assert searcher.search('"the concurent package"').total == 0  # strict
+    assert searcher.search("package -concurent").correction is None
+    assert searcher.search("concurrent execution").correction is None
+    assert searcher.search("site:127.0.0.1 clock").correction is None
+
+
+def test_a_rare_word_gets_did_you_mean_and_its_own_results():
+    vocabulary = pa.table(
+        {"lang": ["en", "en", "en"], "word": ["colour", "color", "other"], "pages": [3, 100, 5]},
+        schema=WORDS,
+    )
+    settings = load_settings(None, ["search.spelling.min.pages=4"])
+    speller = Speller(vocabulary, settings)
+    offered = speller.correct("colour chart")
+    assert offered is not None and not offered.applied and offered.text == "color chart"
+    sure = Speller(vocabulary, load_settings(None, ["search.spelling.apply.ratio=100"]))
+    assert sure.correct("colour chart") is None  # on 3 pages: a word the index knows
+    doubled = Speller(vocabulary, settings).correct("collor")
+    assert doubled is not None and doubled.applied and doubled.text == "color"
+
+
+def test_typing_costs():
+    assert typo_cost("teh", "the") == 0.5  # transposition
+    assert typo_cost("tge", "the") == 0.5  # g is next to h
+    assert typo_cost("tpe", "the") == 1.0
+    assert typo_cost("thee", "the") == 0.5  # a letter doubled
+    assert typo_cost("cofee", "coffee") == 0.5  # a double letter typed once
+    assert typo_cost("сеьи", "сети") == 0.5  # ь is next to т
+
+
+def test_corrections_can_be_switched_off(site):
+    crawl, _, _ = site
+    settings = load_settings(crawl.path, ['search.spelling.errors.lengths=""'])
+    assert Searcher(crawl, settings).search("the concurent package").correction is None
+    with pytest.raises(ConfigError, match="search.spelling.errors.lengths"):
+        load_settings(crawl.path, ["search.spelling.errors.lengths=9,5"])
+
+
+def test_question_frame_words_do_not_restrict(site):
+    _, _, searcher = site
+    results = searcher.search("how do i configure the clock")
+    assert results.ignored == ["how", "do", "i"]
+    assert names(results)[0] == "b.html"  # not the FAQ page full of "how", "do" and "i"
+    assert "faq.html" not in names(results)
+    assert names(searcher.search("how do i ask"))[0] == "faq.html"  # "ask": the FAQ's
+    assert searcher.search("how can i").ignored == []  # nothing but the frame: searched
+
+
+def test_long_queries_need_most_words_not_all(site):
+    _, _, searcher = site
+    # four words; no page has "ntp" with all three others: three of four will do
+    results = searcher.search("system clock ntp zebra")
+    assert results.matched_all and results.required == 3 and results.words == 4
+    assert names(results)[0] == "b.html"
+    strict = Searcher(site[0], load_settings(site[0].path, ["search.relax.min.words=5"]))
+    assert not strict.search("system clock ntp zebra").matched_all  # the any-word fallback
+
+
+def test_quoted_phrases_stay_strict_in_questions(site):
+    _, _, searcher = site
+    assert searcher.search('how do i "set the clock"').total == 0
+    assert names(searcher.search('how do i "system clock"'))[0] == "b.html"
+    assert "b.html" not in names(searcher.search("how do i configure -ntp clock"))
+
+
+def test_the_vocabulary_is_the_same_however_the_shard_is_written(site):
+    crawl, settings, _ = site
+    before = read_vocabulary(crawl.index.current())  # written whole, in uid order
+    in_parts = load_settings(crawl.path, ["index.rewrite.max.docs=1"])  # base and delta
+    build_index(crawl, in_parts, rebuild=True)
+    after = read_vocabulary(crawl.index.current())
+    assert before.num_rows > 50 and after.equals(before)
+    build_index(crawl, in_parts)  # nothing changed: the base's counts are linked
+    assert read_vocabulary(crawl.index.current()).equals(before)
+
