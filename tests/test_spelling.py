@@ -118,7 +118,11 @@ def test_phrases_exclusions_and_known_words_are_left_alone(site):
 
 def test_a_rare_word_gets_did_you_mean_and_its_own_results():
     vocabulary = pa.table(
-        {"lang": ["en", "en", "en"], "word": ["colour", "color", "other"], "pages": [3, 100, 5]},
+        {
+            "lang": ["en"] * 3,
+            "word": ["colour", "color", "other"],
+            "pages": [3, 100, 5],
+        },
         schema=WORDS,
     )
     settings = load_settings(None, ["search.spelling.min.pages=4"])
@@ -138,13 +142,16 @@ def test_typing_costs():
     assert typo_cost("thee", "the") == 0.5  # a letter doubled
     assert typo_cost("cofee", "coffee") == 0.5  # a double letter typed once
     assert typo_cost("сеьи", "сети") == 0.5  # ь is next to т
+    assert typo_cost("paching", "patching") == 1.0
+    assert typo_cost("paching", "caching") == 1.5  # the first letter
+    assert typo_cost("aching", "caching") == 1.5
 
 
 def test_corrections_can_be_switched_off(site):
     crawl, _, _ = site
     settings = load_settings(crawl.path, ['search.spelling.errors.lengths=""'])
     assert Searcher(crawl, settings).search("the concurent package").correction is None
-    with pytest.raises(ConfigError, match="search.spelling.errors.lengths"):
+    with pytest.raises(ConfigError, match=r"search\.spelling\.errors\.lengths"):
         load_settings(crawl.path, ["search.spelling.errors.lengths=9,5"])
 
 
@@ -184,4 +191,3 @@ def test_the_vocabulary_is_the_same_however_the_shard_is_written(site):
     assert before.num_rows > 50 and after.equals(before)
     build_index(crawl, in_parts)  # nothing changed: the base's counts are linked
     assert read_vocabulary(crawl.index.current()).equals(before)
-

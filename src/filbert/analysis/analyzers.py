@@ -167,6 +167,12 @@ def _stemmer(lang: str) -> Callable[[str], str]:
     return Stemmer.Stemmer(name, 0).stemWord
 
 
+def in_dictionary(lang: str, word: str) -> bool | None:
+    """Whether the language's morphological dictionary has the (folded) word, in any form;
+    None for a language analyzed without one (all but Russian)."""
+    return _morph().word_is_known(word) if lang == "ru" else None
+
+
 def _russian_lemmatizer() -> Callable[[str], str]:
     morph, snowball = _morph(), _stemmer("ru")
 

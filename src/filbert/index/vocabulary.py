@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -20,6 +21,7 @@ from filbert.buckets import connect
 from filbert.storage import damaged_file
 
 WORDS = pa.schema([("lang", pa.string()), ("word", pa.string()), ("pages", pa.int64())])
+KEYS = ["lang", "word"]
 VOCABULARY_FILE = "vocabulary.parquet"
 NOT_A_LETTER = r"[^\p{L}]+"
 # scripts written without spaces: their words are jieba's, not letter runs
@@ -45,21 +47,22 @@ def count_words(table: pa.Table) -> pa.Table:
     )
     pairs = pa.table({"doc": pc.list_parent_indices(words), "word": flat}).filter(kept)
     distinct = pairs.group_by(["doc", "word"]).aggregate([])
-    langs = pc.fill_null(pc.take(table["lang"], distinct["doc"]), "")
-    per_page = pa.table({"lang": langs, "word": distinct["word"]})
-    return _summed(per_page.group_by(["lang", "word"]).aggregate([([], "count_all")]))
+    per_page = pa.table(
+        {
+            "lang": pc.fill_null(pc.take(table["lang"], distinct["doc"]), ""),
+            "word": distinct["word"],
+            "pages": np.ones(distinct.num_rows, np.int64),
+        }
+    )
+    return merge([per_page])
 
 
 def merge(tables: list[pa.Table]) -> pa.Table:
     """WORDS tables as one, the pages of a word summed."""
     if not tables:
         return WORDS.empty_table()
-    table = pa.concat_tables(tables).group_by(["lang", "word"]).aggregate([("pages", "sum")])
-    return _summed(table)
-
-
-def _summed(table: pa.Table) -> pa.Table:
-    return pa.table([table["lang"], table["word"], table.column(2).cast(pa.int64())], WORDS)
+    table = pa.concat_tables(tables).group_by(KEYS).aggregate([("pages", "sum")])
+    return pa.table([*(table[key] for key in KEYS), table["pages_sum"]], WORDS)
 
 
 def words_file(forward_file: Path) -> Path:
@@ -80,7 +83,7 @@ def write_vocabulary(generation: Path, forward_files: list[Path]) -> int:
         connect()
         .sql(
             "SELECT lang, word, sum(pages)::BIGINT AS pages FROM read_parquet($files) "
-            "GROUP BY lang, word ORDER BY lang, word",
+            "GROUP BY ALL ORDER BY ALL",
             params={"files": counted},
         )
         .to_arrow_table()

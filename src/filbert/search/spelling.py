@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,8 +27,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
-from filbert.analysis import fold, query_language
-from filbert.analysis.analyzers import ANALYZED_LANGS, HAN, KANA_HANGUL
+from filbert.analysis import fold
+from filbert.analysis.analyzers import HAN, KANA_HANGUL, analyzer, in_dictionary
 from filbert.analysis.trie import Trie, char_ids, starts
 from filbert.config import error_lengths_setting
 from filbert.index.vocabulary import WORDS, read_vocabulary
@@ -36,7 +36,8 @@ from filbert.search.query import QUERY_TOKEN
 
 LETTERS = re.compile(r"[^\W\d_]+")
 UNSPACED = re.compile(f"[{HAN}{KANA_HANGUL}]")  # their words are jieba's, not letter runs
-WARM_UP = "spelling правописание"
+MAIN_SHARE = 0.05  # of the vocabulary's words: a main language's
+FIRST_LETTER = 0.5
 EDIT_WEIGHT = 2.0  # decades of pages an edit outweighs
 KEYBOARDS = (
     ("1234567890", "qwertyuiop", "asdfghjkl", "zxcvbnm"),
@@ -63,14 +64,19 @@ NEIGHBOURS = _neighbours()
 
 def typo_cost(typed: str, word: str) -> float:
     """The optimal string alignment distance from `word` to `typed`, where a neighbouring
-    key, a transposition of neighbours and a doubled or undoubled letter cost half an edit."""
-    rows = [[float(j) for j in range(len(word) + 1)]]
+    key, a transposition of neighbours and a doubled or undoubled letter cost half an edit,
+    and an edit of the first letter half an edit more."""
+    rows = [[0.0, *(j + FIRST_LETTER for j in range(1, len(word) + 1))]]
     for i, a in enumerate(typed, 1):
-        row = [float(i)]
+        row = [i + FIRST_LETTER]
         for j, b in enumerate(word, 1):
             substitute = 0.0 if a == b else 0.5 if (a, b) in NEIGHBOURS else 1.0
             extra = 0.5 if i > 1 and typed[i - 2] == a else 1.0  # a letter typed twice
             missing = 0.5 if j > 1 and word[j - 2] == b else 1.0  # a double letter typed once
+            if j == 1 and substitute:  # people seldom get the first letter wrong
+                substitute += FIRST_LETTER
+            extra += FIRST_LETTER if i == 1 else 0.0
+            missing += FIRST_LETTER if j == 1 else 0.0
             cost = min(rows[-1][j - 1] + substitute, rows[-1][j] + extra, row[j - 1] + missing)
             if i > 1 and j > 1 and a == word[j - 2] and typed[i - 2] == b:
                 cost = min(cost, rows[-2][j - 2] + 0.5)
@@ -92,19 +98,18 @@ class Correction:
 
 
 class Lexicon:
-    """One language's words that may be a correction (folded, sorted), with their pages,
-    in a trie."""
+    """One language's words that may be a correction (folded, sorted), in a trie."""
 
-    def __init__(self, words: list[str], pages: np.ndarray):
-        self.words, self.pages = words, pages
+    def __init__(self, words: list[str]):
+        self.words = words
         self.alphabet, chars = char_ids("".join(words))
         self.trie = Trie.build(chars, starts([len(word) for word in words]))
         self.lengths = np.array([len(word) for word in words], np.int64)
         self.char_ids = {chr(c): i for i, c in enumerate(self.alphabet.tolist())}
 
-    def near(self, word: str, errors: int) -> list[tuple[str, int]]:
+    def near(self, word: str, errors: int) -> list[str]:
         """The words within `errors` edits of `word` (a prefix of theirs is, and their
-        lengths are that close), with their pages."""
+        lengths are that close)."""
         if not self.words:
             return []
         query = np.array([self.char_ids.get(c, -1) for c in word], np.int32)
@@ -114,7 +119,7 @@ class Lexicon:
             lo, hi = int(self.trie.lo[node]), int(self.trie.hi[node])
             fits = np.abs(self.lengths[lo:hi] - len(word)) <= errors
             found.update((lo + np.flatnonzero(fits)).tolist())
-        return [(self.words[i], int(self.pages[i])) for i in sorted(found)]
+        return [self.words[i] for i in sorted(found)]
 
 
 class Speller:
@@ -125,30 +130,29 @@ class Speller:
         self.min_pages = settings["search.spelling.min.pages"]
         self.suggest_ratio = settings["search.spelling.suggest.ratio"]
         self.apply_ratio = settings["search.spelling.apply.ratio"]
-        # every word's pages, in all languages, by hash (a few microseconds a word)
-        totals = vocabulary.group_by("word").aggregate([("pages", "sum")])
-        hashes = np.array([_hash(w) for w in totals["word"].to_pylist()], np.uint64)
-        order = np.argsort(hashes)
-        self.hashes, self.totals = hashes[order], totals["pages_sum"].to_numpy()[order]
+        self.words = _Counts(vocabulary)
+        # the languages whose words correct a query's (scripts keep them apart): those with
+        # a share of the words, not a few misidentified pages'
+        counts = vocabulary.group_by("lang").aggregate([([], "count_all")]).to_pylist()
+        self.main = [
+            row["lang"]
+            for row in counts
+            if row["lang"] and row["count_all"] >= MAIN_SHARE * vocabulary.num_rows
+        ]
+        for lang in self.main:  # loaded before the first query
+            analyzer(lang, query=True).word("spelling")
         common = vocabulary.filter(pc.greater_equal(vocabulary["pages"], self.min_pages))
         self.lexicons: dict[str, Lexicon] = {}
         for lang in pc.unique(common["lang"]).to_pylist():
-            words = common.filter(pc.equal(common["lang"], lang))
-            words = words.take(pc.sort_indices(words["word"]))
-            self.lexicons[lang] = Lexicon(words["word"].to_pylist(), words["pages"].to_numpy())
+            mine = common.filter(pc.equal(common["lang"], lang))
+            mine = mine.take(pc.sort_indices(mine["word"]))
+            self.lexicons[lang] = Lexicon(mine["word"].to_pylist())
 
     @classmethod
     def load(cls, generation: Path | None, settings: Mapping[str, Any]) -> Speller:
         """The speller of an index generation (None: no index yet, no words)."""
         vocabulary = WORDS.empty_table() if generation is None else read_vocabulary(generation)
-        query_language(WARM_UP, ANALYZED_LANGS)  # loads its model before the first query
         return cls(vocabulary, settings)
-
-    def pages(self, word: str) -> int:
-        """The pages holding a (folded) word, in any language."""
-        key = np.uint64(_hash(word))
-        at = int(np.searchsorted(self.hashes, key))
-        return int(self.totals[at]) if at < len(self.hashes) and self.hashes[at] == key else 0
 
     def correct(self, query: str) -> Correction | None:
         """The query with its misspelt free words corrected (quoted phrases, exclusions and
@@ -156,7 +160,6 @@ class Speller:
         applied; when none is, the others are offered."""
         if not self.error_lengths:
             return None
-        langs: set[str] | None = None
         found: list[tuple[int, str, str, bool]] = []  # (offset, as typed, corrected, sure)
         for match in QUERY_TOKEN.finditer(query):
             minus, _, _, _, word = match.groups()
@@ -164,12 +167,9 @@ class Speller:
                 continue
             for letters in LETTERS.finditer(word):
                 typed = letters.group()
-                if not self._misspelt(fold(typed)):
+                if not self._rare(fold(typed)):
                     continue
-                if langs is None:
-                    told = query_language(query, [lang for lang in self.lexicons if lang])
-                    langs = set(self.lexicons) if told is None else {told, ""}
-                best = self._correct_word(typed, langs)
+                best = self._correct_word(typed)
                 if best is not None:
                     found.append((match.start(5) + letters.start(), typed, *best))
         sure = [item for item in found if item[3]]
@@ -184,33 +184,64 @@ class Speller:
         words = [(typed, corrected) for _, typed, corrected, _ in chosen]
         return Correction("".join([*text, query[end:]]), bool(sure), words)
 
-    def _misspelt(self, word: str) -> bool:
+    def _rare(self, word: str) -> bool:
         """Whether a (folded) word may be misspelt: long enough, and on fewer pages than a
         correction must be."""
         return (
             len(word) >= self.error_lengths[0]
             and not UNSPACED.search(word)
-            and self.pages(word) < self.min_pages
+            and self.words.pages(word) < self.min_pages
         )
 
-    def _correct_word(self, typed: str, langs: set[str]) -> tuple[str, bool] | None:
+    def _inflected(self, word: str, near: Collection[str]) -> bool:
+        """Whether the word is another form of one near it, not a misspelling: its
+        language's dictionary has it, or, for a language without one, it has the same term
+        as one near it ("configures" where the pages say "configured")."""
+        for lang in self.main:
+            known = in_dictionary(lang, word)
+            if known is not None:
+                if known:
+                    return True
+                continue
+            term = analyzer(lang, query=True).word(word)
+            if term and any(analyzer(lang, query=True).word(other) == term for other in near):
+                return True
+        return False
+
+    def _correct_word(self, typed: str) -> tuple[str, bool] | None:
         """The word's correction and whether it is sure enough to apply, or None."""
         word = fold(typed)
         errors = sum(len(word) >= length for length in self.error_lengths)
-        pages = self.pages(word)
+        pages = self.words.pages(word)
         least = max(self.min_pages, self.suggest_ratio * pages)
+        lexicons = [self.lexicons[lang] for lang in [*self.main, ""] if lang in self.lexicons]
+        near = {other for lexicon in lexicons for other in lexicon.near(word, errors)}
         costs = {
-            near: (count, cost)
-            for lang, lexicon in self.lexicons.items()
-            if lang in langs
-            for near, count in lexicon.near(word, errors)
-            if count >= least and near != word and (cost := typo_cost(word, near)) <= errors
+            other: (count, cost)
+            for other in near - {word}
+            if (count := self.words.pages(other)) >= least
+            and (cost := typo_cost(word, other)) <= errors
         }
-        if not costs:
+        if not costs or self._inflected(word, costs):
             return None
         best = max(costs, key=lambda w: math.log10(costs[w][0]) - EDIT_WEIGHT * costs[w][1])
         sure = pages == 0 or costs[best][0] >= self.apply_ratio * pages
         return (best.capitalize() if typed[:1].isupper() else best), sure
+
+
+class _Counts:
+    """The pages of words (or terms) in any language, by hash: a few microseconds a word."""
+
+    def __init__(self, table: pa.Table):
+        totals = table.group_by("word").aggregate([("pages", "sum")])
+        hashes = np.array([_hash(w) for w in totals["word"].to_pylist()], np.uint64)
+        order = np.argsort(hashes)
+        self.hashes, self.pages_of = hashes[order], totals["pages_sum"].to_numpy()[order]
+
+    def pages(self, word: str) -> int:
+        key = np.uint64(_hash(word))
+        at = int(np.searchsorted(self.hashes, key))
+        return int(self.pages_of[at]) if at < len(self.hashes) and self.hashes[at] == key else 0
 
 
 def _hash(word: str) -> int:
