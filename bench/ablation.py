@@ -44,6 +44,9 @@ SITES_QUERY_SETS = {  # on the multi-site crawl (URLs in the files are absolute)
     "multi-site navigational (link names, pages drawn uniformly)": "eval/sites-nav.tsv",
     "multi-site navigational (link names, pages drawn by the pages linking to them)": "eval/sites-popular.tsv",
     "known-item (handbook headings) on the multi-site crawl": "eval/handbook.tsv",
+    "questions (headings in a question frame, other word forms)": "eval/sites-questions.tsv",
+    "typos (titles and headings with one typo)": "eval/sites-typos.tsv",
+    "fragments (words from inside titles and headings)": "eval/sites-fragments.tsv",
 }
 HOME_QUERY_SETS = {  # on the crawl of all 66 editions of eval/sites.py
     "multi-site home-page finding (an edition's name: its home page's title), per site": "eval/sites-home.tsv",
@@ -57,6 +60,11 @@ WITHOUT = {
     "PageRank": ["search.pagerank.weight=0"],
     "field weights": [f"search.boost.{f}=1.0" for f in TEXT_FIELDS],
     "language preference": ["search.boost.lang=0"],
+    "spelling correction": ['search.spelling.errors.lengths=""'],
+    "relaxation (question words, minimum should match)": [
+        "search.relax.frames=false",
+        "search.relax.min.words=1000",
+    ],
 }
 
 

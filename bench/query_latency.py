@@ -350,9 +350,30 @@ def dir_size(path: Path) -> int:
 # --- queries and timing ----------------------------------------------------------------------
 
 
-def make_queries(vocab: Vocabulary, count: int, seed: int, phrases: bool = False) -> list[str]:
+def make_queries(
+    vocab: Vocabulary, count: int, seed: int, phrases: bool = False, typos: float = 0.0
+) -> list[str]:
     """1–3 distinct non-stop words per query, drawn by frequency; or, for `phrases`, two
-    quoted."""
+    quoted. A `typos` share of the queries have two neighbouring letters of a word of six
+    or more swapped (not the first)."""
+    queries = _queries(vocab, count, seed, phrases)
+    rng = np.random.default_rng([seed, 3])
+    return [with_typo(q, rng) if rng.random() < typos else q for q in queries]
+
+
+def with_typo(query: str, rng: np.random.Generator) -> str:
+    words = query.split()
+    long = [i for i, w in enumerate(words) if len(w) >= 6]
+    if not long:
+        return query
+    i = long[int(rng.integers(len(long)))]
+    word = words[i]
+    at = int(rng.integers(1, len(word) - 1))
+    words[i] = word[:at] + word[at + 1] + word[at] + word[at + 2 :]
+    return " ".join(words)
+
+
+def _queries(vocab: Vocabulary, count: int, seed: int, phrases: bool) -> list[str]:
     rng = np.random.default_rng([seed, 2])
     lengths = np.full(count, 2) if phrases else rng.choice([1, 2, 3], size=count, p=QUERY_WORDS)
     queries = []
@@ -716,7 +737,7 @@ def setup_lines(
         f"quoted pairs of two of the top {PHRASE_TOP} words (not stop words)"
         if args.phrases
         else f"1/2/3 words {mix}, not the top {QUERY_SKIP_TOP} words"
-    )
+    ) + (f", {args.typos:.0%} with a typo (two letters swapped)" if args.typos else "")
     query_set = (
         f"Queries: {len(queries):,} timed after {args.warmup} warm-up, {kind}, "
         f"frequency-weighted; e.g. {examples}.  "
@@ -783,7 +804,8 @@ def verdict(seconds: dict[str, np.ndarray]) -> list[str]:
 
 def record_results(args: argparse.Namespace, body: str) -> None:
     record(
-        f"query latency{', quoted phrases of frequent words' if args.phrases else ''}, "
+        f"query latency{', quoted phrases of frequent words' if args.phrases else ''}"
+        f"{f', {args.typos:.0%} of queries with a typo' if args.typos else ''}, "
         f"{args.docs:,} documents (bench/query_latency.py)",
         " ".join([".venv/bin/python bench/query_latency.py", *sys.argv[1:]]),
         body,
@@ -831,6 +853,14 @@ def parse_args() -> argparse.Namespace:
         action="store_true",
         help=f"time quoted pairs of the top {PHRASE_TOP} words (common grams) instead",
     )
+    parser.add_argument(
+        "--typos",
+        type=float,
+        default=0.0,
+        metavar="SHARE",
+        help="this share of the queries with two letters of a long word swapped (spelling "
+        "correction at work)",
+    )
     parser.add_argument("--no-record", action="store_true", help="do not append to RESULTS.md")
     return parser.parse_args()
 
@@ -841,7 +871,7 @@ def main() -> None:
     work = Workdir(args.workdir)
     manifest = ensure_indexes(work, args, settings)
     vocab = Vocabulary.english(args.vocabulary).for_queries(stop_words("en"), args.phrases)
-    queries = make_queries(vocab, args.warmup + args.queries, args.seed, args.phrases)
+    queries = make_queries(vocab, args.warmup + args.queries, args.seed, args.phrases, args.typos)
     warmup, queries = queries[: args.warmup], queries[args.warmup :]
     cached = warm_page_cache(work.crawl.index.current(), work.raw)
     print(f"page cache: read {cached / 2**20:,.0f} MB of index files", flush=True)

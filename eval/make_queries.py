@@ -24,6 +24,18 @@ For the English, Simplified Chinese and Russian books:
   anchor text of links to the home pages is no name ("Home", "Start", "起始页", "Inhalt"),
   so the title it is. A name several editions share (an untranslated title) names the
   English edition when that is one of them (the others are copies) and none otherwise.
+- sites-questions.tsv, sites-typos.tsv and sites-fragments.tsv, known-item queries over the
+  English and Russian pages of the page-name sites (the handbook, the reference, Python and
+  PostgreSQL): a page's section names (its <title> and h1–h4 headings without numbering,
+  permalinks and Sphinx's " — Python 3.11.2 documentation") in its language, of two words or
+  more, that no other page has; the answer is that page. sites-questions.tsv puts a name into
+  a question with its words' forms changed, as "Configuring the Clock" is asked "how to
+  configure the clocks" and "Настройка сети" "как настроить сеть" (pymorphy3; English forms
+  by suffix rules, words of the sites' text only); sites-typos.tsv misspells one word of six
+  letters or more, keeping its first letter (neighbouring letters swapped, one dropped or
+  doubled, or a neighbouring key's on QWERTY or ЙЦУКЕН: no word of the sites);
+  sites-fragments.tsv takes two to four words from inside a name that no other page's
+  section names have. Names are drawn uniformly.
 Queries lose numbering, punctuation and capitals, as a user would type them; each set is a
 fixed random sample of QUERIES_PER_LANGUAGE per language.
 
@@ -38,6 +50,7 @@ import random
 import re
 import sys
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from itertools import pairwise
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
@@ -318,9 +331,10 @@ def word_set(words: str) -> frozenset[str]:
 
 LABEL = re.compile(r"^(?:Chapter|Appendix|Part|Глава|Приложение|Часть)\s+\w+\.\s*")
 SECTION_NUMBER = re.compile(r"^(?:[A-Z]\.)?(?:\d+\.)*\d*\.?\s+")  # "10.2.3. ", not "2to3"
+CLAUSES = re.compile(r"[,:;()\[\]—–…?!«»“”\"]")  # what a fragment does not run across
 PERMALINK = re.compile(r"\s*[¶#]$")  # the anchor Sphinx appends to a heading
 DOC_SUFFIX = re.compile(r"\s+[—–]\s[^—–]*\b[Dd]ocumentation$")  # " — Python 3.11.2 documentation"
-NAME_PARTS = re.compile(r"\s+[—–]\s+")  # "zipimport — Import modules from Zip archives"
+NAME_PARTS = re.compile(r"\s+[—–]\s+|:\s+")  # "zipimport — Import modules from Zip archives"
 SIDEBARS = "div.sphinxsidebar, div.related"  # Sphinx's navigation: no section names
 STOP_WORDS = {
     "en": word_set(
@@ -333,7 +347,8 @@ STOP_WORDS = {
     "ru": word_set(
         "а без более бы был в вам во все всё вы где да для до его её если есть же за и из или"
         " их к как ко когда кто ли между мы на над не нет но о об от по под после при про с со"
-        " так также то только у уже чем через что это этот эти я"
+        " так также то только у уже чем через что это этот эта эту этой этих эти я кого чего"
+        " кому ваш вашего наш свой помощью можно нужно"
     ),
 }
 PREPOSITIONS = word_set(
@@ -341,18 +356,28 @@ PREPOSITIONS = word_set(
     " within without"
 )
 DETERMINERS = word_set("a an the one each every this that another your my its their")
-PLURAL_DETERMINERS = word_set("these those several multiple many all both two few various")
+PLURAL_DETERMINERS = word_set("these those several multiple many all both two few various other")
+SIBILANTS = ("s", "x", "z", "ch", "sh")
+SIBILANTS_ES = tuple(ending + "es" for ending in SIBILANTS)
 PARTICLES = word_set("up down out off back")
-QUESTION_WORDS = word_set(
+SENTENCES = word_set(  # a name that starts so is a question or a sentence, not a phrase
     "how what why when where which who can is are do does should will как что почему зачем"
-    " где когда какой какие можно"
+    " где когда какой какие можно cannot don doesn avoid"
 )
 HOW = ("how to {}", "how do i {}", "how can i {}")
-WHAT = {"sing": ("what is {}", "how does {} work", "why use {}"), "plur": ("what are {}",)}
-PLACES = word_set("file files directory directories location path paths log logs")
-TOOLS = word_set("command commands module modules function tool utility option flag")
+WHAT = {"sing": ("what is {}",), "plur": ("what are {}",)}
+PLACES = word_set("file files directory directories path paths log logs")
+TOOLS = word_set("command module function tool utility option flag program script library")
+WORKS = word_set(
+    "system mechanism protocol process replication cache index lock scheduler manager loop"
+    " collector authentication transaction pipeline resolution inheritance import"
+)
 KAK = ("как {}", "как мне {}", "можно ли {}")
-NUZHEN = {"masc": "нужен", "femn": "нужна", "neut": "нужно", "plur": "нужны"}
+NUZHEN = {"masc": "нужен", "femn": "нужна", "neut": "нужно", "plur": "нужны", None: "нужен"}
+RU_WORKS = word_set(  # what "как работает" asks of
+    "система сервис служба сервер механизм протокол загрузчик менеджер модуль ядро интерфейс"
+    " сеть хранилище демон программа команда инструмент процесс суперсервер"
+)
 VERBAL_NOUN = (  # Russian verbal nouns' endings, and their verbs' infinitive endings
     ("йка", ("ить",)),
     ("ка", ("ить", "ать")),
@@ -376,7 +401,13 @@ IRREGULAR_VERBS = {
     "анализ": "проанализировать",
     "внесение": "внести",
 }
-NOT_ACTIONS = word_set("введение заключение приложение предисловие соглашение")
+NOT_ACTIONS = word_set(  # nouns of results, not of actions ("Информация", not "информировать")
+    "введение заключение приложение предисловие соглашение информация документация"
+    " конфигурация операция содержание значение окружение исключение выражение"
+    " расширение сообщение отношение назначение предложение точка ссылка"
+)
+MODIFIERS = ("ADJF", "PRTF", "NUMR")
+MASS_NOUN = ("ние", "тие", "ция", "сия", "ство", "ика", "ота")  # "копирование": no plural
 KEYBOARDS = (
     ("qwertyuiop", "asdfghjkl", "zxcvbnm"),
     ("йцукенгшщзхъ", "фывапролджэ", "ячсмитьбю"),
@@ -405,8 +436,8 @@ def site_pages(sites) -> tuple[dict[str, tuple[str, list[str]]], Counter[str], C
     pages: dict[str, tuple[str, list[str]]] = {}
     words: Counter[str] = Counter()
     contexts: Counter[tuple[str, str]] = Counter()
-    for site in sites:
-        for page in sorted(site.root.rglob("*.html")) if site.langs else ():
+    for site in (site for site in sites if site.langs):
+        for page in sorted(site.root.rglob("*.html")):
             relative = page.relative_to(site.root).as_posix()
             if not (lang := site.lang(relative)):
                 continue
@@ -425,13 +456,19 @@ def bare(name: str) -> str:
     return " ".join(w for w in as_typed(name).split() if not NUMBER.match(w))
 
 
-def known_items(pages: dict[str, tuple[str, list[str]]]) -> list[tuple[str, str, str]]:
-    """(lang, name, URL): English and Russian section names in their page's language, of two
-    words or more, that no other page has."""
+def name_holders(pages: dict[str, tuple[str, list[str]]]) -> dict[str, set[str]]:
+    """The pages of each section name (as typed, bare numbers dropped)."""
     holders: dict[str, set[str]] = defaultdict(set)
     for url, (_, names) in pages.items():
         for name in names:
             holders[bare(name)].add(url)
+    return holders
+
+
+def known_items(pages: dict[str, tuple[str, list[str]]]) -> list[tuple[str, str, str]]:
+    """(lang, name, URL): English and Russian section names in their page's language, of two
+    words or more, that no other page has."""
+    holders = name_holders(pages)
     items: dict[tuple[str, str, str], str] = {}
     for url, (lang, names) in pages.items():
         for name in names:
@@ -453,47 +490,59 @@ def most_frequent(candidates: list[str], words: Counter[str]) -> str | None:
 
 
 def base_form(word: str, words: Counter[str]) -> str | None:
-    """An -ing or -ed form's base form, a word of the sites ("configuring" -> "configure")."""
-    for suffix in ("ing", "ed"):
-        stem = word.removesuffix(suffix)
-        if stem != word and len(stem) > 1 and re.search("[aeiouy]", stem):
-            doubled = [stem[:-1]] if stem[-1] == stem[-2] else []
-            copied = [stem[:-1] + "y"] if suffix == "ed" and stem.endswith("i") else []
-            return most_frequent([stem, stem + "e", *doubled, *copied], words)
-    return None
+    """An -ing form's base form, a word of the sites ("configuring" -> "configure")."""
+    stem = word.removesuffix("ing")
+    if stem == word or len(stem) < 2 or not re.search("[aeiouy]", stem):
+        return None  # "string"
+    doubled = [stem[:-1]] if stem[-1] == stem[-2] else []  # "running"
+    return most_frequent([stem, stem + "e", *doubled], words)
 
 
 def other_number(word: str, words: Counter[str]) -> str | None:
     """A noun's plural if singular and singular if plural, a word of the sites."""
     if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        es = [word[:-2]] if word.endswith(SIBILANTS_ES) else []  # "classes", not "notes"
         ies = [word[:-3] + "y"] if word.endswith("ies") else []
-        return most_frequent([word[:-1], word[:-2], *ies], words)
+        return most_frequent([word[:-1], *es, *ies], words)
+    es = [word + "es"] if word.endswith(SIBILANTS) else []
     y = [word[:-1] + "ies"] if word.endswith("y") else []
-    return most_frequent([word + "s", word + "es", *y], words)
+    return most_frequent([word + "s", *es, *y], words)
 
 
 def is_gerund_verb(words: list[str], vocabulary: Counter[str], contexts: Counter) -> bool:
     """An -ing form that starts a verb phrase ("Configuring the Clock"), not a noun's
-    ("Logging Levels"): one rarely after an article in the sites' text, or one followed by
-    an article, preposition or particle."""
+    ("Logging Levels", "Binding of Names"): one rarely after an article in the sites' text,
+    or one followed by an article, preposition (but "of") or particle."""
     first, following = words[0], words[1:2]
     if not first.endswith("ing") or not base_form(first, vocabulary):
         return False
     after_article = contexts["the", first] / vocabulary[first]
+    if following == ["of"]:
+        return False  # "Binding of Names"
     joined = following and following[0] in DETERMINERS | PREPOSITIONS | PARTICLES
     return after_article < 0.08 or (bool(joined) and after_article < 0.3)
 
 
-def is_imperative(words: list[str], vocabulary: Counter[str], contexts: Counter) -> bool:
-    """A verb's base form starting a verb phrase ("Create a Table", "DROP AGGREGATE"): one
-    mostly after "to" in the sites' text, all but always or followed by a determiner."""
+def is_imperative(words: list[str], contexts: Counter, command: bool) -> bool:
+    """A verb's base form starting a verb phrase ("Create a Table", "ALTER TABLE"): one
+    mostly after "to" in the sites' text, all but always or followed by a determiner or
+    starting an SQL command."""
     first, following = words[0], words[1:2]
-    to, article = contexts["to", first], contexts["the", first]
-    verbness = to / (to + article) if to >= 5 else 0.0
-    return verbness > 0.8 or (verbness > 0.5 and following[0] in DETERMINERS)
+    if first in STOP_WORDS["en"]:
+        return False
+    verbness = verb_share(first, contexts)
+    return verbness > 0.8 or (verbness > 0.5 and (command or following[0] in DETERMINERS))
 
 
-def flip_head(words: list[str], vocabulary: Counter[str]) -> tuple[list[str], str, str] | None:
+def verb_share(word: str, contexts: Counter) -> float:
+    """How often the word follows "to" rather than an article in the sites' text."""
+    to, article = contexts["to", word], contexts["the", word]
+    return to / (to + article) if to >= 5 else 0.0
+
+
+def flip_head(
+    words: list[str], vocabulary: Counter[str], contexts: Counter
+) -> tuple[list[str], str, str] | None:
     """The words with their first noun phrase's head (the word before a preposition, or the
     last) in the other number: (words, that number, the head); None when that is no word of
     the sites or a determiner holds the number ("a file", "several distributions")."""
@@ -501,11 +550,17 @@ def flip_head(words: list[str], vocabulary: Counter[str]) -> tuple[list[str], st
     end = next((i for i in range(start, len(words)) if words[i] in PREPOSITIONS), len(words))
     if end == start or words[end - 1] in STOP_WORDS["en"] or words[end - 1].isdigit():
         return None
+    if words[end : end + 1] in (["and"], ["or"]):
+        return None  # "functions and methods": the other's number would disagree
     head, before = words[end - 1], set(words[start : end - 1])
     to_plural = not (head.endswith("s") and not head.endswith(("ss", "us", "is")))
     held = before & (DETERMINERS - {"the"} if to_plural else PLURAL_DETERMINERS)
     if held or not (changed := other_number(head, vocabulary)):
         return None
+    if to_plural and (
+        vocabulary[changed] < 0.05 * vocabulary[head] or verb_share(head, contexts) > 0.5
+    ):
+        return None  # "codes", "supports": a mass noun's plural, or a verb's form
     return [*words[: end - 1], changed, *words[end:]], "plur" if to_plural else "sing", changed
 
 
@@ -514,10 +569,12 @@ def english_questions(
 ) -> list[tuple[str, str]]:
     """(frame, phrase) pairs: a section name as a question, a verb in its base form or a
     noun in its other number. Questions ("How do I ...?") are left out."""
-    words = as_typed(NAME_PARTS.split(name)[-1]).split()  # "os — Miscellaneous ..." describes os
-    if len(words) < 2 or words[0] in QUESTION_WORDS:
+    described = NAME_PARTS.split(name)[-1]  # "os — Miscellaneous ...": what os is
+    words = as_typed(described).split()
+    if len(words) < 2 or words[0] in SENTENCES:
         return []
-    if is_gerund_verb(words, vocabulary, contexts):
+    compound = "-" in described.split()[0]  # "Run-time Statistics" is no "run"
+    if not compound and is_gerund_verb(words, vocabulary, contexts):
         verbs = 1
         while verbs + 1 < len(words) and words[verbs] in ("and", "or"):
             if not is_gerund_verb(words[verbs + 1 :], vocabulary, contexts):
@@ -525,22 +582,26 @@ def english_questions(
             verbs += 2
         base = [base_form(w, vocabulary) or w for w in words[:verbs]]
         phrases = [[*base, *words[verbs:]]]
-        if flipped := flip_head(words[verbs:], vocabulary):
+        if flipped := flip_head(words[verbs:], vocabulary, contexts):
             phrases.append([*base, *flipped[0]])
         return [(frame, " ".join(p)) for p in phrases for frame in HOW]
-    if is_imperative(words, vocabulary, contexts):
-        if not (flipped := flip_head(words[1:], vocabulary)):
+    if not compound and is_imperative(words, contexts, described.isupper()):
+        if not (flipped := flip_head(words[1:], vocabulary, contexts)):
             return []
         return [(frame, " ".join([words[0], *flipped[0]])) for frame in HOW]
     if words[0] in ("the", "a", "an"):
         words = words[1:]
-    if not (flipped := flip_head(words, vocabulary)):
+    if not (flipped := flip_head(words, vocabulary, contexts)):
         return []
     phrase, number, head = flipped
     if head in PLACES:
         frames: tuple[str, ...] = ("where is {}",) if number == "sing" else ("where are {}",)
-    elif head in TOOLS and number == "sing":
-        frames = ("what does {} do", "what is {}")
+    elif {"and", "or"} & set(phrase) or number == "plur":
+        frames = WHAT[number]  # "what is error and exception"
+    elif head in TOOLS and not PREPOSITIONS & set(phrase):
+        frames = ("what does {} do", "what is {}", "why use {}")
+    elif head in WORKS:
+        frames = ("how does {} work", "what is {}")
     else:
         frames = WHAT[number]
     return [(frame, " ".join(phrase)) for frame in frames]
@@ -551,9 +612,9 @@ def parse_as(word: str, morph: pymorphy3.MorphAnalyzer, case: str, pos: tuple[st
     return next((p for p in morph.parse(word) if p.tag.case == case and p.tag.POS in pos), None)
 
 
-def infinitive(noun: str, morph: pymorphy3.MorphAnalyzer, words: Counter[str]):
-    """A verbal noun's verb ("настройка" -> "настроить"): an infinitive pymorphy3 knows
-    whose forms occur in the sites' text, so "точка" does not become "точить"."""
+def infinitive(noun: str, morph: pymorphy3.MorphAnalyzer):
+    """A verbal noun's verb ("настройка" -> "настроить", "обновление" -> "обновить"): an
+    infinitive pymorphy3 knows (NOT_ACTIONS are no verbal nouns)."""
     if noun in NOT_ACTIONS or not parse_as(noun, morph, "nomn", ("NOUN",)):
         return None
     candidates = [IRREGULAR_VERBS[noun]] if noun in IRREGULAR_VERBS else []
@@ -561,10 +622,10 @@ def infinitive(noun: str, morph: pymorphy3.MorphAnalyzer, words: Counter[str]):
         if noun.endswith(ending):
             stem = noun[: -len(ending)]
             stems = [stem] + [stem[: -len(a)] + b for a, b in STEM_ALTERNATIONS if stem.endswith(a)]
-            candidates += [s + e for s in stems for e in verb_endings]
+            candidates += [s + e for e in verb_endings for s in reversed(stems)]
     for candidate in candidates:
         verb = next((p for p in morph.parse(candidate) if p.tag.POS == "INFN"), None)
-        if verb and morph.word_is_known(candidate) and {f.word for f in verb.lexeme} & set(words):
+        if verb and morph.word_is_known(candidate):
             return verb
     return None
 
@@ -575,6 +636,9 @@ def as_object(words: list[str], morph: pymorphy3.MorphAnalyzer) -> list[str]:
     parses = []
     for word in words:
         parse = parse_as(word, morph, "gent", ("NOUN", "ADJF", "PRTF"))
+        if not parse and not SCRIPT["ru"].search(word):
+            parses.append(word)  # "dns серверов": a Latin word left as it is
+            continue
         if not parse:
             return words
         parses.append(parse)
@@ -582,12 +646,18 @@ def as_object(words: list[str], morph: pymorphy3.MorphAnalyzer) -> list[str]:
             break
     else:
         return words
-    noun, changed = parses[-1].tag, []
+    noun = parses[-1].tag
+    thing = noun.number == "sing" and noun.gender == "masc"  # "настроить клиент", a thing
     agreement = {"accs", noun.number} | ({noun.gender} if noun.number == "sing" else set())
-    if noun.number == "plur" or noun.gender == "masc":
-        agreement.add(noun.animacy or "inan")
+    if noun.number == "plur" or thing:
+        agreement.add("inan" if thing else noun.animacy or "inan")
+    changed = []
     for parse in parses:
-        form = parse.inflect({"accs"} if parse.tag.POS == "NOUN" else agreement)
+        if isinstance(parse, str):
+            changed.append(parse)
+            continue
+        grammemes = agreement if parse.tag.POS != "NOUN" else {"nomn"} if thing else {"accs"}
+        form = parse.inflect(grammemes)
         changed.append(form.word if form else parse.word)
     return changed + words[len(parses) :]
 
@@ -598,37 +668,61 @@ def russian_questions(
     """(frame, phrase) pairs: a section name as a question, a leading verbal noun as its
     verb's infinitive, or the leading noun phrase in its other number."""
     words = as_typed(name).split()
-    if words[0] in QUESTION_WORDS:
+    if words[0] in SENTENCES | STOP_WORDS["ru"]:
         return []
-    if verb := infinitive(words[0], morph, vocabulary):
+    if verb := infinitive(words[0], morph):
         verbs, rest = [verb.word], words[1:]
-        if rest[:1] == ["и"] and len(rest) > 1 and (also := infinitive(rest[1], morph, vocabulary)):
+        if rest[:1] == ["и"] and len(rest) > 1 and (also := infinitive(rest[1], morph)):
             verbs, rest = [*verbs, "и", also.word], rest[2:]
         if "tran" in verb.tag:
             rest = as_object(rest, morph)
         return [(frame, " ".join(verbs + rest)) for frame in KAK]
-    adjectives = []
-    for word in words:
-        if parse := parse_as(word, morph, "nomn", ("ADJF", "PRTF")):
-            adjectives.append(parse)
-        elif noun := parse_as(word, morph, "nomn", ("NOUN",)):
-            break
-        else:
-            return []
-    else:
+    if not (changed := noun_phrase_changed(words, morph, vocabulary)):
         return []
+    phrase, noun = changed
+    number = noun.tag.number
+    frames = [
+        "что такое {}",
+        f"зачем {NUZHEN[noun.tag.gender if number == 'sing' else number]} {{}}",
+    ]
+    if noun.normal_form in RU_WORKS:
+        frames.append("как работает {}" if number == "sing" else "как работают {}")
+    return [(frame, phrase) for frame in frames]
+
+
+def noun_phrase_changed(
+    words: list[str], morph: pymorphy3.MorphAnalyzer, vocabulary: Counter[str]
+) -> tuple[str, pymorphy3.analyzer.Parse] | None:
+    """The words with their leading noun phrase (adjectives, a noun, a participle after it)
+    in the other number, and the noun's new form; None when pymorphy3 cannot inflect it, the
+    noun's form is no word of the sites, or a mass noun's plural it would be."""
+    i = 0
+    while i < len(words) and parse_as(words[i], morph, "nomn", ("ADJF", "PRTF")):
+        i += 1
+    if i == len(words) or words[i] in STOP_WORDS["ru"]:
+        return None
+    if not (noun := parse_as(words[i], morph, "nomn", ("NOUN",))):
+        return None
     number = "sing" if noun.tag.number == "plur" else "plur"
     changed = noun.inflect({number})
-    if not changed or changed.word not in vocabulary:
-        return []
-    gender = {number, changed.tag.gender} if number == "sing" else {number}
-    forms = [a.inflect(gender) for a in adjectives]
-    if not all(forms):
-        return []
-    phrase = " ".join([f.word for f in forms] + [changed.word] + words[len(forms) + 1 :])
-    works = "как работает {}" if number == "sing" else "как работают {}"
-    needed = NUZHEN["plur" if number == "plur" else changed.tag.gender or "masc"]
-    return [(frame, phrase) for frame in ("что такое {}", works, f"зачем {needed} {{}}")]
+    mass = noun.normal_form.endswith(MASS_NOUN) or "Sgtm" in noun.tag
+    if not changed or changed.word not in vocabulary or (number == "plur" and mass):
+        return None
+    end = i + 1
+    if words[end : end + 1] in (["и"], ["или"]):
+        return None  # "перепись и сотрудничество": the other's number would disagree
+    after = end < len(words) and parse_as(words[end], morph, "nomn", ("ADJF", "PRTF"))
+    if after and after.tag.number == "plur" == noun.tag.number:  # "модемы, поддерживающие"
+        end += 1
+    agreement = {number} | ({changed.tag.gender} if number == "sing" else set())
+    phrase = []
+    for j, word in enumerate(words[:end]):
+        adjective = parse_as(word, morph, "nomn", ("ADJF", "PRTF"))
+        form = changed if j == i else adjective and adjective.inflect(agreement)
+        if not form:
+            return None
+        phrase.append(form.word)
+    return " ".join(phrase + words[end:]), changed
 
 
 def neighbours(letter: str) -> str:
@@ -636,7 +730,7 @@ def neighbours(letter: str) -> str:
     for rows in KEYBOARDS:
         for row, keys in enumerate(rows):
             if (i := keys.find(letter)) >= 0:
-                above = rows[row - 1][max(i, 0) : i + 2] if row else ""
+                above = rows[row - 1][i : i + 2] if row else ""
                 below = rows[row + 1][max(i - 1, 0) : i + 1] if row + 1 < len(rows) else ""
                 return keys[max(i - 1, 0) : i] + keys[i + 1 : i + 2] + above + below
     return ""
@@ -668,23 +762,43 @@ def typo_query(name: str, vocabulary: Counter[str], rng: random.Random) -> str |
     return None
 
 
-def fragments(name: str, lang: str, ngrams: dict[str, set[str]], url: str) -> list[str]:
-    """Two to four words from inside a name, from its second word on, that start and end on
-    no stop word, have one of four letters or more and no other page's section names have."""
-    words, stop = as_typed(name).split(), STOP_WORDS[lang]
-    found = []
-    for start in range(1, len(words) - 1):
-        for end in range(start + 2, min(start + 4, len(words)) + 1):
-            part = words[start:end]
-            if (
-                part[0] not in stop
-                and part[-1] not in stop
-                and any(len(w) >= 4 and w not in stop for w in part)
-                and SCRIPT[lang].search(" ".join(part))
-                and ngrams[" ".join(part)] == {url}
-            ):
-                found.append(" ".join(part))
+def fragments(
+    name: str, lang: str, ngrams: dict[str, set[str]], url: str, morph: pymorphy3.MorphAnalyzer
+) -> list[str]:
+    """Two to four words from inside a name, from its second word on, within one of its parts
+    ("Time Synchronization, Logs, Sharing Access") and cutting no word of it in two ("build"
+    of "build-simple-cdd"), that no other page's section names have (see is_fragment)."""
+    found, skip = [], 1  # the name's first word starts none
+    for part in CLAUSES.split(name):
+        words, bounds = [], {0}
+        for token in part.split():
+            words += as_typed(token).split()
+            bounds.add(len(words))
+        for start in sorted(bounds - set(range(skip)))[:-1]:
+            for end in range(start + 2, min(start + 4, len(words)) + 1):
+                text = " ".join(words[start:end])
+                unique = end in bounds and ngrams.get(text) == {url}
+                if unique and is_fragment(words[start:end], lang, morph):
+                    found.append(text)
+        skip = skip if not words else 0
     return found
+
+
+def is_modifier(word: str, morph: pymorphy3.MorphAnalyzer) -> bool:
+    return morph.parse(word)[0].tag.POS in MODIFIERS
+
+
+def is_fragment(words: list[str], lang: str, morph: pymorphy3.MorphAnalyzer) -> bool:
+    """Words that start and end on no stop word (nor an adjective or participle, whose noun
+    they would cut off: "calendar related") and have one of four letters or more in the
+    language's script."""
+    stop = STOP_WORDS[lang]
+    return (
+        words[0] not in stop
+        and words[-1] not in stop
+        and any(len(w) >= 4 and w not in stop and SCRIPT[lang].search(w) for w in words)
+        and not (words[-1].endswith("ed") if lang == "en" else is_modifier(words[-1], morph))
+    )
 
 
 def word_sequences(pages: dict[str, tuple[str, list[str]]]) -> dict[str, set[str]]:
@@ -699,21 +813,49 @@ def word_sequences(pages: dict[str, tuple[str, list[str]]]) -> dict[str, set[str
     return ngrams
 
 
+def lemma_key(text: str, morph: pymorphy3.MorphAnalyzer) -> str:
+    """Text as typed without bare numbers, a leading article, its words' number and case:
+    Russian words' lemmas, English words without a final "s"."""
+    words = bare(text).split()
+    if words[:1] in (["the"], ["a"], ["an"]):
+        words = words[1:]
+    return " ".join(
+        morph.parse(w)[0].normal_form if SCRIPT["ru"].search(w) else w.removesuffix("s")
+        for w in words
+    )
+
+
+def lemma_holders(
+    pages: dict[str, tuple[str, list[str]]], morph: pymorphy3.MorphAnalyzer
+) -> dict[str, set[str]]:
+    """The pages of each section name (and of its part after a dash or colon) by lemma_key."""
+    lemmas: dict[str, set[str]] = defaultdict(set)
+    for url, (_, names) in pages.items():
+        for name in names:
+            for text in {name, NAME_PARTS.split(name)[-1]}:
+                lemmas[lemma_key(text, morph)].add(url)
+    return lemmas
+
+
 def known_item_queries(sites) -> None:
     """eval/sites-questions.tsv, sites-typos.tsv and sites-fragments.tsv (see the module's
     docstring), known items drawn uniformly."""
     pages, vocabulary, contexts = site_pages(sites)
-    items = known_items(pages)
+    items, holders = known_items(pages), name_holders(pages)
     morph = pymorphy3.MorphAnalyzer()
+    lemmas = lemma_holders(pages, morph)
     ngrams = word_sequences(pages)
 
     def question(lang: str, name: str, url: str, rng: random.Random) -> str | None:
         if lang == "ru":
             asked = russian_questions(name, morph, vocabulary)
+        elif holders.get(bare(NAME_PARTS.split(name)[-1]), {url}) == {url}:
+            asked = english_questions(name, vocabulary, contexts)  # what it asks names no other
         else:
-            asked = english_questions(name, vocabulary, contexts)
-        if not asked:
             return None
+        asked = [(f, p) for f, p in asked if lemmas.get(lemma_key(p, morph), {url}) == {url}]
+        if not asked:
+            return None  # "Date/Time Types" asked "what is date time type" names another page
         frame, phrase = rng.choice(asked)
         return frame.format(phrase)
 
@@ -721,7 +863,7 @@ def known_item_queries(sites) -> None:
         return typo_query(name, vocabulary, rng)
 
     def fragment(lang: str, name: str, url: str, rng: random.Random) -> str | None:
-        found = fragments(name, lang, ngrams, url)
+        found = fragments(name, lang, ngrams, url, morph)
         return rng.choice(found) if found else None
 
     for kind, make in (("questions", question), ("typos", typo), ("fragments", fragment)):
@@ -731,20 +873,25 @@ def known_item_queries(sites) -> None:
 KNOWN_ITEM_HEADERS = {
     "questions": (
         "# Known-item questions over the sites of eval/sites.py, built by eval/make_queries.py:",
-        "# a section's heading or page title in a question, reinflected (lang<TAB>query<TAB>URL).",
+        "# a page's section heading or title asked, its words' forms changed (lang<TAB>query<TAB>page URL).",
     ),
     "typos": (
-        "# Known-item queries with a typo over the sites of eval/sites.py, by eval/make_queries.py:",
-        "# a section heading or page title with one misspelt word (lang<TAB>query<TAB>page URL).",
+        "# Known-item queries with a typo over the sites of eval/sites.py, built by eval/make_queries.py:",
+        "# a page's section heading or title with one word misspelt (lang<TAB>query<TAB>page URL).",
     ),
     "fragments": (
         "# Known-item fragments over the sites of eval/sites.py, built by eval/make_queries.py:",
-        "# words from inside a section heading or page title (lang<TAB>query<TAB>page URL).",
+        "# two to four words from inside a page's section heading or title (lang<TAB>query<TAB>page URL).",
     ),
 }
 
 
-def write_known_items(items, make, out: Path, header: tuple[str, str]) -> None:
+def write_known_items(
+    items: list[tuple[str, str, str]],
+    make: Callable[[str, str, str, random.Random], str | None],
+    out: Path,
+    header: tuple[str, str],
+) -> None:
     """A query per known item in a fixed random order until QUERIES_PER_LANGUAGE per language;
     items that give no query (or one another item gave) are skipped."""
     rng = random.Random(20261130)

@@ -10,7 +10,8 @@ the Developer's Reference (6), the Debian FAQ (10), the Python and the PostgreSQ
     .venv/bin/python eval/sites.py wait      # return once every site answers
 
 scripts/eval-sites.sh crawls them together; eval/make_queries.py builds eval/sites-nav.tsv,
-eval/sites-popular.tsv and eval/sites-home.tsv from the same files, with the same URLs.
+eval/sites-popular.tsv, eval/sites-home.tsv, eval/sites-questions.tsv, eval/sites-typos.tsv
+and eval/sites-fragments.tsv from the same files, with the same URLs.
 """
 
 from __future__ import annotations

@@ -4,7 +4,9 @@
 # their translations, the Python and PostgreSQL docs, from their Debian packages, ~40 of them)
 # on 127.0.0.1-7, each its own host. Two crawls (under a minute each): the English, Chinese
 # and Russian editions with Python and PostgreSQL into eval-sites-crawl/ for the page-name
-# sets (eval/sites-nav.tsv, sites-popular.tsv), and all 66 editions (~5,500 pages) into
+# sets (eval/sites-nav.tsv, sites-popular.tsv) and the sets of queries as people type them
+# (sites-questions.tsv, sites-typos.tsv, sites-fragments.tsv), and all 66 editions (~5,500
+# pages) into
 # eval-sites-home-crawl/ for home-page finding (eval/sites-home.tsv); see eval/sites.py for
 # why the page-name sets do not use the wide crawl. Each is scored with filbert and plain
 # tantivy. Extra arguments go to `filbert eval`. bench/ablation.py then runs the ranking
@@ -39,5 +41,7 @@ crawl() {  # crawl DIR SEEDS-COMMAND
 }
 crawl "$CRAWL" seeds
 crawl "$HOME_CRAWL" homes
-.venv/bin/filbert eval eval/sites-nav.tsv --dir "$CRAWL" --plain "$@"
+for set in nav questions typos fragments; do
+  .venv/bin/filbert eval "eval/sites-$set.tsv" --dir "$CRAWL" --plain "$@"
+done
 .venv/bin/filbert eval eval/sites-home.tsv --dir "$HOME_CRAWL" --plain "$@"

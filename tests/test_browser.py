@@ -55,6 +55,7 @@ NYT, YORKER, NEWTON = "New York Times", "New Yorker", "Newton's laws"
 EVIL = "Zebra <img src=x onerror=alert(1)> stripes"
 CHAPTER, NETWORK = "Chapter 10. Network Infrastructure", "Network Infrastructure"
 SYNONYMS = "New York Times, gray lady\n"
+PLANTS = "Photosynthesis in plants"
 
 
 def page_of(title: str, words: str, *links: str) -> str:
@@ -70,6 +71,8 @@ PAGES = {
         link("/newton.html", NEWTON),
         link("/zebra.html", EVIL),
         link("/network.html", CHAPTER),
+        link("/plants.html", PLANTS),
+        link("/leaves.html", "Leaves"),
     ),
     "/nyt.html": page_of(
         NYT,
@@ -82,6 +85,8 @@ PAGES = {
     "/newton.html": page_of(NEWTON, "three laws of motion: inertia, force, action"),
     "/zebra.html": page_of(EVIL, "striped horses of africa"),
     "/network.html": page_of(CHAPTER, "routers, gateways and name servers"),
+    "/plants.html": page_of(PLANTS, "chlorophyll turns light into sugar"),
+    "/leaves.html": page_of("Leaves", "where photosynthesis happens in plants: green cells"),
 }
 
 
@@ -354,3 +359,28 @@ def test_a_newer_prefix_aborts_the_request_in_flight(app: App, page: Page) -> No
     expect_open(page)
     expect(options(page)).to_have_text([NYT, YORKER])
     assert len(held) == 1
+
+
+def test_a_misspelt_query_shows_the_corrected_results_and_searches_as_typed(
+    app: App, page: Page
+) -> None:
+    page.goto(app.url)
+    typed(page, "photosynthsis in plamts")  # a letter left out, a neighbouring key
+    page.locator("#q").press("Enter")  # no suggestion picked: the words as typed
+    page.wait_for_url(lambda url: query_of(url) == ["photosynthsis in plamts"])
+    spelling = page.locator(".spelling")
+    expect(spelling).to_contain_text("Showing results for photosynthesis in plants")
+    expect(spelling).to_contain_text("Search instead for photosynthsis in plamts")
+    expect(page.locator(".hit h2 a").first).to_have_text(PLANTS)
+    expect(page.locator("#q")).to_have_value("photosynthsis in plamts")  # as typed
+
+    spelling.get_by_role("link", name="photosynthsis in plamts").click()
+    page.wait_for_url(lambda url: parse_qs(urlsplit(url).query).get("spell") == ["0"])
+    expect(page.locator(".spelling")).to_have_count(0)
+    expect(page.locator(".none")).to_contain_text("No pages match")
+
+    page.go_back()
+    page.locator(".spelling").get_by_role("link", name="photosynthesis in plants").click()
+    page.wait_for_url(lambda url: query_of(url) == ["photosynthesis in plants"])
+    expect(page.locator(".spelling")).to_have_count(0)  # nothing to correct
+    expect(page.locator(".hit h2 a").first).to_have_text(PLANTS)

@@ -464,7 +464,9 @@ def test_openapi_documents_the_search_api(crawled: Crawl) -> None:
     with TestClient(app_with(crawled)) as client:
         spec = client.get("/openapi.json").json()
     search = spec["paths"]["/api/search"]["get"]
-    assert {p["name"] for p in search["parameters"]} == {"q", "n", "offset", "ranking", "explain"}
+    assert {p["name"] for p in search["parameters"]} == {
+        *("q", "n", "offset", "ranking", "explain", "spell")
+    }
     n = next(p for p in search["parameters"] if p["name"] == "n")["schema"]
     assert (n["minimum"], n["maximum"]) == (0, 100)
     assert search["responses"]["200"]["content"]["application/json"]["schema"] == {

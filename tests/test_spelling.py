@@ -3,8 +3,11 @@ index's own vocabulary, quoted phrases and exclusions strict."""
 
 from __future__ import annotations
 
+import json
+
 import pyarrow as pa
 import pytest
+from fastapi.testclient import TestClient
 from pipeline import crawl_site
 from sites import SiteServer, html, link
 
@@ -13,6 +16,7 @@ from filbert.index.step import build_index
 from filbert.index.vocabulary import WORDS, read_vocabulary
 from filbert.search import Searcher
 from filbert.search.spelling import Speller, typo_cost
+from filbert.web import create_app
 
 # ten pages on other topics (different enough not to be near-duplicates) that share words
 TOPICS = (
@@ -28,16 +32,18 @@ TOPICS = (
     "barley wheat millet sorghum oats rye",
 )
 PAGES = {
-    "/": html("Library", " ".join(link(f"/{n}.html", n) for n in [*"abcdefghijkl", "faq", "ru"])),
+    "/": html("Library", " ".join(link(f"/{n}.html", n) for n in [*"abcdefghijklr", "faq", "ru"])),
     "/a.html": html("The concurrent package", "<p>concurrent execution of callables</p>"),
     "/b.html": html("Configuring the clock", "<p>set the system clock with ntp</p>"),
     "/faq.html": html(
         "Questions", "<p>How do I ask? What do you do? How can I help? Where is it?</p>"
     ),
     "/ru.html": html("Настройка сети", "<p>настройка сети и маршрутизация сети</p>"),
+    "/r.html": html("Letters", "<p>a letter we did recieve</p>"),
     **{
         f"/{n}.html": html(
-            f"Topic {n}", f"<p>{words}: concurrent work, configuring, настройка сети</p>"
+            f"Topic {n}",
+            f"<p>{words}: concurrent work, configuring, настройка сети; receive</p>",
         )
         for n, words in zip("cdefghijkl", TOPICS)
     },
@@ -158,18 +164,18 @@ def test_corrections_can_be_switched_off(site):
 def test_question_frame_words_do_not_restrict(site):
     _, _, searcher = site
     results = searcher.search("how do i configure the clock")
-    assert results.ignored == ["how", "do", "i"]
+    assert results.relaxed.ignored == ["how", "do", "i"]
     assert names(results)[0] == "b.html"  # not the FAQ page full of "how", "do" and "i"
     assert "faq.html" not in names(results)
     assert names(searcher.search("how do i ask"))[0] == "faq.html"  # "ask": the FAQ's
-    assert searcher.search("how can i").ignored == []  # nothing but the frame: searched
+    assert searcher.search("how can i").relaxed.ignored == []  # nothing but the frame: searched
 
 
 def test_long_queries_need_most_words_not_all(site):
     _, _, searcher = site
     # four words; no page has "ntp" with all three others: three of four will do
     results = searcher.search("system clock ntp zebra")
-    assert results.matched_all and results.required == 3 and results.words == 4
+    assert results.matched_all and results.relaxed.required == 3 and results.relaxed.words == 4
     assert names(results)[0] == "b.html"
     strict = Searcher(site[0], load_settings(site[0].path, ["search.relax.min.words=5"]))
     assert not strict.search("system clock ntp zebra").matched_all  # the any-word fallback
@@ -183,7 +189,7 @@ def test_quoted_phrases_stay_strict_in_questions(site):
 
 
 def test_the_vocabulary_is_the_same_however_the_shard_is_written(site):
-    crawl, settings, _ = site
+    crawl, _, _ = site
     before = read_vocabulary(crawl.index.current())  # written whole, in uid order
     in_parts = load_settings(crawl.path, ["index.rewrite.max.docs=1"])  # base and delta
     build_index(crawl, in_parts, rebuild=True)
@@ -191,3 +197,35 @@ def test_the_vocabulary_is_the_same_however_the_shard_is_written(site):
     assert before.num_rows > 50 and after.equals(before)
     build_index(crawl, in_parts)  # nothing changed: the base's counts are linked
     assert read_vocabulary(crawl.index.current()).equals(before)
+
+
+def test_the_api_and_the_page_show_corrections(site):
+    crawl, settings, _ = site
+    with TestClient(create_app(crawl, settings)) as client:
+        data = client.get("/api/search", params={"q": "the concurent package"}).json()
+        assert data["correction"]["text"] == "the concurrent package"
+        assert data["correction"]["applied"] and data["hits"][0]["url"].endswith("/a.html")
+        assert data["relaxed"] == {"ignored": [], "required": 2, "words": 2}
+        typed = client.get("/api/search", params={"q": "the concurent package", "spell": "false"})
+        assert typed.json()["correction"] is None and not typed.json()["matched_all"]
+        logged = [json.loads(line)["query"] for line in crawl.query_log.read_text().splitlines()]
+        assert logged[-2:] == ["the concurrent package", "the concurent package"]  # searched
+
+        page = client.get("/", params={"q": "the concurent package"}).text
+        assert "Showing results for" in page and "Search instead for" in page
+        assert 'href="?q=the+concurent+package&amp;spell=0"' in page
+        as_typed = client.get("/", params={"q": "the concurent package", "spell": "0"}).text
+        assert "Showing results for" not in as_typed and "Did you mean" not in as_typed
+
+        offered = client.get("/api/search", params={"q": "recieve"}).json()
+        assert offered["correction"] == {
+            "text": "receive",
+            "applied": False,
+            "words": [["recieve", "receive"]],
+        }
+        assert [hit["url"].rsplit("/", 1)[1] for hit in offered["hits"]] == ["r.html"]
+        page = client.get("/", params={"q": "recieve"}).text
+        assert "Did you mean" in page and 'href="?q=receive"' in page
+
+        question = client.get("/api/search", params={"q": "how do i configure the clock"})
+        assert question.json()["relaxed"]["ignored"] == ["how", "do", "i"]

@@ -457,12 +457,13 @@ def _relaxation(results: SearchResults) -> str:
         words = ", ".join(f"{a} → {b}" for a, b in results.correction.words)
         how = "searched" if results.correction.applied else "offered (the query searched as typed)"
         lines.append(f"spelling: {escape(words)}, {how}")
-    if results.ignored:
-        lines.append(f"left out, framing a question: {escape(', '.join(results.ignored))}")
+    relaxed = results.relaxed
+    if relaxed.ignored:
+        lines.append(f"left out, framing a question: {escape(', '.join(relaxed.ignored))}")
     if not results.matched_all:
         lines.append("no page has every word: pages with any of them")
-    elif results.required < results.words:
-        lines.append(f"pages with at least {results.required} of the {results.words} words")
+    elif relaxed.required < relaxed.words:
+        lines.append(f"pages with at least {relaxed.required} of the {relaxed.words} words")
     return "\n".join(lines or ["query searched as typed, every word required"])
 
 

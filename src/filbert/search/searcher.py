@@ -84,6 +84,16 @@ class ShardCounts:
 
 
 @dataclass
+class Relaxation:
+    """How the query was relaxed: the words framing a question left out, and how many of
+    its other words a page had to have."""
+
+    ignored: list[str] = field(default_factory=list)
+    required: int = 0
+    words: int = 0
+
+
+@dataclass
 class SearchResults:
     query: str
     total: int
@@ -92,9 +102,12 @@ class SearchResults:
     matched_all: bool = True  # False: no page had every word, these have some
     shards: ShardCounts = field(default_factory=ShardCounts)
     correction: Correction | None = None  # applied: the hits are the corrected query's
-    ignored: list[str] = field(default_factory=list)  # words framing a question, left out
-    required: int = 0  # of the query's (other) words, how many a page had to have
-    words: int = 0
+    relaxed: Relaxation = field(default_factory=Relaxation)
+
+    @property
+    def searched(self) -> str:
+        """The query searched: as corrected when the correction was applied."""
+        return self.correction.text if self.correction and self.correction.applied else self.query
 
     @property
     def partial(self) -> bool:
@@ -108,7 +121,7 @@ class SearchResults:
             "offset": self.offset,
             "matched_all": self.matched_all,
             "correction": self.correction.to_dict() if self.correction else None,
-            "relaxed": {"ignored": self.ignored, "required": self.required, "words": self.words},
+            "relaxed": vars(self.relaxed),
             "partial": self.partial,
             "shards": vars(self.shards),
             "hits": [hit.to_dict() for hit in self.hits],
@@ -231,9 +244,7 @@ class Ranking:
             hits,
             conjunction,
             correction=correction,
-            ignored=retrieved.ignored,
-            required=retrieved.required,
-            words=retrieved.words,
+            relaxed=Relaxation(retrieved.ignored, retrieved.required, retrieved.words),
         )
 
     def _retrieve(

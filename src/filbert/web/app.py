@@ -263,7 +263,7 @@ class SearchService:
         }
         reply = await self.broker.search(request, params.heavy, deadline)
         self.log.write(
-            params.q,
+            reply.head.get("searched") or params.q,  # a correction applied: what was searched
             reply.head.get("total"),
             time.perf_counter() - start,
             reply.status,

@@ -684,7 +684,11 @@ class Broker:
         except (Unavailable, UserError) as exc:  # UserError: e.g. a damaged link graph
             return Reply(503, {"error": public_message(exc, self.crawl.path)}, b"")
         results.shards = fan.counts()
-        head = {"total": results.total, "matched_all": results.matched_all}
+        head = {
+            "total": results.total,
+            "matched_all": results.matched_all,
+            "searched": results.searched,
+        }
         return Reply(200, head, orjson.dumps(results.to_dict()))
 
     @staticmethod

@@ -167,7 +167,9 @@ class Shards:
                 deadline,
                 request.get("spell", True),
             )
-            head.update(total=results.total, matched_all=results.matched_all)
+            head.update(
+                total=results.total, matched_all=results.matched_all, searched=results.searched
+            )
             return orjson.dumps(results.to_dict())
         if kind == "retrieve":
             found = searcher.retrieve(
