@@ -81,8 +81,13 @@ def api(site: Site, **params: object) -> dict:
 
 def test_api_shape_and_unique_word_is_top(site: Site) -> None:
     body = api(site, q=rare_word(7))
-    assert set(body) == {"query", "total", "offset", "matched_all", "partial", "shards", "hits"}
+    assert set(body) == {
+        *("query", "total", "offset", "matched_all", "partial", "shards", "hits"),
+        *("correction", "relaxed"),
+    }
     assert body["matched_all"] is True and body["partial"] is False
+    assert body["correction"] is None
+    assert body["relaxed"] == {"ignored": [], "required": 1, "words": 1}
     shards = site.crawl.index.meta()["shards"]
     assert body["shards"] == {"total": shards, "successful": shards, "failed": 0}
     assert (body["query"], body["total"], body["offset"]) == (rare_word(7), 1, 0)

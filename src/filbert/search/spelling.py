@@ -1,16 +1,18 @@
 """Spelling correction of queries against the index's own vocabulary (index/vocabulary.py).
 
-A query word of the first of `search.spelling.errors.lengths` letters or more that few pages hold is
-compared with the words of the query's language (of every main language when it cannot be
-told) within one edit, two from the second length: substitutions, insertions, deletions and
-transpositions of neighbours (optimal string alignment, in the trie's C search). Of those on
-`search.spelling.min.pages` pages or more, and on `search.spelling.suggest.ratio` times as
-many pages as the word, the best is the one whose pages outweigh its typing cost: a
-neighbouring key, a transposition or a doubled letter costs half an edit (typo_cost), and
-an edit weighs as much as EDIT_WEIGHT decades of pages. The correction is applied (the
-results are the corrected query's: "Showing results for") when no page holds the word, or
-the correction is on `search.spelling.apply.ratio` times as many; otherwise it is only
-offered ("Did you mean").
+A free query word of at least the first of `search.spelling.errors.lengths` letters that
+fewer than `search.spelling.min.pages` pages hold is compared with the words of the index's
+main languages (scripts keep them apart) within one edit, two from the second length:
+substitutions, insertions, deletions and transpositions of neighbours (optimal string
+alignment, the fuzzy trie's search). It is no misspelling if its language's dictionary
+knows it (Russian) or, without a dictionary, if a word near it has its term (another form
+of that word). Of the words near it on `search.spelling.min.pages` pages or more, and on
+`search.spelling.suggest.ratio` times as many as the word, the best is the one whose pages
+outweigh its typing cost (typo_cost: a neighbouring key, a transposition or a doubled
+letter costs half an edit, the first letter half an edit more; an edit weighs EDIT_WEIGHT
+decades of pages). The correction is applied (the results are the corrected query's:
+"Showing results for") when no page holds the word, or the correction is on
+`search.spelling.apply.ratio` times as many; otherwise it is only offered ("Did you mean").
 """
 
 from __future__ import annotations
@@ -230,7 +232,7 @@ class Speller:
 
 
 class _Counts:
-    """The pages of words (or terms) in any language, by hash: a few microseconds a word."""
+    """The pages of words in any language, by hash: a few microseconds a word."""
 
     def __init__(self, table: pa.Table):
         totals = table.group_by("word").aggregate([("pages", "sum")])
