@@ -159,7 +159,9 @@ def analyze_query(
         parsed,
         lang,
         clauses,
-        _sequences(words, langs),
+        # the words in order for the proximity bins, and with the frame too: a title that
+        # has it ("What is Debian?") gets them
+        _sequences(f"{words}\n{parsed.text}" if ignored else words, langs),
         [p for p in phrases if p],
         [x for x in excluded if x],
         _probes(text),
@@ -217,13 +219,14 @@ def _phrases(text: str, langs: list[str]) -> list[Phrase]:
     return found
 
 
-def _sequences(phrase: str, langs: list[str]) -> list[list[str]]:
-    """The phrase's terms in each language, without repeats."""
+def _sequences(text: str, langs: list[str]) -> list[list[str]]:
+    """The terms of each line of the text in each language, without repeats."""
     found: list[list[str]] = []
-    for lang in langs:
-        terms = analyzer(lang, query=True).terms(phrase)
-        if terms and terms not in found:
-            found.append(terms)
+    for line in text.splitlines():
+        for lang in langs:
+            terms = analyzer(lang, query=True).terms(line)
+            if terms and terms not in found:
+                found.append(terms)
     return found
 
 
