@@ -13,7 +13,7 @@ from sites import SiteServer, html, link
 
 from filbert.config import ConfigError, load_settings
 from filbert.index.step import build_index
-from filbert.index.vocabulary import WORDS, read_vocabulary
+from filbert.index.vocabulary import WORDS, count_words, read_vocabulary
 from filbert.search import Searcher
 from filbert.search.spelling import Speller, typo_cost
 from filbert.web import create_app
@@ -229,3 +229,15 @@ def test_the_api_and_the_page_show_corrections(site):
 
         question = client.get("/api/search", params={"q": "how do i configure the clock"})
         assert question.json()["relaxed"]["ignored"] == ["how", "do", "i"]
+
+
+def test_a_page_counts_each_word_once_folded():
+    pages = pa.table(
+        {
+            "title_text": [b"\xd0\x81\xd0\xbb\xd0\xba\xd0\xb0 Hello", b"x"],  # "Ёлка Hello"
+            "body_text": ["ёлка, HELLO hello! 网络 don't 42".encode(), b"hello"],
+            "lang": ["ru", None],
+        }
+    )
+    counted = {(r["lang"], r["word"]): r["pages"] for r in count_words(pages).to_pylist()}
+    assert counted == {("ru", "елка"): 1, ("ru", "hello"): 1, ("ru", "don"): 1, ("", "hello"): 1}

@@ -12,49 +12,40 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from filbert.analysis._grams import words
 from filbert.buckets import connect
 from filbert.storage import damaged_file
 
 WORDS = pa.schema([("lang", pa.string()), ("word", pa.string()), ("pages", pa.int64())])
 KEYS = ["lang", "word"]
 VOCABULARY_FILE = "vocabulary.parquet"
-NOT_A_LETTER = r"[^\p{L}]+"
 # scripts written without spaces: their words are jieba's, not letter runs
 UNSPACED = r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}\p{Thai}]"
 MIN_LENGTH = 2
 MAX_LENGTH = 40  # longer runs of letters are no words anyone types
 
 
-def fold_column(text: pa.Array) -> pa.Array:
-    """Folded as analysis.fold folds a word (NFKC, lower case, ё as е)."""
-    return pc.replace_substring(pc.utf8_lower(pc.utf8_normalize(text, "NFKC")), "ё", "е")
-
-
 def count_words(table: pa.Table) -> pa.Table:
-    """WORDS of documents (rows with title_text, body_text and lang): each word once a page."""
+    """WORDS of documents (rows with title_text, body_text and lang): each word once a page,
+    folded as queries are (lower case, ё as е; NFKC is left to the rare page that needs it)."""
     text = pc.binary_join_element_wise(table["title_text"], table["body_text"], b"\n")
-    words = pc.split_pattern_regex(fold_column(text.cast(pa.string())), NOT_A_LETTER)
-    flat = pc.list_flatten(words)
-    length = pc.utf8_length(flat)
+    per_page = pa.array([words(page) for page in text.cast(pa.string()).to_pylist()], pa.string())
+    lists = pc.split_pattern(per_page, " ")
+    langs = pc.fill_null(pc.take(table["lang"], pc.list_parent_indices(lists)), "")
+    pairs = pa.table({"lang": langs, "word": pc.list_flatten(lists)})
+    counted = pairs.group_by(KEYS).aggregate([([], "count_all")])
+    length = pc.utf8_length(counted["word"])
     kept = pc.and_(
         pc.and_(pc.greater_equal(length, MIN_LENGTH), pc.less_equal(length, MAX_LENGTH)),
-        pc.invert(pc.match_substring_regex(flat, UNSPACED)),
+        pc.invert(pc.match_substring_regex(counted["word"], UNSPACED)),
     )
-    pairs = pa.table({"doc": pc.list_parent_indices(words), "word": flat}).filter(kept)
-    distinct = pairs.group_by(["doc", "word"]).aggregate([])
-    per_page = pa.table(
-        {
-            "lang": pc.fill_null(pc.take(table["lang"], distinct["doc"]), ""),
-            "word": distinct["word"],
-            "pages": np.ones(distinct.num_rows, np.int64),
-        }
-    )
-    return merge([per_page])
+    return pa.table(
+        [counted["lang"], counted["word"], counted["count_all"].cast(pa.int64())], WORDS
+    ).filter(kept)
 
 
 def merge(tables: list[pa.Table]) -> pa.Table:
