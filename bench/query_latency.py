@@ -39,11 +39,15 @@ The index files are read once before timing (page cache warm, as on a serving ma
 enough memory). The first query of a fresh Searcher (it loads the fast-field columns) is
 timed apart. Then a breakdown of Searcher.search by phase (mirroring its code; also the
 first-phase tantivy query alone, without counting, and with the language penalty scored by
-tantivy rather than after it) and, with `--profile N`, cProfile over N queries. Targets: p50(HTTP) <= 3 x p50(raw), p99(HTTP) < 100 ms.
+tantivy rather than after it) and, with `--profile N`, cProfile over N queries; with
+`--compare KEY=VALUE...`, the in-process search against the same with those settings, paired
+in alternating order (what spelling correction costs: `'search.spelling.errors.lengths=""'`);
+`--typos SHARE` gives that share of the queries a typo. Targets: p50(HTTP) <= 3 x p50(raw),
+p99(HTTP) < 100 ms.
 
     .venv/bin/python bench/query_latency.py [--docs 1000000] [--queries 1000] [--warmup 50]
         [--workdir bench/.query-latency] [--profile N] [-D key=value] [--baseline-src DIR]
-        [--no-record]
+        [--typos SHARE] [--compare KEY=VALUE...] [--no-record]
 """
 
 from __future__ import annotations
@@ -91,6 +95,7 @@ CHUNK = 16_384  # documents generated at a time (the random draws follow it)
 SEGMENT = "20261130000000"
 QUERY_WORDS = (0.35, 0.40, 0.25)  # share of 1-, 2- and 3-word queries
 QUERY_SKIP_TOP = 100  # query words: not the most frequent (the … much)
+WARM_COMPARED = 50  # searches that warm up the compared Searcher
 PHRASE_TOP = 100  # --phrases: quoted pairs of the most frequent words (not stop words)
 REPORT_SECONDS = 5.0
 # both indexes' writer memory (index.writer.heap.mb, unless -D sets it): enough for each to
@@ -595,6 +600,31 @@ def profile(searcher: Searcher, queries: list[str], top: int = 25) -> str:
     return out.getvalue()
 
 
+def settings_cost(
+    searcher: Searcher, work: Workdir, overrides: list[str], queries: list[str]
+) -> list[str]:
+    """Searcher.search with the settings against the same with `overrides`, in this
+    process, paired per query and in alternating order (the first search of a query warms
+    the caches the second uses)."""
+    other = Searcher(work.crawl, load_settings(work.crawl.path, overrides))
+    for query in queries[:WARM_COMPARED]:
+        other.search(query)
+    these, those = [], []
+    for i, query in enumerate(queries):
+        pair = [(searcher, these), (other, those)]
+        for one, times in pair if i % 2 else pair[::-1]:
+            start = time.perf_counter()
+            one.search(query)
+            times.append(time.perf_counter() - start)
+    a, b = np.array(these) * 1000, np.array(those) * 1000
+    line = (
+        f"- in-process, these settings against `{' '.join(overrides)}` (alternating, paired): "
+        f"p50 {np.median(a):.2f} vs {np.median(b):.2f} ms, difference p50 "
+        f"{np.median(a - b):+.3f} ms, mean {np.mean(a - b):+.3f} ms"
+    )
+    return ["", line]
+
+
 def by_words(queries: list[str], seconds: dict[str, np.ndarray]) -> list[str]:
     lines = [
         "| words | queries | raw p50 ms | in-process p50 ms | HTTP p50 ms | HTTP p99 ms |",
@@ -861,6 +891,13 @@ def parse_args() -> argparse.Namespace:
         help="this share of the queries with two letters of a long word swapped (spelling "
         "correction at work)",
     )
+    parser.add_argument(
+        "--compare",
+        nargs="+",
+        metavar="KEY=VALUE",
+        help="also time the in-process search with these settings changed, paired "
+        "(e.g. 'search.spelling.errors.lengths=\"\"': what correction costs)",
+    )
     parser.add_argument("--no-record", action="store_true", help="do not append to RESULTS.md")
     return parser.parse_args()
 
@@ -890,6 +927,7 @@ def main() -> None:
             *by_words(queries, measured.seconds),
             "",
             *breakdown(searcher, queries),
+            *(settings_cost(searcher, work, args.compare, queries) if args.compare else []),
         ]
     )
     print(report, flush=True)
