@@ -15,6 +15,7 @@ from filbert.config import ConfigError, load_settings
 from filbert.index.step import build_index
 from filbert.index.vocabulary import WORDS, count_words, read_vocabulary
 from filbert.search import Searcher
+from filbert.search.query import without_frames
 from filbert.search.spelling import Speller, typo_cost
 from filbert.web import create_app
 
@@ -169,6 +170,27 @@ def test_question_frame_words_do_not_restrict(site):
     assert "faq.html" not in names(results)
     assert names(searcher.search("how do i ask"))[0] == "faq.html"  # "ask": the FAQ's
     assert searcher.search("how can i").relaxed.ignored == []  # nothing but the frame: searched
+
+
+@pytest.mark.parametrize(
+    "query, kept, ignored",
+    [
+        ("How do I create an index?", "create an index?", ["How", "do", "I"]),
+        ("как мне настроить сеть", "настроить сеть", ["как", "мне"]),
+        ("如何配置网络", "配置网络", ["如何"]),  # jieba's words inside a Han run
+        ("create index", "create index", []),
+    ],
+)
+def test_the_words_framing_a_question_in_each_language(query, kept, ignored):
+    assert without_frames(query) == (kept, ignored)
+
+
+def test_a_correction_that_finds_nothing_searches_as_typed(site):
+    _, _, searcher = site
+    results = searcher.search('concurent "walrus granite"')  # a phrase no page has
+    assert results.correction is not None and not results.correction.applied
+    assert results.correction.text == 'concurrent "walrus granite"'
+    assert results.total == 0 and results.searched == 'concurent "walrus granite"'
 
 
 def test_long_queries_need_most_words_not_all(site):

@@ -93,6 +93,16 @@ def char_ids(text: str) -> tuple[np.ndarray, np.ndarray]:
     return alphabet, ids[points].astype(char_dtype(len(alphabet)))
 
 
+def id_lookup(alphabet: np.ndarray) -> dict[str, int]:
+    """Each character's id in an alphabet (char_ids')."""
+    return {chr(c): i for i, c in enumerate(alphabet.tolist())}
+
+
+def query_ids(lookup: dict[str, int], text: str) -> np.ndarray:
+    """A query's characters as ids for Trie.matches (-1 for one not in the alphabet)."""
+    return np.array([lookup.get(c, -1) for c in text], np.int32)
+
+
 def starts(lengths: list[int]) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
 

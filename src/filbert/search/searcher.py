@@ -312,6 +312,11 @@ class Searcher:
         self._graph = None
         self._speller = None
 
+    def warm_up(self) -> None:
+        """Loads what the first search would (see ShardSearcher.warm_up, and the speller)."""
+        self.shards.warm_up()
+        self.speller()
+
     def speller(self) -> Speller:
         """The index generation's vocabulary, loaded on first use."""
         if self._speller is None:

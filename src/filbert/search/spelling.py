@@ -31,7 +31,7 @@ import xxhash
 
 from filbert.analysis import fold
 from filbert.analysis.analyzers import HAN, KANA_HANGUL, analyzer, in_dictionary
-from filbert.analysis.trie import Trie, char_ids, starts
+from filbert.analysis.trie import Trie, char_ids, id_lookup, query_ids, starts
 from filbert.config import error_lengths_setting
 from filbert.index.vocabulary import WORDS, read_vocabulary
 from filbert.search.query import QUERY_TOKEN
@@ -104,17 +104,17 @@ class Lexicon:
 
     def __init__(self, words: list[str]):
         self.words = words
-        self.alphabet, chars = char_ids("".join(words))
+        alphabet, chars = char_ids("".join(words))
         self.trie = Trie.build(chars, starts([len(word) for word in words]))
         self.lengths = np.array([len(word) for word in words], np.int64)
-        self.char_ids = {chr(c): i for i, c in enumerate(self.alphabet.tolist())}
+        self.char_ids = id_lookup(alphabet)
 
     def near(self, word: str, errors: int) -> list[str]:
         """The words within `errors` edits of `word` (a prefix of theirs is, and their
         lengths are that close)."""
         if not self.words:
             return []
-        query = np.array([self.char_ids.get(c, -1) for c in word], np.int32)
+        query = query_ids(self.char_ids, word)
         nodes, _ = self.trie.matches(query, errors)
         found: set[int] = set()
         for node in nodes.tolist():

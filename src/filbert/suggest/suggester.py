@@ -23,7 +23,15 @@ import numpy as np
 
 from filbert.analysis import fold
 from filbert.analysis.analyzers import word_starts_in
-from filbert.analysis.trie import ARRAYS, Trie, char_dtype, char_ids, starts
+from filbert.analysis.trie import (
+    ARRAYS,
+    Trie,
+    char_dtype,
+    char_ids,
+    id_lookup,
+    query_ids,
+    starts,
+)
 from filbert.errors import UserError
 from filbert.suggest.ranks import BLOCK, RangeMin, best_first, rank_ids
 
@@ -124,7 +132,7 @@ class Suggester:
         self.entry_phrase, self.entry_offset = entry_phrase, entry_offset
         self.canonical_of = dict(zip(synonym.tolist(), canonical.tolist()))
         self.error_lengths = tuple(error_lengths)
-        self.char_ids = {chr(c): i for i, c in enumerate(alphabet.tolist())}
+        self.char_ids = id_lookup(alphabet)
         self.by_rank, self.node_best = by_rank, node_best  # see _ranking
         self.rank_id = rank_ids(by_rank)
         self.range_min = RangeMin(self.rank_id, to_end, from_start)
@@ -193,7 +201,7 @@ class Suggester:
         errors = min(errors, len(text), MAX_ERRORS)
         if not text or n <= 0 or not len(self) or len(text) > LONGEST + errors:
             return []  # (no phrase is longer than LONGEST)
-        query = np.array([self.char_ids.get(c, -1) for c in text], np.int32)
+        query = query_ids(self.char_ids, text)
         nodes, dists = self.trie.matches(query, errors)
         found = self._top(nodes, dists, n)
         equal = self._equal(nodes[dists == 0], len(query))

@@ -123,7 +123,7 @@ class Shards:
             searcher.reopen()
         else:
             return searcher
-        searcher.shards.warm_up()
+        searcher.warm_up()
         return searcher
 
     def answer(self, request: dict[str, Any]) -> bytes:
