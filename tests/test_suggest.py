@@ -24,9 +24,9 @@ from filbert.suggest.ranks import RangeMin
 from filbert.suggest.step import error_lengths
 
 
-def prefix_distance(phrase: str, prefix: str) -> int:
-    """Least optimal-string-alignment distance between `prefix` and any start of `phrase`
-    (the full table, row by row)."""
+def osa_table(phrase: str, prefix: str) -> list[list[int]]:
+    """The optimal-string-alignment table: rows[i][j] is the distance between phrase[:i]
+    and prefix[:j]."""
     rows = [list(range(len(prefix) + 1))]
     for i in range(1, len(phrase) + 1):
         row = [i]
@@ -45,15 +45,26 @@ def prefix_distance(phrase: str, prefix: str) -> int:
                 cost = min(cost, rows[i - 2][j - 2] + 1)
             row.append(cost)
         rows.append(row)
-    return min(row[-1] for row in rows)
+    return rows
+
+
+def prefix_distance(phrase: str, prefix: str) -> int:
+    """Least distance between `prefix` and any start of `phrase` (the full table)."""
+    return min(row[-1] for row in osa_table(phrase, prefix))
+
+
+def distance(a: str, b: str) -> int:
+    """Optimal string alignment distance between whole strings."""
+    return osa_table(a, b)[-1][-1]
 
 
 def brute_force(
     ranks: dict[str, float], prefix: str, n: int, errors: int
 ) -> list[tuple[str, int, float]]:
     """(phrase, distance, rank) of the top n, each phrase matched from its start or any word
-    start: by distance; at one distance the phrase equal to the prefix, then those matched
-    from their start, then from a later word, each by rank, then folded phrase."""
+    start: by distance; at one distance the phrases spelt out whole (as far from the
+    prefix as their best start is), then those matched from their start, then from a later
+    word, each by rank, then folded phrase."""
     query = normalize_prefix(prefix)
     if not query:
         return []
@@ -62,7 +73,8 @@ def brute_force(
         key = normalize(phrase)
         at = {s: prefix_distance(key[s:], query) for s in {0, *word_starts(key)}}
         best = min(at.values())
-        scored.append((best, key != query, at[0] > best, -rank, key, phrase))
+        spelt = distance(key, query) == best
+        scored.append((best, not spelt, at[0] > best, -rank, key, phrase))
     return [(p, d, -r) for d, _, _, r, _, p in sorted(scored) if d <= errors][:n]
 
 
@@ -126,17 +138,35 @@ def test_errors_grow_with_the_prefix_length():
 
 def test_exact_completions_come_first_then_fuzzy_by_distance_and_rank():
     suggester = Suggester.build(
-        [("hello world", 1), ("help", 5), ("hallo", 100), ("hull", 50), ("yellow", 1000)]
+        [("hello world", 1), ("help", 5), ("hallo", 100), ("hallway", 50), ("yellow", 1000)]
     )
     assert got(suggester, "hel") == [("help", 0, 5.0), ("hello world", 0, 1.0)]
     assert got(suggester, "hell") == [
         ("hello world", 0, 1.0),
+        ("help", 1, 5.0),  # "hell" spells it out, one edit away
         ("yellow", 1, 1000.0),
         ("hallo", 1, 100.0),
-        ("hull", 1, 50.0),
-        ("help", 1, 5.0),
+        ("hallway", 1, 50.0),
     ]
-    assert got(suggester, "hell", n=2) == [("hello world", 0, 1.0), ("yellow", 1, 1000.0)]
+    assert got(suggester, "hell", n=2) == [("hello world", 0, 1.0), ("help", 1, 5.0)]
+
+
+def test_a_misspelt_word_offers_the_word_before_longer_phrases():
+    suggester = Suggester.build(
+        [("people", 67), ("people can", 99_748), ("people of", 18_993), ("good people", 9)]
+    )
+    assert [s.phrase for s in suggester.suggest("peopln", 3)] == [
+        "people",
+        "people can",
+        "people of",
+    ]
+    # closer matches stay first: "peopl" starts every one of them exactly
+    assert [s.phrase for s in suggester.suggest("peopl", 3)] == [
+        "people can",
+        "people of",
+        "people",
+    ]
+    assert [s.phrase for s in suggester.suggest("пипл", 3)] == []
 
 
 def test_equal_phrases_merge_their_ranks_and_show_the_best_variant():

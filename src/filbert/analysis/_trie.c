@@ -3,7 +3,9 @@
    matches(): the fuzzy prefix search, depth first: the dynamic programming of optimal
    string alignment (edits and transpositions of neighbours) between the query and every
    start of a path, one row per character of the path, with Ukkonen's cut-off. A keystroke
-   costs well under a microsecond per trie position visited.
+   costs well under a microsecond per trie position visited. Asked for, it also finds the
+   nodes whose whole path is within the errors (the row's last cell where the node's edge
+   ends), walking on below a prefix match while such a path may still come.
 
    nodes(): the compact trie's nodes from the sorted phrases' common prefixes, with a stack
    of the nodes on the current phrase's path (as a suffix tree is built from an LCP array). */
@@ -11,6 +13,12 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+
+typedef struct {
+    int32_t *nodes;
+    int8_t *dists;
+    Py_ssize_t found, capacity;
+} Found;
 
 typedef struct {
     const void *chars;      /* edge labels' character ids, uint16 or uint32 */
@@ -21,28 +29,28 @@ typedef struct {
     Py_ssize_t m;
     int *rows;              /* row of depth d: rows[d * (m + 1) : (d + 1) * (m + 1)] */
     int64_t *path;          /* path[d]: the character at depth d (1-based) */
-    int32_t *nodes;         /* found: node, distance */
-    int8_t *dists;
-    Py_ssize_t found, capacity;
+    int errors;
+    int whole;              /* also find the whole paths within `errors` */
+    Found prefix, full;     /* the prefix matches; the whole paths */
 } Search;
 
 static int64_t char_at(const Search *s, int32_t p) {
     return s->wide ? ((const uint32_t *)s->chars)[p] : ((const uint16_t *)s->chars)[p];
 }
 
-static int report(Search *s, int32_t node, int dist) {
-    if (s->found == s->capacity) {
-        Py_ssize_t capacity = s->capacity ? 2 * s->capacity : 64;
-        int32_t *nodes = PyMem_Realloc(s->nodes, capacity * sizeof(int32_t));
+static int report(Found *f, int32_t node, int dist) {
+    if (f->found == f->capacity) {
+        Py_ssize_t capacity = f->capacity ? 2 * f->capacity : 64;
+        int32_t *nodes = PyMem_Realloc(f->nodes, capacity * sizeof(int32_t));
         if (nodes == NULL) return -1;
-        s->nodes = nodes;
-        int8_t *dists = PyMem_Realloc(s->dists, capacity);
+        f->nodes = nodes;
+        int8_t *dists = PyMem_Realloc(f->dists, capacity);
         if (dists == NULL) return -1;
-        s->dists = dists;
-        s->capacity = capacity;
+        f->dists = dists;
+        f->capacity = capacity;
     }
-    s->nodes[s->found] = node;
-    s->dists[s->found++] = (int8_t)dist;
+    f->nodes[f->found] = node;
+    f->dists[f->found++] = (int8_t)dist;
     return 0;
 }
 
@@ -68,18 +76,27 @@ static int next_row(Search *s, Py_ssize_t d, int64_t c) {
     return least;
 }
 
-/* Follow node v's edge from depth d, then its children; matches closer than `bound`
-   count. Returns -1 on a memory error. */
+/* Follow node v's edge from depth d, then its children; prefix matches closer than
+   `bound` count. Returns -1 on a memory error. */
 static int visit(Search *s, int32_t v, Py_ssize_t d, int bound) {
+    int at_end = 0;
     for (int32_t p = s->label[v]; p < s->label[v + 1]; p++, d++) {
         int least = next_row(s, d, char_at(s, p));
-        int at_end = s->rows[(d + 1) * (s->m + 1) + s->m];
+        at_end = s->rows[(d + 1) * (s->m + 1) + s->m];
         if (at_end <= bound) {
-            if (report(s, v, at_end) < 0) return -1;
+            if (report(&s->prefix, v, at_end) < 0) return -1;
             bound = at_end - 1;
         }
-        if (least > bound) return 0; /* no later row has a cell below this row's least */
+        /* no later row has a cell below this row's least; a whole path more than `errors`
+           longer than the query is too far */
+        int whole_later = s->whole && least <= s->errors && d + 1 < s->m + s->errors;
+        if (least > bound && !whole_later) {
+            int node_end = p + 1 == s->label[v + 1];
+            return node_end && s->whole && at_end <= s->errors ? report(&s->full, v, at_end)
+                                                               : 0;
+        }
     }
+    if (s->whole && at_end <= s->errors && report(&s->full, v, at_end) < 0) return -1;
     for (int32_t u = s->first_child[v]; u < s->first_child[v + 1]; u++)
         if (visit(s, u, d, bound) < 0) return -1;
     return 0;
@@ -87,12 +104,13 @@ static int visit(Search *s, int32_t v, Py_ssize_t d, int bound) {
 
 static PyObject *matches(PyObject *module, PyObject *args) {
     Py_buffer chars, label, first_child, query;
-    int wide, errors;
-    if (!PyArg_ParseTuple(args, "y*py*y*y*i", &chars, &wide, &label, &first_child, &query,
-                          &errors))
+    int wide, errors, whole;
+    if (!PyArg_ParseTuple(args, "y*py*y*y*ip", &chars, &wide, &label, &first_child, &query,
+                          &errors, &whole))
         return NULL;
     Search s = {chars.buf, wide, label.buf, first_child.buf, query.buf,
-                query.len / (Py_ssize_t)sizeof(int32_t), NULL, NULL, NULL, NULL, 0, 0};
+                query.len / (Py_ssize_t)sizeof(int32_t), NULL, NULL, errors, whole,
+                {NULL, NULL, 0, 0}, {NULL, NULL, 0, 0}};
     Py_ssize_t depths = s.m + errors + 2, w = s.m + 1;
     PyObject *result = NULL;
     s.rows = PyMem_Malloc(depths * w * sizeof(int));
@@ -104,23 +122,29 @@ static PyObject *matches(PyObject *module, PyObject *args) {
     for (Py_ssize_t j = 0; j < w; j++) s.rows[j] = (int)j;
     int bound = errors;
     if (s.m <= errors) { /* the empty path is close enough: every phrase matches */
-        if (report(&s, 0, (int)s.m) < 0) goto nomemory;
+        if (report(&s.prefix, 0, (int)s.m) < 0) goto nomemory;
         bound = (int)s.m - 1;
     }
     for (int32_t u = s.first_child[0]; u < s.first_child[1]; u++)
         if (visit(&s, u, 0, bound) < 0) goto nomemory;
     /* (y# makes None of a NULL buffer) */
-    result = Py_BuildValue("(y#y#)", s.found ? (const char *)s.nodes : "",
-                           s.found * (Py_ssize_t)sizeof(int32_t),
-                           s.found ? (const char *)s.dists : "", s.found);
+    result = Py_BuildValue(
+        "(y#y#y#y#)", s.prefix.found ? (const char *)s.prefix.nodes : "",
+        s.prefix.found * (Py_ssize_t)sizeof(int32_t),
+        s.prefix.found ? (const char *)s.prefix.dists : "", s.prefix.found,
+        s.full.found ? (const char *)s.full.nodes : "",
+        s.full.found * (Py_ssize_t)sizeof(int32_t),
+        s.full.found ? (const char *)s.full.dists : "", s.full.found);
     goto done;
 nomemory:
     PyErr_NoMemory();
 done:
     PyMem_Free(s.rows);
     PyMem_Free(s.path);
-    PyMem_Free(s.nodes);
-    PyMem_Free(s.dists);
+    PyMem_Free(s.prefix.nodes);
+    PyMem_Free(s.prefix.dists);
+    PyMem_Free(s.full.nodes);
+    PyMem_Free(s.full.dists);
     PyBuffer_Release(&chars);
     PyBuffer_Release(&label);
     PyBuffer_Release(&first_child);
@@ -183,8 +207,8 @@ done:
 
 static PyMethodDef methods[] = {
     {"matches", matches, METH_VARARGS,
-     "matches(chars, wide, label, first_child, query, errors) -> (int32 nodes, int8 "
-     "distances) as bytes: Trie.matches, depth first."},
+     "matches(chars, wide, label, first_child, query, errors, whole) -> (int32 nodes, "
+     "int8 distances, and the same of the whole paths if asked) as bytes: Trie.matches."},
     {"nodes", nodes, METH_VARARGS,
      "nodes(lcp, lengths) -> (lo, hi, depth, parent) as int32 bytes: the compact trie's "
      "nodes."},

@@ -75,11 +75,29 @@ class Trie:
         least over the path). A match deeper down the same path is reported only if it is
         closer, so the set of phrases at distance d is the union of the nodes at d minus
         the nodes nested in them at less."""
+        return self._search(query, errors, False)[:2]
+
+    def matches_whole(
+        self, query: np.ndarray, errors: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """`matches`, and the nodes whose whole path (to their edge's end, where phrases
+        end or part) is within `errors` edits of `query`, with that distance."""
+        return self._search(query, errors, True)
+
+    def _search(
+        self, query: np.ndarray, errors: int, whole: bool
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         wide = self.chars.dtype == np.uint32
-        nodes, dists = _trie.matches(
-            self.chars, wide, self.label, self.first_child, query.astype(np.int32), errors
+        found = _trie.matches(
+            self.chars, wide, self.label, self.first_child, query.astype(np.int32), errors, whole
         )
-        return np.frombuffer(nodes, np.int32), np.frombuffer(dists, np.int8)
+        nodes, dists, whole_nodes, whole_dists = found
+        return (
+            np.frombuffer(nodes, np.int32),
+            np.frombuffer(dists, np.int8),
+            np.frombuffer(whole_nodes, np.int32),
+            np.frombuffer(whole_dists, np.int8),
+        )
 
 
 def char_ids(text: str) -> tuple[np.ndarray, np.ndarray]:

@@ -4,8 +4,9 @@ A Suggester holds phrases with a rank each (how often they were searched or link
 prefix completes a phrase from the start of any of its words (see analyzers.word_starts:
 "infrastr" → "Network Infrastructure"), exactly or a few edits away (substitution,
 insertion, deletion, transposition of neighbours). Completions come by distance; at one
-distance the phrase equal to the prefix first, then the phrases matched from their start,
-then those matched from a later word, each group by rank. A phrase of a synonym ring carries
+distance the phrases the prefix spells out whole (equal to it, or as far from it as any
+start of theirs: "peopln" → "people" before "people can"), then those matched from their
+start, then those matched from a later word, each group by rank. A phrase of a synonym ring carries
 its ring's canonical phrase. Phrases and prefixes are matched folded (NFKC, case, ё → е)
 with whitespace runs as one space, so a prefix may run over several words.
 """
@@ -202,25 +203,28 @@ class Suggester:
         if not text or n <= 0 or not len(self) or len(text) > LONGEST + errors:
             return []  # (no phrase is longer than LONGEST)
         query = query_ids(self.char_ids, text)
-        nodes, dists = self.trie.matches(query, errors)
+        nodes, dists, whole, whole_dists = self.trie.matches_whole(query, errors)
         found = self._top(nodes, dists, n)
-        equal = self._equal(nodes[dists == 0], len(query))
-        if equal is not None:  # the phrase the prefix spells out comes first
-            found = [(equal, 0), *[(p, d) for p, d in found if p != equal][: n - 1]]
-        return [self._suggestion(p, d) for p, d in found]
+        return [
+            self._suggestion(p, d)
+            for p, d in _spelt_first(found, self._spelt(whole, whole_dists), n)
+        ]
 
-    def _equal(self, exact: np.ndarray, length: int) -> int | None:
-        """The phrase equal to the query, if any, given the node matched at distance 0 (the
-        query's node): entries of a node sort by their text, so it is the node's first
-        entry when that is a whole phrase (offset 0) of the query's `length`."""
-        if not len(exact):
-            return None
-        node = int(exact[0])
-        entry = int(self.trie.lo[node])
-        if entry == self.trie.hi[node] or self.entry_offset[entry]:
-            return None
-        phrase = int(self.entry_phrase[entry])
-        return phrase if len(normalize(self.display(phrase))) == length else None
+    def _spelt(self, nodes: np.ndarray, dists: np.ndarray) -> list[tuple[int, int]]:
+        """(phrase, distance) of the phrases whose whole text is within the errors, given
+        the nodes whose whole path is, best first (by distance, then rank). A node's entries
+        sort by their text, so such a phrase is the node's first entry, a whole phrase
+        (offset 0) that ends there: the node has no children, or its first child's entries
+        start later."""
+        spelt = []
+        for node, dist in zip(nodes.tolist(), dists.tolist()):
+            entry = int(self.trie.lo[node])
+            child = int(self.trie.first_child[node])
+            ends = child == self.trie.first_child[node + 1] or self.trie.lo[child] > entry
+            if ends and not self.entry_offset[entry]:
+                spelt.append((int(self.entry_phrase[entry]), dist))
+        spelt.sort(key=lambda pair: (pair[1], -self.rank[pair[0]], pair[0]))
+        return spelt
 
     def _top(self, nodes: np.ndarray, dists: np.ndarray, n: int) -> list[tuple[int, int]]:
         """(phrase, distance) of the best n phrases under the matched nodes. The nodes
@@ -319,6 +323,21 @@ class Suggester:
         return cls(
             trie, **{name: arrays[name] for name in OTHER_ARRAYS}, error_lengths=error_lengths
         )
+
+
+def _spelt_first(
+    found: list[tuple[int, int]], spelt: list[tuple[int, int]], n: int
+) -> list[tuple[int, int]]:
+    """The top n (phrase, distance) with each spelt-out phrase first at its distance,
+    unless it matched closer (then it stays where it is). One that is not among `found`
+    either is at that distance, or matched closer and lost to n others, which all come
+    before that distance: put first there, it is cut off again."""
+    at = dict(found)
+    boosted = [(p, d) for p, d in spelt if at.get(p, d) == d]
+    moved = {p for p, _ in boosted}
+    rest = [(p, d) for p, d in found if p not in moved]
+    merged = sorted([*boosted, *rest], key=lambda pair: pair[1])  # stable: boosted first
+    return merged[:n]
 
 
 def _merge(phrases: Iterable[tuple[str, float]], max_length: int) -> _Phrases:
