@@ -47,6 +47,9 @@ from filbert.search import Searcher
 from filbert.storage import TMP_PREFIX, CrawlDir
 from filbert.tools.readdb import crawldb_stats
 
+# processes killed and clusters started: CI runs these apart (scripts/test.sh -m slow)
+pytestmark = pytest.mark.slow
+
 FILBERT = Path(sys.executable).with_name("filbert")
 FAST = [
     *("-D", "fetcher.server.delay=0", "-D", "executor.kind=sequential"),

@@ -36,6 +36,9 @@ from filbert.progress import TaskBars  # noqa: E402
 from filbert.search import Searcher  # noqa: E402
 from filbert.storage import CrawlDir  # noqa: E402
 
+# processes killed and clusters started: CI runs these apart (scripts/test.sh -m slow)
+pytestmark = pytest.mark.slow
+
 BIN = Path(sys.executable).parent
 SPLIT = ["fetcher.partitions=2", "index.shards=2"]  # fetch and index tasks for two workers
 CLUSTER = ["executor.workers=2", *SPLIT]

@@ -27,6 +27,9 @@ from filbert.search import Searcher
 from filbert.storage import CrawlDir
 from filbert.web import create_app
 
+# processes killed and clusters started: CI runs these apart (scripts/test.sh -m slow)
+pytestmark = pytest.mark.slow
+
 SHARDS = 4
 OTHER = {
     "/ru.html": html(
