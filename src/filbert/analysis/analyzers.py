@@ -22,12 +22,15 @@ from collections.abc import Callable, Sequence
 from functools import cache, cached_property
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import rjieba
 import Stemmer
 
 from filbert.analysis._grams import split as _split
+
+if TYPE_CHECKING:
+    import rjieba
 
 HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f"
 KANA_HANGUL = "\u3040-\u30ff\u31f0-\u31ff\u1100-\u11ff\u3130-\u318f\uac00-\ud7af"
@@ -264,6 +267,8 @@ def _single_char_runs(words: list[str]) -> list[tuple[int, int]]:
 
 @cache
 def _jieba() -> rjieba.Jieba:
+    import rjieba  # here: importing it loads its dictionary (0.2 s), which a crawl never needs
+
     return rjieba.Jieba()
 
 
