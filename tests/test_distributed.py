@@ -64,6 +64,8 @@ QUERIES = [
     f"{rare_word(2)} {rare_word(9)}",  # no page has both: any word
     "zqnothingx",
     "the",
+    "forets",  # misspelt: corrected (the broker's own speller)
+    f"{W[2]} gardne",
 ]
 VARIANTS = [
     {"n": 10},
@@ -167,7 +169,7 @@ def test_the_broker_answers_as_one_process_query_by_query(site: Site) -> None:
         with ExitStack() as stack:
             running = [stack.enter_context(searcher(site, shards)) for shards in layout]
             client = stack.enter_context(broker(site, running))
-            compared = 0
+            compared = corrected = 0
             for q in QUERIES:
                 for params in variants:
                     response = client.get("/api/search", params={"q": q, **params})
@@ -175,7 +177,9 @@ def test_the_broker_answers_as_one_process_query_by_query(site: Site) -> None:
                     expected = in_process(single, q, params)
                     assert response.json() == expected, (layout, q, params)
                     compared += bool(expected["hits"])
+                    corrected += bool(expected["correction"])
             assert compared > 12 * len(variants)  # most queries found something
+            assert corrected == 2 * len(variants)  # the misspelt ones, corrected alike
             cached = client.get("/cache", params={"url": expected_url(single)})
             assert cached.status_code == 200 and b"<html" in cached.content.lower()
             assert (
