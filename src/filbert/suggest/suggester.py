@@ -6,8 +6,8 @@ prefix completes a phrase from the start of any of its words (see analyzers.word
 insertion, deletion, transposition of neighbours). Completions come by distance; at one
 distance the phrases the prefix spells out whole (equal to it, or as far from it as any
 start of theirs: "peopln" → "people" before "people can"), then those matched from their
-start, then those matched from a later word, each group by rank. A phrase of a synonym ring carries
-its ring's canonical phrase. Phrases and prefixes are matched folded (NFKC, case, ё → е)
+start, then those matched from a later word, each group by rank. A phrase of a synonym
+ring carries its ring's canonical phrase. Phrases and prefixes are matched folded (NFKC, case, ё → е)
 with whitespace runs as one space, so a prefix may run over several words.
 """
 
