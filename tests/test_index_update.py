@@ -81,10 +81,14 @@ def changes(site: Site, round_no: int) -> None:
         site.bodies[16] = text(216)
 
 
+# shards of ~9 pages written in parts of 3 pages at least: 3 segments, joined
+IN_PARTS = "index.write.segment.docs=3"
+
+
 @pytest.fixture(scope="module")
 def rounds(tmp_path_factory):
     root = tmp_path_factory.mktemp("rounds")
-    settings = load_settings(None, SETTINGS)
+    settings = load_settings(None, [*SETTINGS, IN_PARTS])
     crawl = CrawlDir(root / "crawl")
     with SiteServer() as server:
         site = Site(server)
@@ -122,6 +126,15 @@ def test_updates_index_only_what_changed(rounds):
     assert (second["new"], second["changed"], second["gone"]) == (1, 2, 0)
     assert updated["special anchor"][1][0][0].endswith("/p7.html")
     assert not [u for u, _, _ in updated["page"][1] if u.endswith(("/p2.html", "/p5.html"))]
+
+
+def test_small_shards_are_written_in_parts_of_one_segment_each(rounds):
+    crawl, settings, _ = rounds
+    shards = Searcher(crawl, settings).shards.shards.values()
+    documents = [shard.num_docs for shard in shards]
+    assert sum(documents) == crawl.index.meta()["documents"]
+    assert [shard.num_segments for shard in shards] == [min(4, -(-n // 3)) for n in documents]
+    assert min(documents) > 3  # so each shard has parts to join
 
 
 def test_unchanged_crawl_indexes_nothing_and_keeps_answers(rounds, tmp_path):
