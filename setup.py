@@ -6,6 +6,7 @@ from setuptools import Extension, setup
 setup(
     ext_modules=[
         Extension("filbert.analysis._grams", ["src/filbert/analysis/_grams.c"]),
+        Extension("filbert.analysis._chunks", ["src/filbert/analysis/_chunks.c"]),
         Extension("filbert.parse._whitespace", ["src/filbert/parse/_whitespace.c"]),
         Extension("filbert.analysis._trie", ["src/filbert/analysis/_trie.c"]),
     ]

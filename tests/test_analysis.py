@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from filbert.analysis import analyzer, fold, identify, load_user_dict, query_language
-from filbert.analysis._grams import distinct
+from filbert.analysis._chunks import Chunks
+from filbert.analysis._grams import distinct, tally
 from filbert.analysis.analyzers import HAN_RUN, jieba_words, word_starts, word_starts_in
 
 
@@ -176,3 +177,43 @@ def test_word_starts():
 def test_distinct_keeps_each_term_once_in_order(words):
     terms = " ".join(words)
     assert distinct(terms) == " ".join(dict.fromkeys(terms.split()))
+
+
+PIECES = ["a", "bb", "Ёж", "é", "网络", "😀x", "c_d", "", " ", "\t", "\u3000", "\n", "abcdefgh"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(PIECES), max_size=20), max_size=4), st.integers(1, 6))
+def test_chunks_memo_maps_each_chunk_as_str_split_and_a_dict_would(texts, limit):
+    computed: list[str] = []
+
+    def compute(chunk: str) -> str:
+        computed.append(chunk)
+        return "" if chunk == "bb" else chunk.upper() + " -"
+
+    memo = Chunks(compute, 5)
+    for pieces in texts:
+        text = "".join(pieces)
+        expected = " ".join(c.upper() + " -" for c in text.split() if c != "bb")
+        assert memo.tokens(text, limit) == expected  # empty values left out
+        assert len(memo) <= limit
+    seen = [c for pieces in texts for c in "".join(pieces).split()]
+    # each chunk computed once while it is kept: long chunks every time, others at least once
+    assert set(computed) == set(seen)
+    assert [c for c in computed if len(c) > 5] == [c for c in seen if len(c) > 5]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.lists(st.sampled_from([*PIECES, "Ёж!", "ÉTÉ-été", "x1y"]), max_size=20), max_size=5)
+)
+def test_tally_counts_the_pages_of_each_folded_letter_run(texts):
+    pages = ["".join(pieces) for pieces in texts]
+    counts = {"ёж": 7}  # added to
+    tally(pages, counts)
+    expected = {"ёж": 7}
+    for page in pages:
+        runs = "".join(c.lower() if c.isalpha() else " " for c in page).replace("ё", "е")
+        for word in set(runs.split()):
+            expected[word] = expected.get(word, 0) + 1
+    assert counts == expected

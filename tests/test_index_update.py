@@ -134,7 +134,7 @@ def test_small_shards_are_written_in_parts_of_one_segment_each(rounds):
     documents = [shard.num_docs for shard in shards]
     assert sum(documents) == crawl.index.meta()["documents"]
     assert [shard.num_segments for shard in shards] == [min(4, -(-n // 3)) for n in documents]
-    assert min(documents) > 3  # so each shard has parts to join
+    assert max(documents) > 3  # so a shard has parts to join (pages go to shards by URL)
 
 
 def test_unchanged_crawl_indexes_nothing_and_keeps_answers(rounds, tmp_path):

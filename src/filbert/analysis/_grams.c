@@ -15,9 +15,9 @@
    an index field that keeps no counts or positions; in Python, splitting a page's terms
    into str objects to drop repeats costs more than indexing them).
 
-   words(text): the text's runs of letters, lower-cased (ё as е), each once, space-separated:
-   a page's words for the index's vocabulary (a regex split and a hash aggregation in Arrow
-   cost ten times as much). */
+   tally(texts, counts): for each text, its runs of letters, lower-cased (ё as е), each
+   once: counts[word] += 1. The pages of each word, for the index's vocabulary (a regex
+   split and a hash aggregation in Arrow cost ten times as much). */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -239,40 +239,175 @@ static PyObject *distinct(PyObject *module, PyObject *text) {
     return terms;
 }
 
-static PyObject *words(PyObject *module, PyObject *text) {
-    if (!PyUnicode_Check(text)) {
-        PyErr_SetString(PyExc_TypeError, "words() takes a str");
-        return NULL;
-    }
-    int kind = PyUnicode_KIND(text);
-    const void *data = PyUnicode_DATA(text);
-    Py_ssize_t n = PyUnicode_GET_LENGTH(text), at = 0;
-    Py_UCS4 *spaced = PyMem_Malloc(sizeof(Py_UCS4) * (n + 1));
-    if (spaced == NULL) {
-        return PyErr_NoMemory();
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        Py_UCS4 c = PyUnicode_READ(kind, data, i);
-        if (Py_UNICODE_ISALPHA(c)) {
-            c = Py_UNICODE_TOLOWER(c);
-            spaced[at++] = c == 0x451 ? 0x435 : c; /* ё as е */
-        } else if (at > 0 && spaced[at - 1] != ' ') {
-            spaced[at++] = ' ';
+/* The distinct words of a tally: their letters in one pool, and the pages of each. */
+typedef struct {
+    Py_uhash_t hash;
+    Py_ssize_t start, length; /* in the pool */
+    long pages;
+    Py_ssize_t last; /* the last text counted: each word once a text */
+} Word;
+
+typedef struct {
+    Word *words; /* open addressing; length 0: an empty slot */
+    size_t size, used;
+    Py_UCS4 *pool;
+    Py_ssize_t pool_used, pool_size;
+} Tally;
+
+static Word *slot_of(Tally *t, Py_uhash_t hash, const Py_UCS4 *word, Py_ssize_t length) {
+    size_t mask = t->size - 1;
+    for (size_t i = hash & mask;; i = (i + 1) & mask) {
+        Word *w = &t->words[i];
+        if (w->length == 0 || (w->hash == hash && w->length == length &&
+                               memcmp(t->pool + w->start, word, length * sizeof(Py_UCS4)) == 0)) {
+            return w;
         }
     }
-    PyObject *runs = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, spaced, at);
-    PyMem_Free(spaced);
-    if (runs == NULL) {
+}
+
+static int tally_grow(Tally *t) {
+    size_t size = t->size * 2;
+    Word *words = PyMem_Calloc(size, sizeof(Word));
+    if (words == NULL) {
+        return -1;
+    }
+    for (size_t i = 0; i < t->size; i++) {
+        if (t->words[i].length) {
+            size_t j = t->words[i].hash & (size - 1);
+            while (words[j].length) {
+                j = (j + 1) & (size - 1);
+            }
+            words[j] = t->words[i];
+        }
+    }
+    PyMem_Free(t->words);
+    t->words = words;
+    t->size = size;
+    return 0;
+}
+
+/* Counts the word (once for text number `text`); -1 when out of memory. */
+static int tally_word(Tally *t, const Py_UCS4 *word, Py_ssize_t length, Py_ssize_t text) {
+    Py_uhash_t hash = 14695981039346656037ull; /* FNV-1a over the code points */
+    for (Py_ssize_t i = 0; i < length; i++) {
+        hash = (hash ^ word[i]) * 1099511628211ull;
+    }
+    Word *w = slot_of(t, hash, word, length);
+    if (w->length) {
+        if (w->last != text) {
+            w->pages++;
+            w->last = text;
+        }
+        return 0;
+    }
+    if (t->pool_used + length > t->pool_size) {
+        Py_ssize_t size = Py_MAX(t->pool_size * 2, t->pool_used + length);
+        Py_UCS4 *pool = PyMem_Realloc(t->pool, size * sizeof(Py_UCS4));
+        if (pool == NULL) {
+            return -1;
+        }
+        t->pool = pool;
+        t->pool_size = size;
+    }
+    memcpy(t->pool + t->pool_used, word, length * sizeof(Py_UCS4));
+    *w = (Word){hash, t->pool_used, length, 1, text};
+    t->pool_used += length;
+    return ++t->used * 3 >= t->size * 2 ? tally_grow(t) : 0;
+}
+
+/* Counts the words of a text: its runs of letters, lower-cased (ё as е). */
+static int tally_text(Tally *t, PyObject *text, Py_ssize_t number, Py_UCS4 **word,
+                      Py_ssize_t *room) {
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), length = 0;
+    for (Py_ssize_t i = 0; i <= n; i++) {
+        Py_UCS4 c = i < n ? PyUnicode_READ(kind, data, i) : ' ';
+        if (Py_UNICODE_ISALPHA(c)) {
+            if (length == *room) {
+                Py_UCS4 *bigger = PyMem_Realloc(*word, 2 * *room * sizeof(Py_UCS4));
+                if (bigger == NULL) {
+                    return -1;
+                }
+                *word = bigger;
+                *room *= 2;
+            }
+            c = Py_UNICODE_TOLOWER(c);
+            (*word)[length++] = c == 0x451 ? 0x435 : c; /* ё as е */
+        } else if (length > 0) {
+            if (tally_word(t, *word, length, number) < 0) {
+                return -1;
+            }
+            length = 0;
+        }
+    }
+    return 0;
+}
+
+/* counts[word] += its pages, for each word of the tally; -1 on error. */
+static int tally_into(Tally *t, PyObject *counts) {
+    for (size_t i = 0; i < t->size; i++) {
+        Word *w = &t->words[i];
+        if (!w->length) {
+            continue;
+        }
+        PyObject *word =
+            PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, t->pool + w->start, w->length);
+        PyObject *before = word == NULL ? NULL : PyDict_GetItemWithError(counts, word);
+        long pages = before == NULL ? 0 : PyLong_AsLong(before);
+        PyObject *now = word == NULL || PyErr_Occurred() ? NULL : PyLong_FromLong(pages + w->pages);
+        int failed = now == NULL || PyDict_SetItem(counts, word, now) < 0;
+        Py_XDECREF(now);
+        Py_XDECREF(word);
+        if (failed) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static PyObject *tally(PyObject *module, PyObject *args) {
+    PyObject *texts, *counts;
+    if (!PyArg_ParseTuple(args, "OO!:tally", &texts, &PyDict_Type, &counts)) {
         return NULL;
     }
-    PyObject *found = distinct(module, runs);
-    Py_DECREF(runs);
-    return found;
+    PyObject *iterator = PyObject_GetIter(texts);
+    if (iterator == NULL) {
+        return NULL;
+    }
+    Tally t = {PyMem_Calloc(1024, sizeof(Word)), 1024, 0, NULL, 0, 0};
+    Py_ssize_t room = 64, number = 0;
+    Py_UCS4 *word = PyMem_Malloc(room * sizeof(Py_UCS4));
+    int failed = t.words == NULL || word == NULL;
+    if (failed) {
+        PyErr_NoMemory();
+    }
+    PyObject *text;
+    while (!failed && (text = PyIter_Next(iterator)) != NULL) {
+        if (!PyUnicode_Check(text)) {
+            PyErr_SetString(PyExc_TypeError, "tally() takes texts of str");
+            failed = 1;
+        } else if (tally_text(&t, text, number++, &word, &room) < 0) {
+            PyErr_NoMemory();
+            failed = 1;
+        }
+        Py_DECREF(text);
+    }
+    failed = failed || PyErr_Occurred() || tally_into(&t, counts) < 0;
+    Py_DECREF(iterator);
+    PyMem_Free(word);
+    PyMem_Free(t.words);
+    PyMem_Free(t.pool);
+    if (failed) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
 }
 
 static PyMethodDef methods[] = {
     {"distinct", distinct, METH_O, "distinct(terms) -> str: each space-separated term once."},
-    {"words", words, METH_O, "words(text) -> str: its letter runs, lower-cased, each once."},
+    {"tally", tally, METH_VARARGS,
+     "tally(texts, counts): counts[word] += 1 for each word of each text, once a text."},
     {"split", split, METH_VARARGS,
      "split(tokens, grams) -> (terms, grams): the terms of marked tokens, and their grams."},
     {NULL, NULL, 0, NULL},

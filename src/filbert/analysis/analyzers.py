@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import Stemmer
 
+from filbert.analysis._chunks import Chunks
 from filbert.analysis._grams import split as _split
 
 if TYPE_CHECKING:
@@ -302,7 +303,7 @@ class Analyzer:
         self.raw_words = _Memo(lambda word: self.words[fold(word)])  # word as written → term
         self.tokens = _Memo(self._token)  # folded word → its marked token
         # text between spaces → its marked tokens, joined
-        self.chunks = _Memo(lambda chunk: self._tokens_folded(fold(chunk)))
+        self.chunks = Chunks(lambda chunk: self._tokens_folded(fold(chunk)), MAX_WORD)
 
     def word(self, word: str) -> str:
         """The term for one word as written ('' if it is a stop word)."""
@@ -339,14 +340,14 @@ class Analyzer:
 
     def _tokens(self, text: str) -> str:
         """The text's marked tokens, space-separated."""
-        # Text between spaces repeats ("packages," "(see"): a cache of chunk → tokens turns
-        # analysis into C loops over str.split().
+        # Text between spaces repeats ("packages," "(see"): a memo of chunk → tokens turns
+        # analysis into a C loop over the text.
         if self.lang not in CJK_LANGS:
-            return " ".join(map(self.chunks.__getitem__, text.split()))
-        # CJK pages: Han runs segmented in one go, the text between them through the cache
+            return self.chunks.tokens(text, _Memo.limit)
+        # CJK pages: Han runs segmented in one go, the text between them through the memo
         pieces = HAN_RUN.split(fold(text))  # text, Han run, text, Han run, ..., text
         segmented = self._segment(pieces[1::2])
-        out = [" ".join(map(self.chunks.__getitem__, piece.split())) for piece in pieces[::2]]
+        out = [self.chunks.tokens(piece, _Memo.limit) for piece in pieces[::2]]
         return " ".join(part for pair in zip(out, [*segmented, ""]) for part in pair)
 
     @cached_property

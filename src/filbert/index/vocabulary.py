@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from filbert.analysis._grams import words
+from filbert.analysis._grams import tally
 from filbert.buckets import connect
 from filbert.storage import damaged_file
 
@@ -33,19 +33,29 @@ def count_words(table: pa.Table) -> pa.Table:
     """WORDS of documents (rows with title_text, body_text and lang): each word once a page,
     folded as queries are (lower case, ё as е; NFKC is left to the rare page that needs it)."""
     text = pc.binary_join_element_wise(table["title_text"], table["body_text"], b"\n")
-    per_page = pa.array([words(page) for page in text.cast(pa.string()).to_pylist()], pa.string())
-    lists = pc.split_pattern(per_page, " ")
-    langs = pc.fill_null(pc.take(table["lang"], pc.list_parent_indices(lists)), "")
-    pairs = pa.table({"lang": langs, "word": pc.list_flatten(lists)})
-    counted = pairs.group_by(KEYS).aggregate([([], "count_all")])
-    length = pc.utf8_length(counted["word"])
+    text = text.cast(pa.string())
+    langs = pc.fill_null(table["lang"], "")
+    counted = []
+    for lang in pc.unique(langs).to_pylist():
+        counts: dict[str, int] = {}
+        tally(text.filter(pc.equal(langs, lang)).to_pylist(), counts)
+        counted.append(
+            pa.table(
+                [
+                    pa.array([lang] * len(counts), pa.string()),
+                    pa.array(counts.keys(), pa.string()),
+                    pa.array(counts.values(), pa.int64()),
+                ],
+                WORDS,
+            )
+        )
+    words = pa.concat_tables([WORDS.empty_table(), *counted])
+    length = pc.utf8_length(words["word"])
     kept = pc.and_(
         pc.and_(pc.greater_equal(length, MIN_LENGTH), pc.less_equal(length, MAX_LENGTH)),
-        pc.invert(pc.match_substring_regex(counted["word"], UNSPACED)),
+        pc.invert(pc.match_substring_regex(words["word"], UNSPACED)),
     )
-    return pa.table(
-        [counted["lang"], counted["word"], counted["count_all"].cast(pa.int64())], WORDS
-    ).filter(kept)
+    return words.filter(kept)
 
 
 def merge(tables: list[pa.Table]) -> pa.Table:
