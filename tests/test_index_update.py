@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+import random
 import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from rounds import SETTINGS, WORDS, Site, copy_of, crawl_rounds, text
 from sites import Page, SiteServer
@@ -18,6 +21,7 @@ from sites import Page, SiteServer
 from filbert.config import load_settings
 from filbert.crawldb.inject import inject
 from filbert.index import build_index
+from filbert.index.step import _documents
 from filbert.search import Searcher
 from filbert.storage import CrawlDir
 
@@ -291,3 +295,18 @@ def test_suggestions_are_refreshed_for_the_hosts_that_changed(tmp_path):
     refreshed = ranks(read_parts([current / TALLY_FILE], TALLY), Rules.of(settings))
     assert refreshed == pytest.approx(crawl_phrases(crawl, settings))
     assert "brand new page" in refreshed and "a renamed link" in refreshed
+
+
+def test_analysis_reads_gathered_documents_in_the_order_asked(tmp_path):
+    """Parts read their documents in uid order, across the gathered files and their row
+    groups (a run of rows at a time)."""
+    files = []
+    for name, count in (("a", 11), ("b", 12)):
+        path = tmp_path / f"{name}.parquet"
+        rows = [{"url": f"{name}{i}", "n": i} for i in range(count)]
+        pq.write_table(pa.Table.from_pylist(rows), path, row_group_size=2)
+        files.append(str(path))
+    asked = [(files[i % 2], row) for i, row in enumerate([6, 3, 0, 5, 1, 2, 4, 10, 9])]
+    asked = tuple(random.Random(5).sample(asked, len(asked)) * 2)  # a row may come twice
+    got = [doc["url"] for doc in _documents(asked)]
+    assert got == [f"{Path(path).stem}{row}" for path, row in asked]
