@@ -21,6 +21,7 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from functools import cache, cached_property
 from importlib import resources
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -345,10 +346,12 @@ class Analyzer:
         if self.lang not in CJK_LANGS:
             return self.chunks.tokens(text, _Memo.limit)
         # CJK pages: Han runs segmented in one go, the text between them through the memo
-        pieces = HAN_RUN.split(fold(text))  # text, Han run, text, Han run, ..., text
-        segmented = self._segment(pieces[1::2])
+        # (which folds each chunk: the rare character that NFKC makes Han, such as a Kangxi
+        # radical, is segmented within its chunk)
+        pieces = HAN_RUN.split(text)  # text, Han run, text, Han run, ..., text
+        segmented = self._segment([fold(run) for run in pieces[1::2]])
         out = [self.chunks.tokens(piece, _Memo.limit) for piece in pieces[::2]]
-        return " ".join(part for pair in zip(out, [*segmented, ""]) for part in pair)
+        return " ".join(chain.from_iterable(zip(out, [*segmented, ""])))
 
     @cached_property
     def common(self) -> frozenset[str]:
