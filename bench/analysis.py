@@ -7,7 +7,7 @@ debian-handbook package), their body text extracted with selectolax.
   the corpus, cold word cache, and a second, warm pass) and through tantivy's default
   tokenizer (simple tokenizer + lowercase, called from Python the same way).
 - Indexing: documents per second from the gathered-documents Parquet file that `filbert
-  index` works from (in its shard and uid order), through filbert's real code path (`index_documents`: language ID and
+  index` works from, through filbert's real code path (`index_documents`: language ID and
   analysis in the process pool, tantivy shard writing here, commit), against reading the
   same file and adding title and body to a tantivy index with the default tokenizer and a
   stored body (raw tantivy, which tokenizes in its own indexing threads). The ratio is
@@ -33,7 +33,7 @@ from selectolax.lexbor import LexborHTMLParser
 
 from filbert.analysis import analyzer
 from filbert.config import load_settings
-from filbert.index.step import ROWS_PER_GROUP, in_index_order, index_documents
+from filbert.index.step import ROWS_PER_GROUP, index_documents
 
 ROOT = Path("/usr/share/doc/debian-handbook/html")
 BOOKS = {"en": "en-US", "zh": "zh-CN", "ru": "ru-RU"}
@@ -134,9 +134,7 @@ def main() -> None:
     everything = [d for items in docs.values() for d in items]
     with tempfile.TemporaryDirectory() as tmp:
         docs_file = Path(tmp) / "docs.parquet"
-        shards = load_settings(None)["index.shards"]
-        gathered = in_index_order(pa.Table.from_pylist(everything), shards)
-        pq.write_table(gathered, docs_file, row_group_size=ROWS_PER_GROUP)
+        pq.write_table(pa.Table.from_pylist(everything), docs_file, row_group_size=ROWS_PER_GROUP)
         index_filbert(docs_file, len(everything))  # workers load models and dictionaries once
         ours_runs, raw_runs = [], []
         for _ in range(args.repeat):

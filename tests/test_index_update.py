@@ -7,13 +7,10 @@ from __future__ import annotations
 
 import hashlib
 import os
-import random
 import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 from rounds import SETTINGS, WORDS, Site, copy_of, crawl_rounds, text
 from sites import Page, SiteServer
@@ -21,7 +18,6 @@ from sites import Page, SiteServer
 from filbert.config import load_settings
 from filbert.crawldb.inject import inject
 from filbert.index import build_index
-from filbert.index.step import _documents
 from filbert.search import Searcher
 from filbert.storage import CrawlDir
 
@@ -85,14 +81,10 @@ def changes(site: Site, round_no: int) -> None:
         site.bodies[16] = text(216)
 
 
-# shards of ~9 pages written in parts of 3 pages at least: 3 segments, joined
-IN_PARTS = "index.write.segment.docs=3"
-
-
 @pytest.fixture(scope="module")
 def rounds(tmp_path_factory):
     root = tmp_path_factory.mktemp("rounds")
-    settings = load_settings(None, [*SETTINGS, IN_PARTS])
+    settings = load_settings(None, SETTINGS)
     crawl = CrawlDir(root / "crawl")
     with SiteServer() as server:
         site = Site(server)
@@ -130,15 +122,6 @@ def test_updates_index_only_what_changed(rounds):
     assert (second["new"], second["changed"], second["gone"]) == (1, 2, 0)
     assert updated["special anchor"][1][0][0].endswith("/p7.html")
     assert not [u for u, _, _ in updated["page"][1] if u.endswith(("/p2.html", "/p5.html"))]
-
-
-def test_small_shards_are_written_in_parts_of_one_segment_each(rounds):
-    crawl, settings, _ = rounds
-    shards = Searcher(crawl, settings).shards.shards.values()
-    documents = [shard.num_docs for shard in shards]
-    assert sum(documents) == crawl.index.meta()["documents"]
-    assert [shard.num_segments for shard in shards] == [min(4, -(-n // 3)) for n in documents]
-    assert max(documents) > 3  # so a shard has parts to join (pages go to shards by URL)
 
 
 def test_unchanged_crawl_indexes_nothing_and_keeps_answers(rounds, tmp_path):
@@ -295,18 +278,3 @@ def test_suggestions_are_refreshed_for_the_hosts_that_changed(tmp_path):
     refreshed = ranks(read_parts([current / TALLY_FILE], TALLY), Rules.of(settings))
     assert refreshed == pytest.approx(crawl_phrases(crawl, settings))
     assert "brand new page" in refreshed and "a renamed link" in refreshed
-
-
-def test_analysis_reads_gathered_documents_in_the_order_asked(tmp_path):
-    """Parts read their documents in uid order, across the gathered files and their row
-    groups (a run of rows at a time)."""
-    files = []
-    for name, count in (("a", 11), ("b", 12)):
-        path = tmp_path / f"{name}.parquet"
-        rows = [{"url": f"{name}{i}", "n": i} for i in range(count)]
-        pq.write_table(pa.Table.from_pylist(rows), path, row_group_size=2)
-        files.append(str(path))
-    asked = [(files[i % 2], row) for i, row in enumerate([6, 3, 0, 5, 1, 2, 4, 10, 9])]
-    asked = tuple(random.Random(5).sample(asked, len(asked)) * 2)  # a row may come twice
-    got = [doc["url"] for doc in _documents(asked)]
-    assert got == [f"{Path(path).stem}{row}" for path, row in asked]

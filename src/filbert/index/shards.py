@@ -7,10 +7,8 @@ documents can be written again without analyzing their pages again (analysis is 
 the time indexing takes).
 
 A shard that will hold at most `index.rewrite.max.docs` documents is written anew at every
-update, in uid order: its documents are cut into uid ranges (Part), each written by its own
-task, in parallel, into one segment and one forward file, and the parts' segments are
-joined into the shard's index in uid order (_join). The same documents make the same
-segments, whatever came before, so its answers equal a rebuild's exactly. A larger
+update, in uid order by one thread into one segment (_canonical): the same documents make
+the same shard, whatever came before, so its answers equal a rebuild's exactly. A larger
 shard's documents are its base (written when it was last written anew) and its delta
 (added by the updates since, in one segment: the last update's). An update links the
 base's files into the new generation (tantivy never rewrites a file: new segments, deletes
@@ -24,24 +22,17 @@ than `index.merge.deletes` of deleted documents, or when its delta outgrows
 `index.merge.delta` of it (every update writes the delta again).
 
 Each shard is updated by its own task (ShardTask), wherever the executor runs it: on a
-cluster, shards and parts are written on the workers, in parallel. How each shard is
-updated is planned first (plan_updates), by the step that runs the tasks.
+cluster, shards are written on the workers, in parallel.
 """
 
 from __future__ import annotations
 
-import heapq
-import json
 import os
-import shutil
 import uuid
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from itertools import islice
-from operator import itemgetter
 from pathlib import Path
-from typing import TypeVar
 
 import duckdb
 import numpy as np
@@ -64,10 +55,8 @@ from filbert.index.schema import (
     with_analyzers,
 )
 from filbert.index.vocabulary import count_words, merge, words_file, write_vocabulary
-from filbert.storage import attempt_path, damaged_file, write_table
+from filbert.storage import damaged_file
 from filbert.urls import fingerprint
-
-T = TypeVar("T")
 
 # What tantivy is given for a page, but ALL_FIELD (its text fields' terms, derived).
 FORWARD = pa.schema(
@@ -93,19 +82,12 @@ FORWARD = pa.schema(
 LIVE = pa.schema([("uid", pa.int64()), ("file", pa.string()), ("lang", pa.string())])
 LIVE_FILE = "live.parquet"
 REWRITE_BATCH = 1024  # forward rows read at a time when documents are written again
-PARTS = "parts"  # where the parts of shards written anew are written, then joined
 DELTA = "delta-"  # forward files of a shard's delta; the others are its base's
 NOT_LINKED = frozenset({COLUMNS_FILE, ".tantivy-writer.lock", ".tantivy-meta.lock"})
 
 
 def hash_shard(url: str, shards: int) -> int:
     return fingerprint(url)[0] % shards
-
-
-def page_uid(fp: bytes) -> int:
-    """A page's id in the index, from its URL fingerprint: 63 bits, so it fits tantivy's
-    i64 fields."""
-    return int.from_bytes(fp[:8], "big") >> 1
 
 
 def forward_dir(generation: Path, shard: int) -> Path:
@@ -140,7 +122,7 @@ class ShardUpdate:
     deleted: int  # base documents left deleted in place (tantivy still counts them)
     rewrite: bool  # written anew (from the forward index) rather than linked and changed
     forward_name: str
-    canonical: bool = False  # small: written anew in uid order, in parts (see Part)
+    canonical: bool = False  # small: written in uid order by one thread (see _canonical)
     writer: tantivy.IndexWriter | None = None
     forward: pq.ParquetWriter | None = None
     added: list[pa.Table] = field(default_factory=list)  # LIVE rows of what was added
@@ -169,122 +151,54 @@ class ShardUpdate:
 
 
 @dataclass(frozen=True)
-class Part:
-    """A uid range of a shard written anew (ShardUpdate.canonical), written by a task of its
-    own into a tantivy index of one segment (joined to the shard's by _join) and one forward
-    file: the previous generation's documents it keeps in the range and the new ones."""
-
-    shard: int
-    low: int  # the range's first uid
-    high: int | None  # the next part's first uid (None: the last part)
-    previous: str | None
-    keep: pa.Table  # LIVE rows of the previous generation's documents kept in the range
-    index: str  # its tantivy index (an attempt's, beside it)
-    forward: str  # its forward file
-    settings: Settings
-
-
-@dataclass(frozen=True)
 class ShardTask:
     """One shard's update, run where the executor puts it."""
 
-    update: ShardUpdate
+    shard: int
     previous: str | None  # the previous generation (None: a rebuild)
+    deleted: int  # its base documents left deleted in place by the previous generation
     out: str
-    analyzed: tuple[str, ...]  # the shard's new documents (FORWARD Parquet files), not canonical
-    parts: tuple[tuple[str, pa.Table], ...]  # canonical: each Part's index and LIVE rows
+    analyzed: tuple[str, ...]  # the shard's new documents: FORWARD Parquet files
+    deletes: np.ndarray  # uids
     scores: tuple[str, ...]  # Parquet files of (uid, score, shard) for the columns
     settings: Settings
-
-
-def plan_updates(
-    previous: Path | None,
-    previous_meta: dict,
-    adding: dict[int, int],
-    deletes: dict[int, np.ndarray],
-    settings: Settings,
-) -> list[ShardUpdate]:
-    """How each shard of the new generation is written (see the module's rules): the
-    previous generation's (None: a rebuild) without the `deletes` (uids by shard; a replaced
-    page's too), plus `adding` new documents (by shard)."""
-    stamp = uuid.uuid4().hex[:12]
-    before = previous_meta.get("deleted", [])
-    return [
-        _plan(
-            previous,
-            shard,
-            before[shard] if shard < len(before) else 0,
-            deletes.get(shard, np.empty(0, np.int64)),
-            adding.get(shard, 0),
-            settings,
-            stamp,
-        )
-        for shard in range(settings["index.shards"])
-    ]
-
-
-def split_parts(
-    update: ShardUpdate, new: np.ndarray, previous: Path | None, out: Path, settings: Settings
-) -> list[Part]:
-    """The parts a shard written anew is written in, given the uids of its `new` documents:
-    its documents in uid order cut into index.write.segments ranges at most, of
-    index.write.segment.docs documents at least."""
-    keep = update.kept()
-    uids = np.sort(np.concatenate([keep["uid"].to_numpy(), new]))
-    least = settings["index.write.segment.docs"]
-    count = min(settings["index.write.segments"], max(1, -(-len(uids) // least)))
-    lows = [0, *(int(uids[len(uids) * k // count]) for k in range(1, count))]
-    parts = []
-    for k, (low, high) in enumerate(zip(lows, [*lows[1:], None])):
-        kept = pc.greater_equal(keep["uid"], low)
-        if high is not None:
-            kept = pc.and_(kept, pc.less(keep["uid"], high))
-        name = update.forward_name.replace(".parquet", f"-{k:02d}.parquet")
-        parts.append(
-            Part(
-                update.shard,
-                low,
-                high,
-                str(previous) if previous is not None else None,
-                keep.filter(kept),
-                str(out / PARTS / shard_name(update.shard) / f"{k:02d}"),
-                str(forward_dir(out, update.shard) / name),
-                settings,
-            )
-        )
-    return parts
+    stamp: str
 
 
 def update_shards(
     previous: Path | None,
+    previous_meta: dict,
     out: Path,
-    updates: list[ShardUpdate],
     analyzed: dict[int, list[Path]],
-    parts: dict[int, list[tuple[str, pa.Table]]],
+    deletes: dict[int, np.ndarray],
     settings: Settings,
     scores: list[Path] | None = None,
 ) -> dict:
-    """Writes the shards of a new generation into `out` as `updates` plan, one task per
-    shard: a shard written anew joins its `parts` (written by write_part), another adds
-    its `analyzed` documents (FORWARD Parquet files). `scores` are files of every page's
-    current PageRank score (uid, score, shard) for the columns: a page's score changes
-    without its text.
+    """Writes the shards of a new generation into `out`, one task per shard: the previous
+    generation's (None: a rebuild) without the `deletes` (uids by shard; a replaced page's
+    too), plus the `analyzed` documents (FORWARD Parquet files by shard). `scores` are files
+    of every page's current PageRank score (uid, score, shard) for the columns: a page's
+    score changes without its text.
     Returns the index metadata: documents, shards, languages, each shard's documents left
     deleted in place, and how many shards were written anew."""
+    shards = settings["index.shards"]
+    stamp = uuid.uuid4().hex[:12]
+    before = previous_meta.get("deleted", [])
     tasks = [
         ShardTask(
-            update,
+            shard,
             str(previous) if previous is not None else None,
+            before[shard] if shard < len(before) else 0,
             str(out),
-            tuple(str(path) for path in analyzed.get(update.shard, ())),
-            tuple(parts.get(update.shard, ())),
+            tuple(str(path) for path in analyzed.get(shard, ())),
+            deletes.get(shard, np.empty(0, np.int64)),
             tuple(str(path) for path in scores or ()),
             settings,
+            stamp,
         )
-        for update in updates
+        for shard in range(shards)
     ]
     written = sorted(make_executor(settings).map(_write_shard, tasks), key=lambda w: w["shard"])
-    shutil.rmtree(out / PARTS, ignore_errors=True)
     languages: Counter[str] = Counter()
     for shard in written:
         languages.update(shard["languages"])
@@ -294,7 +208,7 @@ def update_shards(
     del languages[""]  # pages too short to tell
     return {
         "documents": documents,
-        "shards": len(updates),
+        "shards": shards,
         "languages": dict(languages.most_common()),
         "deleted": [shard["deleted"] for shard in written],
         "rewritten": sum(shard["rewrite"] for shard in written),
@@ -305,18 +219,19 @@ def _write_shard(task: ShardTask) -> dict:
     """Writes one shard of the new generation; what it holds."""
     previous = Path(task.previous) if task.previous is not None else None
     out = Path(task.out)
-    update = task.update
+    adding = sum(pq.ParquetFile(path).metadata.num_rows for path in task.analyzed)
+    update = _plan(previous, task, adding)
     _open(update, previous, out, task.settings)
     if update.canonical:
-        live = _join(update, out, task.parts)
+        live = _canonical(update, previous, out, task.settings, task.analyzed)
     else:
         for path in task.analyzed:
             for batch in pq.ParquetFile(path).iter_batches(REWRITE_BATCH):
                 update.add(pa.Table.from_batches([batch]), out)
         live = _close(update, previous, out)
-    _save_columns(out / shard_name(update.shard), task.scores, update.shard)
+    _save_columns(out / shard_name(task.shard), task.scores, task.shard)
     return {
-        "shard": update.shard,
+        "shard": task.shard,
         "files": pc.unique(live["file"]).to_pylist(),
         "languages": Counter(live.column("lang").to_pylist()),
         "deleted": update.deleted,
@@ -324,34 +239,26 @@ def _write_shard(task: ShardTask) -> dict:
     }
 
 
-def _plan(
-    previous: Path | None,
-    shard: int,
-    deleted_before: int,
-    deletes: np.ndarray,
-    adding: int,
-    settings: Settings,
-    stamp: str,
-) -> ShardUpdate:
-    """How one shard is written (see the module's rules), given its base documents left
-    deleted in place by the previous generation, the uids it loses and how many it gains."""
-    live = _read_live(previous, shard)
-    dropped = np.intersect1d(live.column("uid").to_numpy(), deletes)
-    update = ShardUpdate(shard, live, dropped, 0, False, "")
+def _plan(previous: Path | None, task: ShardTask, adding: int) -> ShardUpdate:
+    """How the shard is written (see the module's rules), given that it gains `adding`."""
+    settings = task.settings
+    live = _read_live(previous, task.shard)
+    dropped = np.intersect1d(live.column("uid").to_numpy(), task.deletes)
+    update = ShardUpdate(task.shard, live, dropped, 0, False, "")
     if live.num_rows - len(dropped) + adding <= settings["index.rewrite.max.docs"]:
         update.canonical = True
         update.rewrite = previous is not None
-        update.forward_name = f"base-{stamp}.parquet"
+        update.forward_name = f"base-{task.stamp}.parquet"
         return update
     base = update.kept(delta=False).num_rows
-    deleted = deleted_before + base_losses(update)
+    deleted = task.deleted + base_losses(update)
     update.rewrite = previous is not None and (
         deleted > settings["index.merge.deletes"] * (base + deleted)
         or update.kept(delta=True).num_rows > settings["index.merge.delta"] * live.num_rows
     )
     linked = previous is not None and not update.rewrite and live.num_rows > 0
     update.deleted = deleted if linked else 0
-    update.forward_name = f"{DELTA if linked else 'base-'}{stamp}.parquet"
+    update.forward_name = f"{DELTA if linked else 'base-'}{task.stamp}.parquet"
     return update
 
 
@@ -377,9 +284,9 @@ def _open(update: ShardUpdate, previous: Path | None, out: Path, settings: Setti
     previous shard's kept documents added."""
     shard_dir = out / shard_name(update.shard)
     shard_dir.mkdir()
-    forward_dir(out, update.shard).mkdir(parents=True, exist_ok=True)  # parts write there
+    forward_dir(out, update.shard).mkdir(parents=True)
     if update.canonical:
-        return  # written in parts (write_part), joined at the end (_join)
+        return  # written at the end (_canonical)
     linked = update.forward_name.startswith(DELTA)
     if linked:
         assert previous is not None
@@ -413,7 +320,7 @@ def _link(
 
 KEPT_SQL = (  # the forward rows that `keep` (LIVE rows) names, in the files $kept_files
     "SELECT f.* EXCLUDE (filename) FROM read_parquet($kept_files, filename=true) f "
-    "SEMI JOIN keep k ON f.uid = k.uid AND parse_filename(f.filename) = k.file ORDER BY f.uid"
+    "SEMI JOIN keep k ON f.uid = k.uid AND parse_filename(f.filename) = k.file"
 )
 
 
@@ -426,13 +333,12 @@ def _kept(
     return {"kept_files": sorted({str(folder / name) for name in keep["file"].to_pylist()})}
 
 
-def _rows(previous: Path | str | None, shard: int, keep: pa.Table) -> Iterator[pa.Table]:
-    """The previous shard's documents that `keep` (LIVE rows) names, from its forward
-    index, in uid order."""
-    if previous is None or keep.num_rows == 0:
+def _rows(previous: Path, shard: int, keep: pa.Table) -> Iterator[pa.Table]:
+    """The previous shard's documents that `keep` (LIVE rows) names, from its forward index."""
+    if keep.num_rows == 0:
         return
     con = connect()
-    bound = _kept(con, Path(previous), shard, keep)
+    bound = _kept(con, previous, shard, keep)
     for batch in con.sql(KEPT_SQL, params=bound).to_arrow_reader(REWRITE_BATCH):
         yield pa.Table.from_batches([batch]).cast(FORWARD)
 
@@ -454,66 +360,51 @@ def _close(update: ShardUpdate, previous: Path | None, out: Path) -> pa.Table:
     return live
 
 
-def write_part(part: Part, new: Iterable[dict]) -> tuple[str, pa.Table]:
-    """Writes a Part from its kept documents and its `new` ones (analyzed rows, in uid
-    order), merged in uid order, by one tantivy thread into one segment. Returns the index
-    it wrote (its attempt's: a task run twice writes two) and its LIVE rows.
+def _canonical(
+    update: ShardUpdate,
+    previous: Path | None,
+    out: Path,
+    settings: Settings,
+    analyzed: tuple[str, ...],
+) -> pa.Table:
+    """Writes a small shard from all its documents (the previous shard's kept ones and the
+    new ones, `analyzed`) in uid order, by one tantivy thread into one segment, and as one
+    base forward file: the same documents make the same shard, whatever came before.
     (tantivy matches sloppy phrases in the order of each segment's term frequencies, so two
     shards that hold the same documents in other segments can score the proximity bins
     apart.)"""
-    forward = Path(part.forward)
-    forward.parent.mkdir(parents=True, exist_ok=True)
-    index = attempt_path(Path(part.index))
-    index.mkdir(parents=True)
-    writer = index_writer(tantivy.Index(index_schema(), str(index)), part.settings, 1)
-    kept = (row for rows in _rows(part.previous, part.shard, part.keep) for row in rows.to_pylist())
+    folder = forward_dir(out, update.shard)
+    sources = []
+    bound: dict[str, object] = {}
+    con = connect()
+    if previous is not None and (keep := update.kept()).num_rows:
+        bound |= _kept(con, previous, update.shard, keep)
+        sources.append(KEPT_SQL)
+    if analyzed:
+        bound["new"] = list(analyzed)
+        sources.append("SELECT * FROM read_parquet($new)")
+    name = update.forward_name
+    writer = index_writer(
+        tantivy.Index(index_schema(), str(out / shard_name(update.shard))), settings, 1
+    )
     live, words = [], []
-    written = attempt_path(forward)
-    with pq.ParquetWriter(written, FORWARD, compression="zstd") as file:
-        for rows in batches(heapq.merge(kept, new, key=itemgetter("uid")), REWRITE_BATCH):
-            for row in rows:
-                writer.add_document(tantivy_document(row))
-            table = pa.Table.from_pylist(rows, schema=FORWARD)
-            file.write_table(table)
-            words.append(count_words(table))
-            names = pa.array([forward.name] * table.num_rows, pa.string())
-            live.append(pa.table([table["uid"], names, table["lang"]], schema=LIVE))
+    with pq.ParquetWriter(folder / name, FORWARD, compression="zstd") as forward:
+        if sources:
+            sql = f"SELECT * FROM ({' UNION ALL '.join(sources)}) ORDER BY uid"
+            for batch in con.sql(sql, params=bound).to_arrow_reader(REWRITE_BATCH):
+                table = pa.Table.from_batches([batch]).cast(FORWARD)
+                for row in table.to_pylist():
+                    writer.add_document(tantivy_document(row))
+                forward.write_table(table)
+                words.append(count_words(table))
+                names = pa.array([name] * table.num_rows, pa.string())
+                live.append(pa.table([table["uid"], names, table["lang"]], schema=LIVE))
     writer.commit()
     writer.wait_merging_threads()
-    os.replace(written, forward)
-    write_table(merge(words), words_file(forward))
-    return str(index), pa.concat_tables([LIVE.empty_table(), *live])
-
-
-def batches(items: Iterable[T], size: int) -> Iterator[list[T]]:
-    """The items in lists of `size` (the last one shorter)."""
-    iterator = iter(items)
-    while batch := list(islice(iterator, size)):
-        yield batch
-
-
-def _join(update: ShardUpdate, out: Path, parts: tuple[tuple[str, pa.Table], ...]) -> pa.Table:
-    """The shard's index made of its parts' (one segment each, written apart): their
-    segment files moved in, and a meta.json that lists their segments in the parts' order,
-    as tantivy's own would; writes its live documents and returns them."""
-    shard_dir = out / shard_name(update.shard)
-    metas = [json.loads((Path(index) / "meta.json").read_text()) for index, _ in parts]
-    managed = ["meta.json"]
-    for index, _ in parts:
-        for path in Path(index).iterdir():  # segment files; not the metas nor the locks
-            if path.is_file() and not path.name.startswith((".", "meta.json")):
-                os.replace(path, shard_dir / path.name)
-                managed.append(path.name)
-    meta = {
-        **metas[0],
-        "segments": [segment for meta in metas for segment in meta["segments"]],
-        "opstamp": max(meta["opstamp"] for meta in metas),
-    }
-    (shard_dir / ".managed.json").write_text(json.dumps(managed))
-    (shard_dir / "meta.json").write_text(json.dumps(meta))
-    live = pa.concat_tables([LIVE.empty_table(), *(rows for _, rows in parts)])
-    pq.write_table(live, forward_dir(out, update.shard) / LIVE_FILE)
-    return live
+    pq.write_table(merge(words), words_file(folder / name))
+    table = pa.concat_tables([LIVE.empty_table(), *live])
+    pq.write_table(table, folder / LIVE_FILE)
+    return table
 
 
 def _save_columns(shard_dir: Path, scores: tuple[str, ...], shard: int) -> None:

@@ -7,9 +7,8 @@
    key), gone (no longer listed) or unchanged. PageRank is no part of the key: the searcher
    reads it from the columns, written anew from the crawldb every time (shards.py).
 3. Bucket tasks gather the documents of the new and changed pages (their text from the
-   segments of their latest parse), in shard and uid order; analysis tasks analyze them in
-   parallel: a shard written anew in uid-range parts, each analyzed and written by one task,
-   another's into files; then a task per shard updates it (shards.py).
+   segments of their latest parse); analysis tasks analyze them in parallel into files by
+   shard; then a task per shard updates it (shards.py).
 4. The new generation is published atomically. A rebuild (`--rebuild`, a first index, or
    settings that change what is indexed: INDEXED_WITH) starts from nothing.
 """
@@ -18,7 +17,7 @@ from __future__ import annotations
 
 import re
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,27 +40,14 @@ from filbert.buckets import (
 from filbert.config import Settings
 from filbert.executor import make_executor
 from filbert.index.schema import FILLER, GRAMS_FIELD, shard_name
-from filbert.index.shards import (
-    FORWARD,
-    LIVE_FILE,
-    Part,
-    ShardUpdate,
-    batches,
-    forward_dir,
-    page_uid,
-    plan_updates,
-    split_parts,
-    update_shards,
-    write_part,
-)
+from filbert.index.shards import FORWARD, LIVE_FILE, forward_dir, hash_shard, update_shards
 from filbert.storage import CrawlDir, Segment, existing, part_name, reading, write_table
 from filbert.urls import fingerprint
 
 URL_PUNCTUATION = re.compile(r"[\W_]+")  # URL words, split apart so each is analyzed once
 ROWS_PER_GROUP = 32  # documents per Parquet row group of the gathered documents
-MAX_DOCS_PER_TASK = 512  # documents analyzed into one file, at most: fewer tasks and files
-TASKS_PER_WORKER = 4  # at least, when there are enough documents: workers end together
-READ_ROWS = 256  # gathered documents read at a time
+MAX_GROUPS_PER_TASK = 16  # row groups analyzed per task, at most: fewer tasks and files
+TASKS_PER_WORKER = 4  # at least, when there are enough row groups: workers end together
 HOLDINGS_FILE = "holdings.parquet"  # the pages an index generation holds, and their keys
 HOLDINGS = pa.schema(
     [
@@ -105,16 +91,16 @@ class DocsTask:
     out: str
     max_text: int
     templates: str  # the bucket's hosts' template blocks: (host, hash)
-    shards: int
 
 
 @dataclass(frozen=True)
 class AnalyzeTask:
-    shard: int
-    rows: tuple[tuple[str, int], ...]  # the gathered documents to analyze: (file, row), in order
+    path: str
+    row_groups: list[int]
     user_dict: str
-    out: str  # where the analyzed documents go (FORWARD rows), without a part
-    part: Part | None  # of a shard written anew: written here, with its kept documents
+    shards: int
+    out: str  # the analyzed documents go to out/shard-NNN/NAME
+    name: str
 
 
 def _relations(task: StateTask | DocsTask) -> tuple[Relation, Relation, Relation]:
@@ -198,7 +184,7 @@ def _state_bucket(task: StateTask) -> int:
         table = con.sql(sql, params=links.params).to_arrow_table()
         con.close()
     fps = table.column("fp").to_pylist()
-    uids = [page_uid(fp) for fp in fps]
+    uids = [int.from_bytes(fp[:8], "big") >> 1 for fp in fps]  # fits tantivy's i64 fields
     table = table.append_column("uid", pa.array(uids, pa.int64()))
     table = table.append_column("shard", pa.array([fp[0] % task.shards for fp in fps], pa.int32()))
     table = table.append_column("bucket", pa.array([task.bucket] * len(fps), pa.int32()))
@@ -265,22 +251,8 @@ def _write_docs(task: DocsTask) -> int:
     table = table.drop_columns(["block_hashes", "block_lengths", "cut"])
     table = table.set_column(table.schema.get_field_index("body"), "body", pa.array(bodies))
     table = table.append_column("lang", pa.array(langs, pa.string()))
-    write_table(in_index_order(table, task.shards), Path(task.out), ROWS_PER_GROUP, "lz4")
+    write_table(table, Path(task.out), ROWS_PER_GROUP, "lz4")
     return table.num_rows
-
-
-def in_index_order(documents: pa.Table, shards: int) -> pa.Table:
-    """Gathered documents in shard and uid order: a part of a shard (a uid range) reads a
-    few row groups of each file."""
-    shard, uid = locate(documents.column("url").to_pylist(), shards)
-    return documents.take(np.lexsort((uid, shard)))
-
-
-def locate(urls: list[str], shards: int) -> tuple[np.ndarray, np.ndarray]:
-    """The shard and the uid of each URL's page."""
-    fps = [fingerprint(url) for url in urls]
-    shard = np.array([fp[0] % shards for fp in fps], np.int64)
-    return shard, np.array([page_uid(fp) for fp in fps], np.int64)
 
 
 def without_template(
@@ -303,43 +275,21 @@ def without_template(
     return " ".join(kept) or body
 
 
-def _analyze(task: AnalyzeTask) -> tuple[str, pa.Table] | None:
-    """Analyzes documents: writes task.part from them (what write_part returns), or into
-    task.out."""
+def _analyze(task: AnalyzeTask) -> dict[int, str]:
+    """Analyzes documents into a FORWARD file per shard; the files by shard."""
     if task.user_dict:
         load_user_dict(Path(task.user_dict))
-    analyzed = (analyze_document(doc) for doc in _documents(task.rows))
-    if task.part is not None:
-        return write_part(task.part, analyzed)
-    out = Path(task.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with pq.ParquetWriter(out, FORWARD, compression="lz4") as file:
-        for docs in batches(analyzed, ROWS_PER_GROUP):
-            file.write_table(pa.Table.from_pylist(docs, schema=FORWARD))
-    return None
-
-
-def _documents(rows: tuple[tuple[str, int], ...]) -> Iterator[dict]:
-    """The gathered documents at (file, row), in that order, read a run of rows at a time
-    (runs of one file's rows in order read each of its row groups once)."""
-    for run in batches(rows, READ_ROWS):
-        found: dict[tuple[str, int], dict] = {}
-        for path in dict.fromkeys(path for path, _ in run):
-            numbers = np.unique([row for at, row in run if at == path])
-            docs = pa.concat_tables(_read_rows(Path(path), numbers)).to_pylist()
-            found.update(zip(((path, int(n)) for n in numbers), docs))
-        yield from (found[at] for at in run)
-
-
-def _read_rows(path: Path, rows: np.ndarray) -> Iterator[pa.Table]:
-    """Rows of a Parquet file (ascending row numbers), a row group's at a time."""
-    file = pq.ParquetFile(path)
-    sizes = [file.metadata.row_group(g).num_rows for g in range(file.num_row_groups)]
-    starts = np.cumsum([0, *sizes])
-    groups = np.searchsorted(starts, rows, side="right") - 1
-    for group in np.unique(groups):
-        wanted = rows[groups == group] - starts[group]
-        yield file.read_row_group(int(group)).take(pa.array(wanted))
+    rows = pq.ParquetFile(task.path).read_row_groups(task.row_groups).to_pylist()
+    by_shard: dict[int, list[dict]] = {}
+    for row in rows:
+        by_shard.setdefault(hash_shard(row["url"], task.shards), []).append(analyze_document(row))
+    files = {}
+    for shard, docs in by_shard.items():
+        path = Path(task.out) / shard_name(shard) / task.name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_table(pa.Table.from_pylist(docs, schema=FORWARD), path, compression="lz4")
+        files[shard] = str(path)
+    return files
 
 
 def analyze_document(doc: dict) -> dict:
@@ -373,7 +323,7 @@ def analyze_document(doc: dict) -> dict:
         # 63-bit ids so they fit tantivy's i64 fields
         "simhash": doc["simhash"],
         "host_id": xxhash.xxh3_64_intdigest(doc["host"].encode()) >> 1,
-        "uid": page_uid(fingerprint(doc["url"])),
+        "uid": int.from_bytes(fingerprint(doc["url"])[:8], "big") >> 1,
         "title_text": title.encode(),
         "body_text": body.encode(),
         "description_text": description.encode(),
@@ -442,7 +392,6 @@ def build_index(
             str(tmp / f"docs-{part_name(state.bucket)}"),
             settings["parser.text.max.length"],
             state.templates,
-            settings["index.shards"],
         )
         for state in states
         if (changed := [s for s in segments if s.name in changes.segments.get(state.bucket, ())])
@@ -567,87 +516,40 @@ def index_documents(
     deletes: dict[int, np.ndarray] | None = None,
     scores: list[Path] | None = None,
 ) -> dict:
-    """Analyzes gathered documents in parallel and writes the shards of a new generation
+    """Analyzes gathered documents in parallel, then writes the shards of a new generation
     under `out` (update_shards: the previous one's, if given, without `deletes`, with the
     new documents). Returns the index metadata: documents, shards, languages."""
-    new = _located(doc_files, settings["index.shards"])
-    adding = dict(zip(*np.unique(new["shard"], return_counts=True)))
-    meta = previous_meta if previous is not None and previous_meta is not None else {}
-    updates = plan_updates(previous, meta, adding, deletes or {}, settings)
+    analyzed_dir = out / "analyzed"
     executor = make_executor(settings)
+    groups = {path: pq.ParquetFile(path).num_row_groups for path in doc_files}
+    per_task = min(
+        MAX_GROUPS_PER_TASK, max(1, sum(groups.values()) // (executor.workers * TASKS_PER_WORKER))
+    )
     tasks = [
-        task
-        for update in updates
-        for task in _tasks(update, new, doc_files, previous, out, settings, executor.workers)
+        AnalyzeTask(
+            str(path),
+            chunk,
+            settings["analysis.zh.userdict"],
+            settings["index.shards"],
+            str(analyzed_dir),
+            f"{n:05d}-{chunk[0]:05d}.parquet",
+        )
+        for n, path in enumerate(doc_files)
+        for chunk in _chunks(list(range(groups[path])), per_task)
     ]
     analyzed: dict[int, list[Path]] = {}
-    parts: dict[int, list[tuple[str, pa.Table]]] = {}
-    for task, part in zip(tasks, executor.map(_analyze, tasks)):
-        if part is not None:
-            parts.setdefault(task.shard, []).append(part)
-        else:
-            analyzed.setdefault(task.shard, []).append(Path(task.out))
+    for files in executor.map(_analyze, tasks):
+        for shard, path in files.items():
+            analyzed.setdefault(shard, []).append(Path(path))
         if on_doc:
-            on_doc(len(task.rows))
-    written = update_shards(previous, out, updates, analyzed, parts, settings, scores)
-    shutil.rmtree(out / ANALYZED, ignore_errors=True)
+            on_doc(sum(pq.ParquetFile(path).metadata.num_rows for path in files.values()))
+    for paths in analyzed.values():
+        paths.sort()  # the same documents are written in the same order
+    meta = previous_meta if previous is not None and previous_meta is not None else {}
+    written = update_shards(previous, meta, out, analyzed, deletes or {}, settings, scores)
+    shutil.rmtree(analyzed_dir, ignore_errors=True)
     return written
 
 
-ANALYZED = "analyzed"  # where the analysis tasks write the documents they analyzed
-
-
-def _tasks(
-    update: ShardUpdate,
-    new: dict[str, np.ndarray],
-    doc_files: list[Path],
-    previous: Path | None,
-    out: Path,
-    settings: Settings,
-    workers: int,
-) -> list[AnalyzeTask]:
-    """The analysis tasks of a shard's new documents: one a part of a shard written anew
-    (its documents in uid order), else runs of them in file and row order (the order they
-    are added in)."""
-    mine = new["shard"] == update.shard
-    files, rows, uids = new["file"][mine], new["row"][mine], new["uid"][mine]
-    located = [(str(doc_files[f]), r) for f, r in zip(files.tolist(), rows.tolist())]
-    user_dict = settings["analysis.zh.userdict"]
-    if update.canonical:
-        order = np.argsort(uids, kind="stable")
-        in_order, ascending = [located[i] for i in order], uids[order]
-        tasks = []
-        for part in split_parts(update, uids, previous, out, settings):
-            first = np.searchsorted(ascending, part.low)
-            end = len(uids) if part.high is None else np.searchsorted(ascending, part.high)
-            tasks.append(AnalyzeTask(update.shard, tuple(in_order[first:end]), user_dict, "", part))
-        return tasks
-    size = min(MAX_DOCS_PER_TASK, max(ROWS_PER_GROUP, len(rows) // (workers * TASKS_PER_WORKER)))
-    folder = out / ANALYZED / shard_name(update.shard)
-    return [
-        AnalyzeTask(
-            update.shard,
-            tuple(located[at : at + size]),
-            user_dict,
-            str(folder / f"{at // size:05d}.parquet"),
-            None,
-        )
-        for at in range(0, len(rows), size)
-    ]
-
-
-def _located(doc_files: list[Path], shards: int) -> dict[str, np.ndarray]:
-    """Each gathered document's file (its number in doc_files), row, shard and uid, in
-    file and row order."""
-    found: dict[str, list[np.ndarray]] = {"file": [], "row": [], "shard": [], "uid": []}
-    for number, path in enumerate(doc_files):
-        urls = pq.read_table(path, columns=["url"]).column("url").to_pylist()
-        shard, uid = locate(urls, shards)
-        found["file"].append(np.full(len(urls), number))
-        found["row"].append(np.arange(len(urls)))
-        found["shard"].append(shard)
-        found["uid"].append(uid)
-    return {
-        key: np.concatenate(arrays) if arrays else np.empty(0, np.int64)
-        for key, arrays in found.items()
-    }
+def _chunks(items: list[int], size: int) -> list[list[int]]:
+    return [items[i : i + size] for i in range(0, len(items), size)]
