@@ -17,9 +17,9 @@ from sites import Page, SiteServer
 
 from filbert.config import load_settings
 from filbert.crawldb.inject import inject
-from filbert.index import build_index
+from filbert.index import build_index, shards
 from filbert.search import Searcher
-from filbert.storage import CrawlDir
+from filbert.storage import CrawlDir, attempt_path
 
 QUERIES = [
     *WORDS,
@@ -278,3 +278,27 @@ def test_suggestions_are_refreshed_for_the_hosts_that_changed(tmp_path):
     refreshed = ranks(read_parts([current / TALLY_FILE], TALLY), Rules.of(settings))
     assert refreshed == pytest.approx(crawl_phrases(crawl, settings))
     assert "brand new page" in refreshed and "a renamed link" in refreshed
+
+
+class _EveryTaskTwice:
+    """An executor that runs each task twice, as Dask does when it thinks a worker lost,
+    after an attempt that died half-way has left its staged directory."""
+
+    workers = 1
+
+    def map(self, fn, items):
+        for task in items:
+            (attempt_path(Path(task.out) / "shard-000") / "junk").mkdir(parents=True)
+            fn(task)
+            yield fn(task)
+
+
+def test_a_shard_task_run_twice_writes_its_shard_once(rounds, tmp_path, monkeypatch):
+    crawl, settings, _ = rounds
+    copy = copy_of(crawl, tmp_path / "crawl")
+    monkeypatch.setattr(shards, "make_executor", lambda _: _EveryTaskTwice())
+    build_index(copy, settings, rebuild=True)
+    generation = copy.index.current()
+    assert generation is not None
+    assert not list(generation.rglob(".*.tmp"))  # the staged leftovers are gone
+    assert_same(answers(copy, settings), answers(crawl, settings))

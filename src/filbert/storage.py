@@ -66,10 +66,13 @@ def existing(path: Path | None) -> str | None:
 
 
 def drop_attempts(directory: Path) -> None:
-    """Removes what attempts that did not finish left (attempt_path files): a task whose
-    worker died half-way, then ran again."""
-    for leftover in directory.rglob(".*.tmp"):
-        leftover.unlink(missing_ok=True)
+    """Removes what attempts that did not finish left (attempt_path files and directories):
+    a task whose worker died half-way, then ran again."""
+    for leftover in list(directory.rglob(".*.tmp")):
+        if leftover.is_dir():
+            shutil.rmtree(leftover, ignore_errors=True)
+        else:
+            leftover.unlink(missing_ok=True)
 
 
 class PartWriter:

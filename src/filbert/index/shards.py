@@ -28,6 +28,7 @@ cluster, shards are written on the workers, in parallel.
 from __future__ import annotations
 
 import os
+import shutil
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -55,7 +56,7 @@ from filbert.index.schema import (
     with_analyzers,
 )
 from filbert.index.vocabulary import count_words, merge, words_file, write_vocabulary
-from filbert.storage import damaged_file
+from filbert.storage import attempt_path, damaged_file
 from filbert.urls import fingerprint
 
 # What tantivy is given for a page, but ALL_FIELD (its text fields' terms, derived).
@@ -216,20 +217,25 @@ def update_shards(
 
 
 def _write_shard(task: ShardTask) -> dict:
-    """Writes one shard of the new generation; what it holds."""
+    """Writes one shard of the new generation; what it holds. It is written under a
+    directory of its attempt's, laid out as the generation is, and moved in when complete:
+    a task run twice (its worker lost, or thought lost) never writes into another
+    attempt's files."""
     previous = Path(task.previous) if task.previous is not None else None
     out = Path(task.out)
+    stage = attempt_path(out / shard_name(task.shard))
     adding = sum(pq.ParquetFile(path).metadata.num_rows for path in task.analyzed)
     update = _plan(previous, task, adding)
-    _open(update, previous, out, task.settings)
+    _open(update, previous, stage, task.settings)
     if update.canonical:
-        live = _canonical(update, previous, out, task.settings, task.analyzed)
+        live = _canonical(update, previous, stage, task.settings, task.analyzed)
     else:
         for path in task.analyzed:
             for batch in pq.ParquetFile(path).iter_batches(REWRITE_BATCH):
-                update.add(pa.Table.from_batches([batch]), out)
-        live = _close(update, previous, out)
-    _save_columns(out / shard_name(task.shard), task.scores, task.shard)
+                update.add(pa.Table.from_batches([batch]), stage)
+        live = _close(update, previous, stage)
+    _save_columns(stage / shard_name(task.shard), task.scores, task.shard)
+    _move_in(stage, out, task.shard)
     return {
         "shard": task.shard,
         "files": pc.unique(live["file"]).to_pylist(),
@@ -237,6 +243,22 @@ def _write_shard(task: ShardTask) -> dict:
         "deleted": update.deleted,
         "rewrite": update.rewrite,
     }
+
+
+def _move_in(stage: Path, out: Path, shard: int) -> None:
+    """Moves a staged shard's index and forward index into the generation, each unless
+    another attempt's (the same files) is there already."""
+    for staged, target in (
+        (stage / shard_name(shard), out / shard_name(shard)),
+        (forward_dir(stage, shard), forward_dir(out, shard)),
+    ):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            staged.rename(target)
+        except OSError:
+            if not target.exists():
+                raise
+    shutil.rmtree(stage, ignore_errors=True)
 
 
 def _plan(previous: Path | None, task: ShardTask, adding: int) -> ShardUpdate:
@@ -283,7 +305,7 @@ def _open(update: ShardUpdate, previous: Path | None, out: Path, settings: Setti
     its delta and dropped documents deleted, the kept delta added again; or new with the
     previous shard's kept documents added."""
     shard_dir = out / shard_name(update.shard)
-    shard_dir.mkdir()
+    shard_dir.mkdir(parents=True)
     forward_dir(out, update.shard).mkdir(parents=True)
     if update.canonical:
         return  # written at the end (_canonical)
