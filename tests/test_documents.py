@@ -4,6 +4,9 @@ parse failures with a reason; page metadata (description, dates, refresh, hrefla
 
 from __future__ import annotations
 
+import io
+import tracemalloc
+import zipfile
 from datetime import UTC, datetime
 
 import pyarrow.parquet as pq
@@ -243,6 +246,60 @@ def test_documents_have_their_own_content_limit(tmp_path):
     assert report["status"] == schemas.PARSE_FAILED
     assert "truncated at the content limit" in report["message"]
     assert "http.content.limit.documents" in report["message"]
+
+
+def test_a_document_told_by_its_bytes_gets_the_documents_limit(tmp_path):
+    pages = {"/report": Page(REPORT, content_type="application/octet-stream")}
+    with SiteServer(pages) as server:
+        crawl, *_ = crawl_site(
+            tmp_path / "crawl",
+            [server.url("/report")],
+            "http.content.limit=100",
+            f"http.content.limit.documents={len(REPORT)}",
+            depth=1,
+        )
+    row = parsed(crawl)[server.url("/report")]
+    assert (row["status"], row["kind"]) == (schemas.PARSE_SUCCESS, "pdf")  # read whole
+
+
+def test_a_truncated_office_file_told_by_its_bytes_names_the_documents_limit():
+    content = docx("Cut", "Heading", ["Body " * 5000])
+    for data in (content, odt("Cut", "Heading", ["Body " * 5000])):
+        result = parse_content("http://h/f", data[: len(data) // 2], None, truncated=True)
+        assert result.status == schemas.PARSE_FAILED
+        assert "raise http.content.limit.documents" in result.message
+
+
+def test_binary_documents_served_as_pages_or_text_are_read_as_what_they_are():
+    assert parse_content("http://h/a", REPORT, "text/html").kind == "pdf"
+    assert parse_content("http://h/a", REPORT, "text/plain").text.startswith("Quarterly report")
+    junk = parse_content("http://h/a", b"\x89PNG\r\n\x1a\n\x00\x00 binary", "text/plain")
+    assert junk.status == schemas.PARSE_UNSUPPORTED
+    assert junk.message == "unsupported content: the body served as text/plain is binary data"
+    utf16 = "Text in UTF-16".encode("utf-16")
+    assert parse_content("http://h/a", utf16, "text/plain").text == "Text in UTF-16"
+
+
+def test_feeds_under_their_other_media_types_are_parsed():
+    feed = rss("News", [("Post", "/p.html", "zqbodyx", "Mon, 06 Sep 2021 16:45:00 +0200")])
+    for mime in ("application/x-rss+xml", "text/rss+xml", "application/x-atom+xml"):
+        result = parse_content("http://h/news.rss", feed.encode(), mime)
+        assert (result.status, result.kind) == (schemas.PARSE_SUCCESS, "feed"), mime
+        assert [url for url, _ in result.outlinks] == ["http://h/p.html"]
+
+
+def test_a_zip_bomb_in_the_type_member_is_not_unpacked():
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as bomb:
+        bomb.writestr("mimetype", b"\0" * (64 << 20))
+    tracemalloc.start()
+    try:
+        result = parse_content("http://h/x", archive.getvalue(), "application/octet-stream")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert result.status == schemas.PARSE_UNSUPPORTED
+    assert peak < 8 << 20  # not the 64 MB the member unpacks to
 
 
 def test_results_show_metadata_and_fall_back_to_the_description(crawled):

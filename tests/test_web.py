@@ -25,6 +25,7 @@ from filbert.parse.step import parse_segment
 from filbert.storage import CrawlDir
 from filbert.suggest.step import build_suggest
 from filbert.web import create_app
+from filbert.web.app import cached_copy
 
 PAGES = 24
 COMMON = "river"  # a link_graph filler word found on most pages
@@ -251,6 +252,18 @@ def test_cached_copy_is_the_fetched_page_in_a_sandbox(site: Site) -> None:
     assert missing.status_code == 404 and "not in the index" in missing.json()["error"]
     page = site.client.get("/", params={"q": EVIL_WORD}).text
     assert f'href="/cache?url={quote(url, safe="")}"' in page
+
+
+def test_cached_text_that_names_no_charset_is_sent_as_utf8() -> None:
+    page = '<meta charset="windows-1251"><p>Привет, мир</p>'.encode("cp1251")
+    body, sent = cached_copy("http://h/ru.html", page, "text/html")
+    assert sent == "text/html; charset=utf-8" and "Привет, мир" in body.decode()
+    text = "Le café crème était brûlé à la française, déjà très épais.".encode("cp1252")
+    body, sent = cached_copy("http://h/fr.txt", text, "text/plain")
+    assert sent == "text/plain; charset=utf-8" and body.decode().startswith("Le café crème")
+    named = "text/html; charset=koi8-r"
+    assert cached_copy("http://h/a.html", b"\xf0", named) == (b"\xf0", named)
+    assert cached_copy("http://h/a.pdf", b"%PDF-", "application/pdf")[0] == b"%PDF-"
 
 
 def test_every_served_query_is_logged(site: Site) -> None:

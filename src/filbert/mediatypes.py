@@ -11,7 +11,16 @@ KINDS: dict[str, tuple[frozenset[str], tuple[str, ...]]] = {
     "text": (frozenset({"text/plain", "text/markdown", "text/x-markdown"}), (".txt", ".md")),
     "pdf": (frozenset({"application/pdf", "application/x-pdf"}), (".pdf",)),
     "feed": (
-        frozenset({"application/rss+xml", "application/atom+xml", "application/rdf+xml"}),
+        frozenset(
+            {
+                "application/rss+xml",
+                "application/x-rss+xml",  # Debian's mime.types, hence Python's http.server
+                "text/rss+xml",
+                "application/atom+xml",
+                "application/x-atom+xml",
+                "application/rdf+xml",
+            }
+        ),
         (".rss", ".atom"),
     ),
     "docx": (
@@ -23,6 +32,25 @@ KINDS: dict[str, tuple[frozenset[str], tuple[str, ...]]] = {
 # Binary documents: they get their own content limit, and a truncated one cannot be read.
 DOCUMENT_KINDS = frozenset({"pdf", "docx", "odt"})
 KIND_OF_TYPE = {mime: kind for kind, (types, _) in KINDS.items() for mime in types}
+# Types that say nothing about the content, so the bytes decide (besides a missing type).
+VAGUE_TYPES = frozenset(
+    {
+        "application/octet-stream",
+        "application/unknown",
+        "unknown/unknown",
+        "binary/octet-stream",
+        "application/zip",
+        "application/x-zip-compressed",
+        "application/xml",
+        "text/xml",
+        "*/*",
+    }
+)
+
+
+def looks_like_document(head: bytes) -> bool:
+    """Whether a body's first bytes are those of a PDF or a ZIP (office) file."""
+    return head[:1024].lstrip().startswith(b"%PDF-") or head.startswith(b"PK\x03\x04")
 
 
 def media_type(content_type: str | None) -> str:

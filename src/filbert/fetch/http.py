@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import pycurl
 
 from filbert.fetch.ipfilter import IpFilter
-from filbert.mediatypes import DOCUMENT_KINDS, KIND_OF_TYPE, media_type
+from filbert.mediatypes import DOCUMENT_KINDS, KIND_OF_TYPE, looks_like_document, media_type
 
 ACCEPT_ENCODING = "gzip, deflate, br"
 _WEB = pycurl.PROTO_HTTP | pycurl.PROTO_HTTPS
@@ -105,7 +105,7 @@ class _Transfer:
     def write(self, data: bytes) -> int | None:
         """Keeps the body up to the limit (the documents' limit for a PDF or an office
         document); returning 0 makes libcurl stop the transfer."""
-        if not self.size and self.limit != self.document_limit and self._is_document():
+        if not self.size and self.limit != self.document_limit and self._is_document(data):
             self.limit = self.document_limit
         self.size += len(data)
         if self.size > self.limit >= 0:
@@ -115,14 +115,16 @@ class _Transfer:
         self.chunks.append(data)
         return None
 
-    def _is_document(self) -> bool:
-        """Whether the response's Content-Type is one of a binary document."""
+    def _is_document(self, head: bytes) -> bool:
+        """Whether the response's Content-Type, or else its first bytes, say it is a binary
+        document (parsing sniffs the bytes whatever the type, so sizing does too)."""
         for line in reversed(self.header_lines):
             name, colon, value = line.partition(b":")
             if colon and name.strip().lower() == b"content-type":
-                kind = KIND_OF_TYPE.get(media_type(value.decode("latin-1")))
-                return kind in DOCUMENT_KINDS
-        return False
+                if KIND_OF_TYPE.get(media_type(value.decode("latin-1"))) in DOCUMENT_KINDS:
+                    return True
+                break
+        return looks_like_document(head)
 
     def response(self, status: int) -> Response:
         return Response(status, _headers(self.header_lines), b"".join(self.chunks), self.truncated)

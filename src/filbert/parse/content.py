@@ -8,7 +8,14 @@ import re
 from collections.abc import Collection, Mapping
 from dataclasses import replace
 
-from filbert.mediatypes import DOCUMENT_KINDS, KIND_OF_TYPE, KINDS, media_type
+from filbert.mediatypes import (
+    DOCUMENT_KINDS,
+    KIND_OF_TYPE,
+    KINDS,
+    VAGUE_TYPES,
+    looks_like_document,
+    media_type,
+)
 from filbert.parse import documents
 from filbert.parse._whitespace import collapse as _collapse  # " ".join(text.split())
 from filbert.parse.encoding import decode_text
@@ -16,20 +23,6 @@ from filbert.parse.html import parse_html
 from filbert.parse.result import Found, ParseResult, header_hints
 from filbert.schemas import PARSE_FAILED, PARSE_UNSUPPORTED
 
-# Types that say nothing about the content, so the bytes decide (besides a missing type).
-_VAGUE_TYPES = frozenset(
-    {
-        "application/octet-stream",
-        "application/unknown",
-        "unknown/unknown",
-        "binary/octet-stream",
-        "application/zip",
-        "application/x-zip-compressed",
-        "application/xml",
-        "text/xml",
-        "*/*",
-    }
-)
 # WHATWG MIME sniffing's HTML signatures.
 _HTML_START = re.compile(
     rb"(?:\xef\xbb\xbf)?\s*(?:<!doctype\s+html|<!--|"
@@ -37,17 +30,30 @@ _HTML_START = re.compile(
     re.I,
 )
 _SNIFF_BYTES = 1024
+# WHATWG MIME sniffing's binary data bytes: text/plain holding them is not text.
+_BINARY_BYTES = re.compile(rb"[\x00-\x08\x0b\x0e-\x1a\x1c-\x1f]")
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
 
 def content_kind(content_type: str | None, content: bytes) -> str | None:
     """The kind of a document ("html", "pdf", ...), or None when filbert cannot parse it."""
     mime = media_type(content_type)
     kind = KIND_OF_TYPE.get(mime)
+    if kind in ("html", "text") and looks_like_document(content):
+        return _sniff(content)  # a PDF or an office file served as a page or as text
+    if kind == "text" and _is_binary(content):
+        return None
     if kind is not None:
         return kind
-    if mime in _VAGUE_TYPES or "/" not in mime:
+    if mime in VAGUE_TYPES or "/" not in mime:
         return _sniff(content)
     return None
+
+
+def _is_binary(content: bytes) -> bool:
+    return not content.startswith(_UTF16_BOMS) and bool(
+        _BINARY_BYTES.search(content, 0, _SNIFF_BYTES)
+    )
 
 
 def _sniff(content: bytes) -> str | None:
@@ -60,6 +66,20 @@ def _sniff(content: bytes) -> str | None:
     if documents.is_feed(content[:_SNIFF_BYTES]):
         return "feed"
     return None
+
+
+def limit_setting(kind: str | None) -> str:
+    """The setting that caps the bytes fetched of a document of this kind."""
+    return "http.content.limit.documents" if kind in DOCUMENT_KINDS else "http.content.limit"
+
+
+def _unsupported(content_type: str | None, kind: str | None) -> str:
+    mime = media_type(content_type) or "(none)"
+    if kind:
+        return f"unsupported content type {mime} ({kind} is not in parser.types)"
+    if mime in KIND_OF_TYPE:
+        return f"unsupported content: the body served as {mime} is binary data"
+    return f"unsupported content type {mime}"
 
 
 def parse_content(
@@ -85,14 +105,12 @@ def parse_content(
             header_hints(headers, agent, url, found)
         kind = content_kind(content_type, content)
         if kind is None or kind not in kinds:
-            mime = media_type(content_type) or "(none)"
-            why = f" ({kind} is not in parser.types)" if kind else ""
-            return found.empty(PARSE_UNSUPPORTED, f"unsupported content type {mime}{why}")
+            return found.empty(PARSE_UNSUPPORTED, _unsupported(content_type, kind))
         if truncated and kind in DOCUMENT_KINDS:
             return found.empty(
                 PARSE_FAILED,
                 f"the {kind} was truncated at the content limit ({len(content)} bytes; "
-                "raise http.content.limit.documents to read it)",
+                f"raise {limit_setting(kind)} to read it)",
             )
         if kind == "html":
             result = parse_html(url, content, content_type, agent, found)

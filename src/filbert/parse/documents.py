@@ -282,20 +282,26 @@ _MC = "{http://schemas.openxmlformats.org/markup-compatibility/2006}"
 _ODF_TEXT = "{urn:oasis:names:tc:opendocument:xmlns:text:1.0}"
 _XLINK = "{http://www.w3.org/1999/xlink}"
 _ODT_MIME = b"application/vnd.oasis.opendocument.text"
+_SNIFF_ZIP_BYTES = 64 * 1024
 
 
 def office_kind(content: bytes) -> str | None:
-    """ "docx" or "odt" for a ZIP archive holding one, else None."""
+    """ "docx" or "odt" for a ZIP archive holding one, else None. An archive too damaged
+    to open (a truncated download) is told by its first members' local headers."""
     try:
         with zipfile.ZipFile(io.BytesIO(content)) as archive:
             names = set(archive.namelist())
             if "word/document.xml" in names:
                 return "docx"
-            if "mimetype" in names and archive.read("mimetype").strip() == _ODT_MIME:
-                return "odt"
-    except (zipfile.BadZipFile, OSError, RuntimeError, ValueError):
-        return None
-    return None
+            if "mimetype" in names:
+                with archive.open("mimetype") as member:  # read no more than the type
+                    return "odt" if member.read(len(_ODT_MIME) + 2).strip() == _ODT_MIME else None
+            return None
+    except (zipfile.BadZipFile, OSError, RuntimeError, ValueError, EOFError):
+        head = content[:_SNIFF_ZIP_BYTES]
+        if head[30:38] == b"mimetype" and _ODT_MIME in head[:120]:
+            return "odt"
+        return "docx" if b"word/document.xml" in head else None
 
 
 class _Archive:

@@ -16,7 +16,7 @@ from filbert.config import Settings
 from filbert.fetch.fetcher import FetchItem, FetchResult, origin_of, run_fetcher
 from filbert.fetch.robots import RobotRules, RobotsCache
 from filbert.mediatypes import parse_types
-from filbert.parse import content_kind, decode_html, decode_text, parse_content
+from filbert.parse import content_kind, decode_html, decode_text, limit_setting, parse_content
 from filbert.urls import UrlFilter, fingerprint, host_of, normalize_url
 
 
@@ -65,6 +65,10 @@ def _fetch_report(result: FetchResult) -> dict[str, Any]:
         "content_type": result.content_type,
         "content_length": None if result.content is None else len(result.content),
         "truncated": result.truncated,
+        # the setting whose limit cut the body
+        "truncated_at": limit_setting(content_kind(result.content_type, result.content or b""))
+        if result.truncated
+        else None,
         "fetch_time": result.fetch_time.isoformat(),
         "headers": result.headers or {},
     }
@@ -177,7 +181,7 @@ def _fetch_lines(fetch: dict[str, Any]) -> list[str]:
     if fetch["content_length"] is not None:
         lines.append(
             f"content:       {fetch['content_length']} bytes"
-            + (" (truncated at http.content.limit)" if fetch["truncated"] else "")
+            + (f" (truncated at {fetch['truncated_at']})" if fetch["truncated"] else "")
         )
     return lines
 

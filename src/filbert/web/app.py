@@ -35,6 +35,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from filbert.config import Settings
 from filbert.errors import public_message
+from filbert.parse import decode_html, decode_text
 from filbert.search.searcher import MAX_RESULTS, SearchResults
 from filbert.storage import CrawlDir
 from filbert.suggest import SuggestError
@@ -242,6 +243,17 @@ def safe_media_type(value: str) -> str:
     parameters before anything that is not, or application/octet-stream."""
     match = MEDIA_TYPE.match(value.strip())
     return match.group(1) + match.group(2) if match else "application/octet-stream"
+
+
+def cached_copy(url: str, content: bytes, content_type: str) -> tuple[bytes, str]:
+    """A cached page's body and Content-Type as sent. Text that does not name its charset
+    in its type is sent as the UTF-8 of what the parser read: Starlette would label it
+    UTF-8 anyway, garbling other encodings."""
+    sent_type = safe_media_type(content_type)
+    if sent_type.startswith("text/") and "charset=" not in sent_type.lower():
+        decode = decode_html if sent_type.startswith("text/html") else decode_text
+        return decode(content, sent_type, url)[0].encode(), f"{sent_type}; charset=utf-8"
+    return content, sent_type
 
 
 class SearchService:
@@ -477,10 +489,11 @@ def create_app(crawl: CrawlDir, settings: Settings) -> ASGIApp:
         reply = await broker.cached(url, request.scope["deadline"])
         if reply.status != 200:
             return error_json(reply.status, reply.error or "")
+        body, content_type = cached_copy(url, reply.body, reply.head["content_type"])
         # the copy runs in a sandbox: no scripts, no requests to the page's site, its own origin
         return Response(
-            reply.body,
-            media_type=safe_media_type(reply.head["content_type"]),
+            body,
+            media_type=content_type,
             headers={
                 "Content-Security-Policy": "sandbox; default-src 'none'; style-src 'unsafe-inline'",
                 "X-Robots-Tag": "noindex",
