@@ -17,6 +17,7 @@ from sites import Page, SiteServer, html, link
 
 from filbert import schemas
 from filbert.parse import parse_content
+from filbert.parse.result import parse_date
 from filbert.search import Searcher
 from filbert.storage import CrawlDir, Segment
 from filbert.tools.readdb import crawldb_url
@@ -352,3 +353,38 @@ def test_feeds_are_fetched_again_sooner(crawled):
     assert intervals[server.url("/blog/atom")] == 3600
     assert intervals[server.url("/report.pdf")] == settings["db.fetch.interval.default"]
     assert intervals[server.url("/post1.html")] == settings["db.fetch.interval.default"]
+
+
+def _page_dates(head: str, body: str = "") -> tuple[datetime | None, datetime | None]:
+    page = f"<html><head>{head}</head><body>{body}<p>Text</p></body></html>".encode()
+    result = parse_content("http://h/a/b.html", page, "text/html")
+    return result.published, result.modified
+
+
+@pytest.mark.parametrize(
+    "head, body, published",
+    [
+        # a tag whose date does not read gives way to the next one that does
+        ('<meta name="date" content="soon"><meta name="dc.date" content="2020-01-02">', "", "2020-01-02"),
+        # a date in the future is a typo
+        ('<meta property="article:published_time" content="2099-01-01">'
+         '<meta name="date" content="2020-01-02">', "", "2020-01-02"),
+        ('<meta name="date" content="May 1, 2023">', "", "2023-05-01"),
+        ('<meta name="date" content="2023/05/01">', "", "2023-05-01"),
+        ("", '<time datetime="2021-03-04">4 March</time><time datetime="2022-01-01">', "2021-03-04"),
+        ('<script type="application/ld+json">{"datePublished": {"@value": "2019-02-03"},'
+         ' "headline": "line\nbreak"}</script>', "", "2019-02-03"),
+    ],
+)  # fmt: skip
+def test_page_dates_in_the_forms_pages_write_them(head, body, published):
+    assert _page_dates(head, body)[0] == datetime.fromisoformat(published).replace(tzinfo=UTC)
+
+
+def test_document_dates_without_pdfs_prefix_are_read():
+    assert parse_date("20240102030405Z") == datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)
+    assert parse_date("2099-01-01") is None and parse_date("1. May 2023") is not None
+
+
+def test_a_refresh_url_with_an_unclosed_quote_is_resolved_without_it():
+    page = b"<meta http-equiv=\"refresh\" content=\"0; url='target.html\">"
+    assert parse_content("http://h/a/b.html", page, "text/html").refresh == "http://h/a/target.html"

@@ -5,6 +5,7 @@ modified dates (meta tags and JSON-LD), a meta refresh and hreflang alternates."
 from __future__ import annotations
 
 import codecs
+from datetime import datetime
 import re
 from collections.abc import Iterable, Mapping
 
@@ -81,6 +82,7 @@ _KINDS = {
         "title": ("title",),
         "headings": ("h1", "h2", "h3"),
         "svg": ("svg",),
+        "times": ("time",),
         "invisible": ("script", "style", "noscript", "template", "head", "iframe"),
     }.items()
     for tag in _tag_ids(names)
@@ -150,6 +152,8 @@ def parse_html(
     base = _base_url(elements["base"], url)
     og_title, dates = _page_hints(elements["hints"], agent, base, found)
     _json_ld(elements["invisible"], found, dates)
+    # the last resort: the first <time datetime> (an article's date comes before its comments')
+    dates["published"] += [t.attributes.get("datetime") or "" for t in elements["times"][:1]]
     _set_dates(found, dates)
     headings = _headings(elements["headings"])
     h1s = [h for h in elements["headings"] if h.tag == "h1"]
@@ -267,13 +271,13 @@ _REFRESH = re.compile(r"\s*[\d.]*\s*[;,]?\s*(?:url\s*=\s*)?(['\"]?)(.*?)\1\s*$",
 
 def _page_hints(
     nodes: list[LexborNode], agent: str, base: str, found: Found
-) -> tuple[str, dict[str, str]]:
+) -> tuple[str, dict[str, list[str]]]:
     """Robots directives, canonical and alternate links, the meta refresh and the meta
     tags' description and author, from the whole document because a stray element in
     <head> makes the parser move the rest into <body>. Returns og:title and the meta tags'
-    dates by kind (published, modified)."""
+    dates by kind (published, modified), best first."""
     og_title = ""
-    dates: dict[str, tuple[int, str]] = {}
+    dates: list[tuple[int, str, str]] = []
     for node in nodes:
         attrs = node.attributes
         if node.tag != "meta":
@@ -292,11 +296,13 @@ def _page_hints(
             og_title = og_title or _collapse(content)
         elif name in _DATE_RANK:
             kind, rank = _DATE_RANK[name]
-            if rank < dates.get(kind, (len(_DATE_RANK), ""))[0]:
-                dates[kind] = (rank, content)
+            dates.append((rank, kind, content))
         elif (attrs.get("http-equiv") or "").strip().lower() == "refresh":
             _refresh(content, base, found)
-    return og_title, {kind: value for kind, (_, value) in dates.items()}
+    by_kind: dict[str, list[str]] = {"published": [], "modified": []}
+    for _, kind, value in sorted(dates, key=lambda date: date[0]):
+        by_kind[kind].append(value)
+    return og_title, by_kind
 
 
 def _link_hint(attrs: dict, base: str, found: Found) -> None:
@@ -313,38 +319,55 @@ def _link_hint(attrs: dict, base: str, found: Found) -> None:
 def _refresh(content: str, base: str, found: Found) -> None:
     """A refresh that sends the reader elsewhere; one that reloads the page is no redirect."""
     match = _REFRESH.match(content)
-    target = match.group(2).strip() if match else ""
+    target = match.group(2).strip().strip("'\"").strip() if match else ""  # an unclosed quote
     if target and found.refresh is None:
         url = resolve_or_none(target, base)
         if url is not None and url != resolve_or_none("", base):
             found.refresh = url
 
 
-def _set_dates(found: Found, dates: Mapping[str, str]) -> None:
-    """The page's own dates; a modified date from the page beats Last-Modified."""
-    found.published = parse_date(dates.get("published", ""))
-    found.modified = parse_date(dates.get("modified", "")) or found.modified
+def _set_dates(found: Found, dates: Mapping[str, list[str]]) -> None:
+    """The page's own dates, each the best-ranked one that reads as a date; a modified
+    date from the page beats Last-Modified."""
+    found.published = _first_date(dates["published"])
+    found.modified = _first_date(dates["modified"]) or found.modified
+
+
+def _first_date(values: list[str]) -> datetime | None:
+    return next((when for value in values if (when := parse_date(value))), None)
 
 
 MAX_ALTERNATES = 100
 _JSON_LD_LIMIT = 100_000  # characters of one JSON-LD script read
 
 
-def _json_ld(nodes: list[LexborNode], found: Found, dates: dict[str, str]) -> None:
+def _json_ld(nodes: list[LexborNode], found: Found, dates: dict[str, list[str]]) -> None:
     """datePublished, dateModified, author and description from JSON-LD (schema.org),
     where the meta tags gave none."""
     for node in nodes:
         if node.tag != "script" or "ld+json" not in (node.attributes.get("type") or ""):
             continue
-        try:
-            data = orjson.loads(node.text()[:_JSON_LD_LIMIT])
-        except orjson.JSONDecodeError:
-            continue
+        data = _json(node.text()[:_JSON_LD_LIMIT])
         for item in _ld_items(data):
             for kind, key in (("published", "datePublished"), ("modified", "dateModified")):
-                dates[kind] = dates.get(kind) or _ld_text(item.get(key))
+                dates[kind].append(_ld_text(item.get(key)))
             found.author = found.author or _ld_text(item.get("author"))
             found.description = found.description or _ld_text(item.get("description"))
+
+
+def _json(text: str) -> object:
+    """JSON, also as pages write it with raw line breaks or tabs inside strings."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        return orjson.loads(_CONTROL.sub(" ", text))
+    except orjson.JSONDecodeError:
+        return None
+
+
+_CONTROL = re.compile(r"[\x00-\x1f]")
 
 
 def _ld_items(data: object) -> list[dict]:
@@ -361,7 +384,7 @@ def _ld_text(value: object) -> str:
     if isinstance(value, list):
         value = value[0] if value else ""
     if isinstance(value, dict):
-        value = value.get("name", "")
+        value = value.get("@value") or value.get("name", "")
     return _collapse(value)[:1000] if isinstance(value, str) else ""
 
 

@@ -193,10 +193,15 @@ def _x_robots_tag(value: str, agent: str) -> set[str]:
 
 # PDF's date string: D:YYYYMMDDHHmmSSOHH'mm' with everything after the year optional.
 _PDF_DATE = re.compile(
-    r"D:(\d{4})(\d\d)?(\d\d)?(\d\d)?(\d\d)?(\d\d)?(?:([Zz])|([+-])(\d\d)'?(\d\d)?'?)?"
+    r"(?:D:)?(\d{4})(\d\d)?(\d\d)?(\d\d)?(\d\d)?(\d\d)?(?:([Zz])|([+-])(\d\d)'?(\d\d)?'?)?"
 )
 _YEAR_ONLY = re.compile(r"\d{4}(-\d\d)?")
+_SLASHED = re.compile(r"(\d{4})/(\d\d?)/(\d\d?)")  # 2023/05/01
+_PDF_DIGITS = re.compile(r"\d{14}(?:[Zz+-]|$)")  # a PDF date without its "D:"
+# Dates in words: "May 1, 2023", "1 May 2023", "May 2023", "1. May 2023".
+_WORD_FORMATS = ("%B %d, %Y", "%b %d, %Y", "%d %B %Y", "%d %b %Y", "%B %Y", "%b %Y")
 _EARLIEST = datetime(1990, 1, 1, tzinfo=UTC)  # before the web, a date is a typo
+_AHEAD = timedelta(days=2)  # later than now, and a day's zones and clocks, is a typo too
 
 
 def parse_date(value: str) -> datetime | None:
@@ -213,16 +218,29 @@ def parse_date(value: str) -> datetime | None:
     if when is None:
         return None
     when = when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
-    return when if when >= _EARLIEST else None
+    return when if _EARLIEST <= when <= datetime.now(UTC) + _AHEAD else None
 
 
 def _read_date(value: str) -> datetime | None:
-    if value.startswith("D:"):
+    if value.startswith("D:") or _PDF_DIGITS.match(value):
         return _pdf_date(value)
     if _YEAR_ONLY.fullmatch(value):
         value += "-01" * (2 - value.count("-"))
+    if slashed := _SLASHED.match(value):
+        value = "{}-{:0>2}-{:0>2}".format(*slashed.groups()) + value[slashed.end() :]
     if value[:4].isdigit():
-        return datetime.fromisoformat(value.replace("z", "Z"))
+        return datetime.fromisoformat(value.replace("z", "Z").replace(" ", "T", 1))
+    return _worded_date(value)
+
+
+def _worded_date(value: str) -> datetime | None:
+    """ "May 1, 2023" and its kin (English month names), else RFC 2822's form."""
+    words = " ".join(value.replace(".", " ").split())
+    for form in _WORD_FORMATS:
+        try:
+            return datetime.strptime(words, form)
+        except ValueError:
+            continue
     return parsedate_to_datetime(value)
 
 
