@@ -167,7 +167,67 @@ def test_pages_without_text_are_told_apart_by_title_then_url(site_server, tmp_cr
     assert dedup(crawl, settings)["duplicates"] == 0
     assert {p: status(crawl, site.url(p)) for p in pages} == dict.fromkeys(pages, "db_fetched")
     home = crawldb_url(crawl, site.url("/"))
-    assert (
-        home["signature"] == xxh3_128_digest(b"/sunset.html /harbour.html /x.html /y.html").hex()
-    )  # as before
-    assert content_signature("u", "Sunset", b"") != content_signature("u", "", b"title Sunset")
+    text = b"/sunset.html /harbour.html /x.html /y.html"
+    assert home["signature"] == xxh3_128_digest(text + b"\0Gallery\0").hex()
+    assert content_signature("u", "", text) == xxh3_128_digest(text)  # text alone: as before
+    assert content_signature("u", "Sunset", b"") != content_signature("u", "", b"Sunset")
+    same_text = {content_signature("u", t, text, d) for t, d in [("A", ""), ("B", ""), ("A", "d")]}
+    assert len(same_text) == 3  # a site's template and nothing else: told apart by these
+
+
+TEMPLATE = (
+    "<nav><ul>"
+    + "".join(
+        f"<li>{link(f'/doc{i}.html', f'Chapter {i} of the handbook')}</li>" for i in range(12)
+    )
+    + "</ul></nav><footer><p>Copyright 2024 the handbook project, all rights reserved, "
+    "released under the terms of its licence; report errors to the editors.</p></footer>"
+)
+OWN_TEXTS = [
+    "Install the package with the installer and reboot.",
+    "Configure the firewall rules for the local network.",
+    "Mount the disk and check its file system for errors.",
+    "Users and groups are managed with a few commands.",
+    "The kernel loads modules for hardware it finds at boot.",
+    "Printing needs a spooler and a driver for the printer.",
+    "Backups copy data to another disk every night at two.",
+    "Sound cards are found and configured automatically.",
+    "Time zones and clocks are set once at installation.",
+    "Mail is delivered by the local agent to each mailbox.",
+    "Jails keep services apart from each other and the host.",
+    "Updates arrive as binary patches signed by the project.",
+]
+
+
+def test_pages_sharing_a_template_are_compared_by_their_own_text(site_server, tmp_crawl):
+    pages = {"/": html("Handbook", TEMPLATE)}
+    pages |= {
+        f"/doc{i}.html": html(f"Doc {i}", f"<p>{t}</p>{TEMPLATE}") for i, t in enumerate(OWN_TEXTS)
+    }
+    pages["/copy.html"] = html("Doc 3", f"<p>{OWN_TEXTS[3]}</p>{TEMPLATE}")  # a true copy
+    pages |= {  # all template, told apart by title and description (text filled in by scripts)
+        f"/app{i}.html": html(f"App {i}", TEMPLATE, f'<meta name="description" content="App {i}">')
+        for i in range(2)
+    }
+    pages["/"] += link("/copy.html", "copy") + link("/app0.html", "a") + link("/app1.html", "b")
+    site = site_server(pages)
+    crawl, settings, _ = crawl_site(tmp_crawl, [site.url("/")], depth=2, index=False)
+    dedup(crawl, settings)
+    statuses = {path: status(crawl, site.url(path)) for path in pages}
+    duplicates = [p for p, s in statuses.items() if s == "db_duplicate"]
+    assert duplicates in (["/doc3.html"], ["/copy.html"])  # one of the two copies
+
+
+def test_a_refresh_page_is_a_redirect_and_never_takes_its_targets_place(site_server, tmp_crawl):
+    body = "<p>" + ARTICLE + "</p>"
+    pages = {
+        # sorts first by URL length, and says what its target says
+        "/a.html": html("Moved", body, '<meta http-equiv="refresh" content="0; url=/target.html">'),
+        "/target.html": html("Moved", body),
+    }
+    site = site_server(pages)
+    crawl, settings, _ = crawl_site(tmp_crawl, [site.url("/a.html")], depth=2)
+    assert status(crawl, site.url("/a.html")) == "db_redir_temp"
+    assert status(crawl, site.url("/target.html")) == "db_fetched"
+    hits = Searcher(crawl, settings).search("zqdupx").hits
+    assert [h.url for h in hits] == [site.url("/target.html")]

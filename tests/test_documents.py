@@ -367,13 +367,13 @@ def _page_dates(head: str, body: str = "") -> tuple[datetime | None, datetime | 
         # a tag whose date does not read gives way to the next one that does
         ('<meta name="date" content="soon"><meta name="dc.date" content="2020-01-02">', "", "2020-01-02"),
         # a date in the future is a typo
-        ('<meta property="article:published_time" content="2099-01-01">'
-         '<meta name="date" content="2020-01-02">', "", "2020-01-02"),
+        (('<meta property="article:published_time" content="2099-01-01">'
+          '<meta name="date" content="2020-01-02">'), "", "2020-01-02"),
         ('<meta name="date" content="May 1, 2023">', "", "2023-05-01"),
         ('<meta name="date" content="2023/05/01">', "", "2023-05-01"),
         ("", '<time datetime="2021-03-04">4 March</time><time datetime="2022-01-01">', "2021-03-04"),
-        ('<script type="application/ld+json">{"datePublished": {"@value": "2019-02-03"},'
-         ' "headline": "line\nbreak"}</script>', "", "2019-02-03"),
+        (('<script type="application/ld+json">{"datePublished": {"@value": "2019-02-03"},'
+          ' "headline": "line\nbreak"}</script>'), "", "2019-02-03"),
     ],
 )  # fmt: skip
 def test_page_dates_in_the_forms_pages_write_them(head, body, published):
@@ -386,5 +386,5 @@ def test_document_dates_without_pdfs_prefix_are_read():
 
 
 def test_a_refresh_url_with_an_unclosed_quote_is_resolved_without_it():
-    page = b"<meta http-equiv=\"refresh\" content=\"0; url='target.html\">"
+    page = b'<meta http-equiv="refresh" content="0; url=\'target.html">'
     assert parse_content("http://h/a/b.html", page, "text/html").refresh == "http://h/a/target.html"

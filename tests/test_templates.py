@@ -3,6 +3,7 @@ index time and left out of the indexed text and the snippets; their links still 
 
 from __future__ import annotations
 
+import random
 import shutil
 
 import pyarrow.parquet as pq
@@ -11,7 +12,8 @@ from pipeline import crawl_site
 from sites import SiteServer, html, link, title_word
 
 from filbert.config import load_settings
-from filbert.index.step import build_index, without_template
+from filbert.index.step import build_index
+from filbert.parse.templates import block_hash, own_headings, without_template
 from filbert.search import Searcher
 from filbert.segments.mergesegs import merge_segments
 from filbert.storage import CrawlDir, Segment
@@ -25,10 +27,40 @@ NAV = (
 FOOTER = "<footer><p>Copyright 2024 zqfooterx Handbook</p></footer>"
 
 
-MORE = (
-    "Most of what a reader finds here is this text, not the links around it: the morning "
-    "was cold and clear, and the boats went down the river before the market opened."
-)
+WORDS = [
+    "morning",
+    "cold",
+    "clear",
+    "boats",
+    "river",
+    "market",
+    "opened",
+    "bridge",
+    "harbour",
+    "winter",
+    "summer",
+    "children",
+    "school",
+    "teacher",
+    "garden",
+    "flowers",
+    "village",
+    "church",
+    "mountain",
+    "valley",
+    "forest",
+    "lake",
+    "road",
+    "train",
+]
+
+
+def more(n: int) -> str:
+    """Text of page n's own, unlike the other pages' (else they are near-duplicates)."""
+    words = random.Random(n).sample(WORDS, len(WORDS))
+    return " ".join(f"the {a} and the {b} were {c}." for a, b, c in zip(*[iter(words)] * 3))
+
+
 OWN = (
     "The {} page has words of its own. It is written in plain English, with sentences long "
     "enough for the language to be known, about the weather, the garden and the river."
@@ -36,7 +68,7 @@ OWN = (
 
 
 def page(n: int) -> str:
-    body = f"<h1>Page {n}</h1><p>{OWN.format(title_word(n))}</p><p>{MORE}</p>"
+    body = f"<h1>Page {n}</h1><p>{OWN.format(title_word(n))}</p><p>{more(n)}</p>"
     return html(f"Page {n}", body + NAV + FOOTER)  # the navigation after the text
 
 
@@ -103,6 +135,12 @@ def test_without_template_cuts_whole_blocks():
     assert without_template(body, hashes, lengths, [1, 2, 3]) == body  # all template
     assert without_template(body, hashes, lengths, None) == body
     assert without_template(body + "!", hashes, lengths, [1]) == body + "!"  # other text
+
+
+def test_headings_a_host_repeats_are_left_out():
+    cut = [block_hash("Navigation"), block_hash("Search")]
+    assert own_headings("Installing\nNavigation\nSearch", cut) == "Installing"
+    assert own_headings("Installing", None) == "Installing"
 
 
 def test_segments_parsed_before_blocks_and_metadata_are_indexed_and_merged(crawled, tmp_path):

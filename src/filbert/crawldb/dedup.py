@@ -24,6 +24,7 @@ from filbert.buckets import (
     BucketTask,
     connect,
     latest_per_page,
+    optional_columns,
     params,
     parquet_relation,
     rewrite,
@@ -31,6 +32,7 @@ from filbert.buckets import (
 )
 from filbert.config import ConfigError, Settings
 from filbert.executor import make_executor
+from filbert.parse.templates import cuts_sql, own_text, templates_sql
 from filbert.storage import CrawlDir, Segment, reading
 from filbert.urls import bucket_of
 
@@ -38,6 +40,7 @@ SHINGLE_BYTES = 8
 SAMPLE_SIXTEENTHS = np.uint64(6)  # keep 6/16 of the features: voting costs less, dups stay dups
 MIN_FEATURES = 64
 BANDS = 4  # simhash split into 4 bands of 16 bits for candidate pairs
+SETTLED_HOST_PAGES = 4  # x index.template.min.pages: a host's template is known well enough
 ORDER_TERMS = {
     # Scores differing only by float noise, and pages fetched the same day (one crawl
     # round apart at most), count as equal, so the later terms (and finally the URL) decide
@@ -141,55 +144,87 @@ _SIMHASHES = pa.schema([("fp", pa.binary()), ("host", pa.string()), ("simhash", 
 class SimhashTask:
     crawl: str
     bucket: int
+    template_share: float  # index.template.share
+    template_min_pages: int  # index.template.min.pages
 
 
 def _new_simhashes(crawl: CrawlDir, settings: Settings) -> pa.Table:
     """Simhashes of the parsed pages that have none yet, bucket by bucket (the executor's
     tasks: the text of every new page is read and hashed)."""
-    tasks = [SimhashTask(str(crawl.path), b) for b in range(crawl.buckets(settings))]
+    tasks = [
+        SimhashTask(
+            str(crawl.path),
+            b,
+            settings["index.template.share"],
+            settings["index.template.min.pages"],
+        )
+        for b in range(crawl.buckets(settings))
+    ]
     found = dict(make_executor(settings).map(_bucket_simhashes, tasks))
     return pa.concat_tables([found[bucket] for bucket in sorted(found)])
 
 
 def _bucket_simhashes(task: SimhashTask) -> tuple[int, pa.Table]:
-    """The bucket's candidate pages without a simhash, hashed from their latest parse_text
-    in the segments the crawldb holds."""
+    """The bucket's candidate pages without a simhash, hashed from their own text (their
+    latest parse without their host's template: pages of one site share its navigation
+    and footer, which would outvote a short page's own words). A host's pages are all in
+    one bucket. While a host has fewer than SETTLED_HOST_PAGES its template is still being
+    learned, and its pages are hashed anew each time."""
     crawl = CrawlDir(Path(task.crawl))
     current = crawl.crawldb.bucket_path(task.bucket)
     if current is None or not current.exists():
         return task.bucket, _SIMHASHES.empty_table()
     applied = set(crawl.crawldb.meta().get("segments", []))
-    files = [
-        part
-        for seg in crawl.segments()
-        if seg.included_in(applied)
-        if (part := seg.part(Segment.PARSE_TEXT, task.bucket)).exists()
-    ]
+    segments = [seg for seg in crawl.segments() if seg.included_in(applied)]
+    text_files = _bucket_parts(segments, Segment.PARSE_TEXT, task.bucket)
+    data_files = _bucket_parts(segments, Segment.PARSE_DATA, task.bucket)
+    texts = parquet_relation("texts", text_files, schemas.PARSE_TEXT, segment=True)
+    data = parquet_relation("data", data_files, schemas.PARSE_DATA, segment=True)
     db = parquet_relation("crawldb", [current], schemas.CRAWLDB)
-    texts = parquet_relation("texts", files, schemas.PARSE_TEXT, segment=True)
     statuses = ", ".join(f"'{s}'" for s in CANDIDATES)
-    with reading([current, *files]):
-        rows = (
-            connect()
-            .execute(
-                f"""
-                SELECT t.fp, p.host, t.text FROM {texts.sql} t
-                JOIN (SELECT fp, host FROM {db.sql} WHERE status IN ({statuses})
-                      AND simhash IS NULL AND signature IS NOT NULL) p USING (fp)
-                {latest_per_page("t")}""",
-                params(db, texts),
-            )
-            .fetchall()
+    con = connect()
+    with reading([current, *text_files, *data_files]):
+        con.execute(
+            f"""CREATE TEMP TABLE pages AS
+            SELECT p.fp, p.host, p.simhash, d.segment, d.block_hashes, d.block_lengths
+            FROM (SELECT fp, host, simhash FROM {db.sql} WHERE status IN ({statuses})
+                  AND signature IS NOT NULL) p
+            JOIN (SELECT fp, segment,
+                    {optional_columns(data, schemas.PARSE_DATA, ("block_hashes", "block_lengths"))}
+                  FROM {data.sql} WHERE status = '{schemas.PARSE_SUCCESS}'
+                  {latest_per_page()}) d USING (fp)""",
+            params(db, data),
         )
+        con.execute(
+            f"CREATE TEMP TABLE templates AS {templates_sql('pages')}",
+            {"share": task.template_share, "min_pages": task.template_min_pages},
+        )
+        settled = SETTLED_HOST_PAGES * task.template_min_pages if task.template_share > 0 else 0
+        rows = con.execute(
+            f"""
+            WITH hosts AS (SELECT host, count(*) AS n FROM pages GROUP BY host),
+            cuts AS ({cuts_sql("pages", "templates")})
+            SELECT p.fp, p.host, t.text, p.block_hashes, p.block_lengths, c.cut
+            FROM pages p JOIN hosts h USING (host)
+            JOIN {texts.sql} t ON t.fp = p.fp AND t.segment = p.segment
+            LEFT JOIN cuts c ON c.fp = p.fp
+            WHERE p.simhash IS NULL OR h.n < $settled""",
+            params(texts, settled=settled),
+        ).fetchall()
     table = pa.table(
         [
             pa.array([r[0] for r in rows], pa.binary()),
             pa.array([r[1] for r in rows], pa.string()),
-            pa.array([simhash(r[2]) for r in rows], pa.int64()),
+            pa.array([simhash(own_text(*r[2:])) for r in rows], pa.int64()),
         ],
         schema=_SIMHASHES,
     )
     return task.bucket, table
+
+
+def _bucket_parts(segments: list[Segment], name: str, bucket: int) -> list[Path]:
+    """The segments' files of one bucket's part `name`."""
+    return [part for seg in segments if (part := seg.part(name, bucket)).exists()]
 
 
 def _near_duplicates(con, distance: int, known: dict) -> dict[bytes, tuple[str, str]]:

@@ -122,7 +122,7 @@ def _update_bucket(task: UpdateTask) -> dict[str, int]:
         SELECT * FROM {fetch.sql} QUALIFY row_number() OVER (PARTITION BY fp ORDER BY fetch_time DESC) = 1
     ), parsed AS (  -- what the parser found in the same segment as the latest fetch
         SELECT fp AS pfp, segment AS pseg, signature AS new_sig, canonical AS new_canonical,
-            {optional_columns(data, s.PARSE_DATA, ("kind", "relevance"))}
+            {optional_columns(data, s.PARSE_DATA, ("kind", "relevance", "refresh"))}
         FROM {data.sql}
     ), l AS (  -- a focused crawl keeps the best priority and the shortest tunnel to a URL
         SELECT fp, min(url) AS url, min(host) AS host, sum(score)::FLOAT AS score,
@@ -141,6 +141,8 @@ def _update_bucket(task: UpdateTask) -> dict[str, int]:
         CASE
             WHEN f.status IS NULL THEN coalesce(d.status, '{s.DB_UNFETCHED}')
             WHEN {gone} THEN '{s.DB_GONE}'
+            -- a page whose meta refresh sends the reader elsewhere is a redirect
+            WHEN f.status = '{s.FETCH_SUCCESS}' AND refresh IS NOT NULL THEN '{s.DB_REDIR_TEMP}'
             WHEN f.status = '{s.FETCH_SUCCESS}' THEN '{s.DB_FETCHED}'
             WHEN f.status = '{s.FETCH_NOTMODIFIED}' THEN '{s.DB_NOTMODIFIED}'
             WHEN f.status = '{s.FETCH_REDIR_TEMP}' THEN '{s.DB_REDIR_TEMP}'

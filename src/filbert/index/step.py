@@ -41,6 +41,7 @@ from filbert.config import Settings
 from filbert.executor import make_executor
 from filbert.index.schema import FILLER, GRAMS_FIELD, shard_name
 from filbert.index.shards import FORWARD, LIVE_FILE, forward_dir, hash_shard, update_shards
+from filbert.parse.templates import cuts_sql, own_headings, templates_sql, without_template
 from filbert.storage import CrawlDir, Segment, existing, part_name, reading, write_table
 from filbert.urls import fingerprint
 
@@ -59,7 +60,7 @@ HOLDINGS = pa.schema(
     ]
 )
 # Bumped when what a document holds changes: an index of another format is rebuilt.
-INDEX_FORMAT = 5
+INDEX_FORMAT = 6
 # the crawldb columns the index step reads (relevance: NULL in crawldbs made before it)
 CRAWLDB_READ = ("fp", "url", "host", "score", "simhash", "status", "relevance")
 # Settings that change what is indexed: a change rebuilds the index.
@@ -116,9 +117,7 @@ METADATA = ("description", "published", "modified")
 
 # A page's blocks that are its host's template, as a sorted list: part of its key, so a
 # page is indexed again when what is cut from it changes.
-TEMPLATE_CUTS = """SELECT b.fp, list_sort(list(DISTINCT b.hash)) AS cut
-    FROM (SELECT fp, host, unnest(block_hashes) AS hash FROM indexed) b
-    SEMI JOIN templates t ON b.host = t.host AND b.hash = t.hash GROUP BY b.fp"""
+TEMPLATE_CUTS = cuts_sql("indexed", "templates")
 
 
 def _learn_templates(con: duckdb.DuckDBPyConnection, task: StateTask) -> None:
@@ -126,13 +125,7 @@ def _learn_templates(con: duckdb.DuckDBPyConnection, task: StateTask) -> None:
     task.template_min_pages at least: its template, as the temporary table
     `templates` and written to task.templates."""
     con.execute(
-        """CREATE TEMP TABLE templates AS
-        WITH hosts AS (SELECT host, count(*) AS pages FROM indexed GROUP BY host),
-        blocks AS (SELECT DISTINCT host, fp, unnest(block_hashes) AS hash FROM indexed)
-        SELECT b.host, b.hash FROM blocks b JOIN hosts h USING (host)
-        WHERE $share > 0
-        GROUP BY b.host, b.hash, h.pages
-        HAVING count(*) >= greatest($min_pages, $share * h.pages)""",
+        f"CREATE TEMP TABLE templates AS {templates_sql('indexed')}",
         {"share": task.template_share, "min_pages": task.template_min_pages},
     )
     write_table(
@@ -244,35 +237,21 @@ def _write_docs(task: DocsTask) -> int:
     table = connect().sql(sql, params=bound).to_arrow_table()
     blocks = table.select(["body", "block_hashes", "block_lengths", "cut"]).to_pylist()
     bodies = [without_template(**row)[: task.max_text] for row in blocks]
+    headings = [
+        own_headings(h, row["cut"]) for h, row in zip(table.column("headings").to_pylist(), blocks)
+    ]
     # the language of the whole text: a page's template can be all it has in its
     # language (an untranslated page of a translated book)
     titles = table.column("title").to_pylist()
     langs = [identify(f"{t}\n{row['body'][: task.max_text]}") for t, row in zip(titles, blocks)]
     table = table.drop_columns(["block_hashes", "block_lengths", "cut"])
     table = table.set_column(table.schema.get_field_index("body"), "body", pa.array(bodies))
+    table = table.set_column(
+        table.schema.get_field_index("headings"), "headings", pa.array(headings, pa.string())
+    )
     table = table.append_column("lang", pa.array(langs, pa.string()))
     write_table(table, Path(task.out), ROWS_PER_GROUP, "lz4")
     return table.num_rows
-
-
-def without_template(
-    body: str,
-    block_hashes: list[int] | None,
-    block_lengths: list[int] | None,
-    cut: list[int] | None,
-) -> str:
-    """A page's text without the blocks `cut` (its host's template), or all of it when
-    that would leave none: a page of template only (a contents page) keeps its words."""
-    if not cut or not block_hashes or not block_lengths:
-        return body
-    if sum(block_lengths) + len(block_lengths) - 1 != len(body):
-        return body  # not the text the blocks were measured on
-    template, kept, at = set(cut), [], 0
-    for hashed, length in zip(block_hashes, block_lengths):
-        if hashed not in template:
-            kept.append(body[at : at + length])
-        at += length + 1
-    return " ".join(kept) or body
 
 
 def _analyze(task: AnalyzeTask) -> dict[int, str]:

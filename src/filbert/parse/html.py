@@ -5,9 +5,9 @@ modified dates (meta tags and JSON-LD), a meta refresh and hreflang alternates."
 from __future__ import annotations
 
 import codecs
-from datetime import datetime
 import re
 from collections.abc import Iterable, Mapping
+from datetime import datetime
 
 import orjson
 from selectolax.lexbor import LexborDocumentOptions, LexborHTMLParser, LexborNode

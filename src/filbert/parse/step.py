@@ -27,6 +27,7 @@ from filbert.executor import make_executor
 from filbert.mediatypes import parse_types
 from filbert.parse.content import parse_content
 from filbert.parse.result import ParseResult
+from filbert.parse.templates import block_hash
 from filbert.schemas import FetchedPage, SiteLinks
 from filbert.storage import CrawlDir, CrawlDirError, PartWriter, Segment, read_parts, reading
 from filbert.urls import UrlFilter, UrlNormalizer, bucket_of, fingerprint, host_of
@@ -278,7 +279,9 @@ def _data_row(
         "outlinks": [{"url": u, "anchor": a} for u, a in kept],
         "noindex": result.noindex,
         "nofollow": result.nofollow,
-        "signature": content_signature(page.url, result.title, text) if parsed else None,
+        "signature": content_signature(page.url, result.title, text, result.description)
+        if parsed
+        else None,
         "simhash": None,  # computed by dedup, when needed
         "canonical": result.canonical,
         "description": result.description,
@@ -294,21 +297,16 @@ def _data_row(
     }
 
 
-def block_hash(block: str) -> int:
-    """A block's hash, 63 bits as Parquet's int64 holds it. Exact: blocks that differ in
-    digits are different text ("New in version 3.3." on some pages, "3.11" on others)."""
-    return xxhash.xxh3_64_intdigest(block.encode()) >> 1
-
-
-def content_signature(url: str, title: str, text: bytes) -> bytes:
-    """xxh3-128 of the page's text. A page without text (only images or scripts) is told
-    apart by its title, else by its URL, so such pages are not all exact duplicates of
-    each other; the NUL prefix keeps these apart from any page whose text is that title."""
-    if text:
-        return xxhash.xxh3_128_digest(text)
-    return xxhash.xxh3_128_digest(
-        b"\0" + (f"title {title}" if title else f"url {url}").encode("utf-8")
-    )
+def content_signature(url: str, title: str, text: bytes, description: str = "") -> bytes:
+    """xxh3-128 of the page's text, title and meta description: pages of one site's
+    template and nothing else (their text filled in by scripts) differ in these alone.
+    A page without text, title or description (only images) is told apart by its URL;
+    the NUL prefix keeps that apart from any page's text."""
+    if text or title or description:
+        return xxhash.xxh3_128_digest(
+            text + f"\0{title}\0{description}".encode() if title or description else text
+        )
+    return xxhash.xxh3_128_digest(b"\0url " + url.encode("utf-8"))
 
 
 def _headers(text: str | None) -> dict[str, str] | None:
