@@ -9,7 +9,7 @@ from sites import SiteServer, html, link
 
 from filbert.analysis import analyzer
 from filbert.search import Searcher
-from filbert.search.query import analyze_query, parse_query
+from filbert.search.query import analyze_query, parse_query, phrase_in
 
 PAGES = {
     "/hamlet.html": html(
@@ -104,3 +104,56 @@ def test_query_grams_follow_the_words_offsets():
     assert phrase.terms == ["walrus", "tusk", "walrus"]
     assert phrase.grams == [(1, "of_the")]
     assert not phrase.covered  # "walrus tusks": no gram, so the terms' phrase is required
+
+
+LOOSE = {
+    # every word of the phrase, its stop words as a pair and its other words as neighbours
+    # once stop words are left out, but never the phrase itself
+    "/loose-art.html": html(
+        "Loose", "<p>A state and art fair. Most of the stalls sold pottery.</p>"
+    ),
+    "/loose-howto.html": html("Loose", "<p>How do I install it? Here is how to start.</p>"),
+    "/loose-ru.html": html("Свободно", "<p>Он живёт в том доме. Число гостей растёт.</p>"),
+    "/tight-howto.html": html("Tight", "<p>How to install the walrus tools.</p>"),
+    "/tight-ru.html": html("Плотно", "<p>Это видно, в том числе по ценам.</p>"),
+}
+
+
+@pytest.fixture(scope="module")
+def loose_searcher(tmp_path_factory):
+    home = {"/": html("Home", " ".join(link(p, p) for p in LOOSE))}
+    with SiteServer({**home, **LOOSE}) as server:
+        path = tmp_path_factory.mktemp("loose") / "crawl"
+        crawl, settings, _ = crawl_site(path, [server.url("/")])
+        yield Searcher(crawl, settings)
+
+
+@pytest.mark.parametrize(
+    "query, pages",
+    [
+        ('"state of the art"', []),
+        ('"how to install"', ["tight-howto.html"]),
+        ('"в том числе"', ["tight-ru.html"]),
+        ('"state and art"', ["loose-art.html"]),
+    ],
+)
+def test_phrases_mixing_stop_words_and_other_words_are_checked(loose_searcher, query, pages):
+    results = loose_searcher.search(query)
+    assert [hit.url.rsplit("/", 1)[1] for hit in results.hits] == pages
+    assert results.total == len(pages)
+
+
+def test_phrase_in_tells_words_as_the_index_does():
+    assert phrase_in("The States of the Art world", "en", "state of the art")
+    assert not phrase_in("the state in the art", "en", "state of the art")
+    assert not phrase_in("state of the", "en", "state of the art")
+    assert phrase_in("Это видно, в том числе по ценам", "ru", "в том числе")
+
+
+def test_typographic_quotes_quote_a_phrase():
+    for text in (
+        "\u201cstate of the art\u201d",
+        "\u201estate of the art\u201c",
+        "«state of the art»",
+    ):
+        assert parse_query(text).phrases == ["state of the art"]

@@ -42,6 +42,7 @@ HAN_RUN = re.compile(f"([{HAN}]+)")
 MAX_WORD = 64  # longer "words" (base64, hashes) are not indexed
 # marked tokens (see _grams.c): a stop word, a word without a term, a common word's term
 STOP_MARK, NOTHING_MARK, COMMON_MARK = "\x01", "\x02", "\x03"
+MARKS = STOP_MARK + NOTHING_MARK + COMMON_MARK
 
 SNOWBALL = {
     "ar": "arabic",
@@ -327,6 +328,11 @@ class Analyzer:
         other word finds the phrase's pages quickly (a gram for each would grow the index
         by half). "" in a language without common words."""
         return _split(self._tokens(text), bool(self.common))
+
+    def words_as_indexed(self, text: str) -> list[str]:
+        """Each word of the text as the index tells it: its term, the word itself for a
+        stop word, "" for a word the index leaves out (too long)."""
+        return [token.lstrip(MARKS) for token in self._tokens(text).split()]
 
     def stop_words_in(self, text: str) -> list[str]:
         """The text's stop words, in order."""

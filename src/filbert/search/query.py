@@ -37,6 +37,8 @@ from filbert.errors import UserError
 from filbert.index.schema import ALL_FIELD, FILLER, GRAMS_FIELD, TEXT_FIELDS
 
 QUERY_TOKEN = re.compile(r'(-?)(?:"([^"]*)"?|\b(site|lang):(\S+)|(\S+))', re.IGNORECASE)
+# typographic quotation marks quote a phrase as '"' does (what a phone's keyboard types)
+QUOTES = str.maketrans(dict.fromkeys("\u201c\u201d\u201e\u201f\u00ab\u00bb\uff02", '"'))
 CJK_PHRASE_SLOP = 2  # jieba's search mode puts sub-words between a phrase's words
 PROXIMITY_BINS = ("phrase", "near", "far")
 PROXIMITY_FIELDS = ("headings", "body")  # where distances told pages apart (each field costs)
@@ -61,7 +63,7 @@ class ParsedQuery:
 
 def parse_query(text: str) -> ParsedQuery:
     parsed = ParsedQuery()
-    for minus, phrase, operator, value, word in QUERY_TOKEN.findall(text):
+    for minus, phrase, operator, value, word in QUERY_TOKEN.findall(text.translate(QUOTES)):
         if operator:
             if operator.lower() == "site":
                 parsed.sites.append(value.lower().strip("."))
@@ -110,6 +112,9 @@ class AnalyzedQuery:
     probes: list[str]  # surface text to look for in snippets
     stop_phrases: list[str] = field(default_factory=list)  # no terms: snippets find the text
     ignored: list[str] = field(default_factory=list)  # the words framing a question
+    # phrases the index matches loosely (stop words between other words: their terms are
+    # matched as neighbours, their common grams anywhere): the pages found are checked
+    loose_phrases: list[str] = field(default_factory=list)
 
     @cached_property  # snippets look it up for every hit
     def terms(self) -> set[str]:
@@ -167,7 +172,29 @@ def analyze_query(
         _probes(text),
         [q for q, ps in zip(quoted, phrases) if ps and not any(p.terms for p in ps)],
         ignored,
+        [q for q, ps in zip(quoted, phrases) if ps and _loose(q, ps, langs)],
     )
+
+
+def _loose(text: str, variants: list[Phrase], langs: list[str]) -> bool:
+    """Whether the index matches the phrase only loosely in one of its languages: it has
+    stop words and other words (the grams cover only pairs of common words)."""
+    return any(not p.covered and p.terms for p in variants) and any(
+        analyzer(lang, query=True).stop_words_in(text) for lang in langs
+    )
+
+
+def phrase_in(text: str, lang: str, phrase: str) -> bool:
+    """Whether `text`, in language `lang`, holds the phrase's words in a row as the index
+    tells words apart: the same term, the same stop word ("state of the art", not
+    "state in the art", in "the state of the art in walrus studies")."""
+    text_analyzer = analyzer(lang)
+    words = text_analyzer.words_as_indexed(phrase)
+    if not words:
+        return False
+    found = text_analyzer.words_as_indexed(text)
+    first, n = words[0], len(words)
+    return any(word == first and found[i : i + n] == words for i, word in enumerate(found))
 
 
 def without_frames(text: str) -> tuple[str, list[str]]:

@@ -41,7 +41,14 @@ from filbert.index.schema import (
     stored_text,
 )
 from filbert.search.cache import CachedPage, cached_page
-from filbert.search.query import AnalyzedQuery, QueryBuilder, QueryError, analyze_query, parse_query
+from filbert.search.query import (
+    AnalyzedQuery,
+    QueryBuilder,
+    QueryError,
+    analyze_query,
+    parse_query,
+    phrase_in,
+)
 from filbert.search.ranking import Candidate, explained, hit_candidates
 from filbert.search.snippets import make_snippet
 from filbert.storage import CrawlDir
@@ -50,6 +57,9 @@ WARM_UP_TEXT = "search поиск 搜索"  # a word in each script: the analyzer
 # the language penalty is applied after tantivy, to this share more candidates than needed,
 # when at most half this share of the index is in other languages (ShardSearcher._top_penalized)
 PENALTY_MARGIN = 0.1
+# A query with a phrase the index matches loosely takes this many times the candidates, to
+# keep enough of them once the phrase is checked in their text (ShardSearcher._with_phrases)
+LOOSE_DEPTH = 4
 
 
 class SearchTimeout(RuntimeError):
@@ -201,6 +211,7 @@ class ShardSearcher:
         self, analyzed: AnalyzedQuery, conjunction: bool, depth: int
     ) -> tuple[int, list[Candidate]]:
         others = self.other_languages(analyzed)
+        wanted, depth = depth, depth * LOOSE_DEPTH if analyzed.loose_phrases else depth
         if others is None:
             top = partial(self._top, self.builder.build(analyzed, conjunction), depth)
         elif 1 - self.language_counts[analyzed.lang or ""] / self.documents > PENALTY_MARGIN / 2:
@@ -217,12 +228,39 @@ class ShardSearcher:
         total, candidates = 0, []
         for shard in self.shards:
             count, found = top(shard)
+            if analyzed.loose_phrases:
+                count, found = self._with_phrases(analyzed.loose_phrases, count, found, wanted)
             total += count
             candidates += found
         if others is not None:  # pages in the others lost the boost: all get it back
             for candidate in candidates:
                 candidate.text_score += self.builder.lang_boost
         return total, candidates
+
+    def _with_phrases(
+        self, phrases: list[str], count: int, found: list[Candidate], depth: int
+    ) -> tuple[int, list[Candidate]]:
+        """The best `depth` candidates whose title or text holds the phrases, checked in
+        order, and the match count they leave: exact when every match was checked, else
+        scaled by the share of those checked that passed."""
+        kept: list[Candidate] = []
+        checked = 0
+        for candidate in found:
+            if len(kept) == depth:
+                break
+            checked += 1
+            if self._holds(candidate, phrases):
+                kept.append(candidate)
+        if len(kept) < checked:
+            every = count <= len(found) and checked == len(found)
+            count = len(kept) if every else max(len(kept), round(count * len(kept) / checked))
+        return count, kept
+
+    def _holds(self, candidate: Candidate, phrases: list[str]) -> bool:
+        doc = self._doc(candidate.shard, candidate.address)
+        lang = doc.get_first("lang") or ""
+        texts = [stored_text(doc, "title_text"), stored_text(doc, "body_text")]
+        return all(any(phrase_in(text, lang, p) for text in texts) for p in phrases)
 
     def other_languages(self, analyzed: AnalyzedQuery) -> list[str] | None:
         """The index's languages but the query's ("" too if some pages had none) when the
