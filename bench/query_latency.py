@@ -533,7 +533,7 @@ def phase_times(searcher: Searcher, query: str) -> dict[str, float]:
     marks.append(("fallback: any word", time.perf_counter()))
     shards._proximity(analyzed, candidates)
     marks.append(("proximity bins on the candidates", time.perf_counter()))
-    ranked = ranking.reranker.rerank(ranking._near_only_best(candidates))
+    ranked = ranking.reranker.rank(ranking._near_only_best(candidates), ranking.rerank_depth)
     marks.append(("re-rank", time.perf_counter()))
     fetched = shards.fetch(query, ranked[:10], True, False)
     marks.append(("fetch phase: 10 docs and snippets", time.perf_counter()))

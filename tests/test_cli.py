@@ -301,7 +301,10 @@ def test_search_json_shape_and_unique_word_on_top(crawled: Crawled) -> None:
     assert {"query", "total", "hits"} <= set(data)
     assert (data["query"], data["total"]) == (rare_word(7), 1)
     [hit] = data["hits"]
-    assert set(hit) == {"url", "title", "score", "snippet", "signals"}
+    assert set(hit) == {
+        *("url", "title", "lang", "score", "snippet", "description", "author"),
+        *("published", "modified", "signals"),
+    }
     assert hit["url"] == crawled.url(graph_path(7))
     assert hit["title"] == graph_title(7)
     assert isinstance(hit["score"], float) and hit["score"] > 0
@@ -324,6 +327,8 @@ def test_search_title_word_and_limit(crawled: Crawled) -> None:
     assert scores == sorted(scores, reverse=True)
     nothing = json.loads(invoke("search", "zqnosuchwordx", "--dir", crawled.dir, "--json").stdout)
     assert (nothing["total"], nothing["hits"]) == (0, [])
+    too_many = run_cli("search", "river", "--dir", crawled.dir, "-n", "500")
+    assert too_many.returncode == 2 and "from 1 to 100 hits at a time" in too_many.stderr
 
 
 def test_search_text_output(crawled: Crawled) -> None:

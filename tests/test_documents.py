@@ -315,6 +315,9 @@ def test_results_show_metadata_and_fall_back_to_the_description(crawled):
     assert hit.snippet == "Body of zqmetax." and hit.description == "A page about zqdescx."
     report = Searcher(crawl, settings).search("zqpdfonex").hits[0]
     assert report.published == "2024-01-02T02:04:05Z" and report.title == "Quarterly Report 2024"
+    assert report.author == "Ann Smith" and report.to_dict()["author"] == "Ann Smith"
+    # an author's name finds their documents
+    assert top_url(crawl, settings, "Bob Jones") == server.url("/notes.docx")
 
 
 def test_a_docx_text_box_is_read_once_as_its_own_paragraph():
@@ -388,3 +391,10 @@ def test_document_dates_without_pdfs_prefix_are_read():
 def test_a_refresh_url_with_an_unclosed_quote_is_resolved_without_it():
     page = b'<meta http-equiv="refresh" content="0; url=\'target.html">'
     assert parse_content("http://h/a/b.html", page, "text/html").refresh == "http://h/a/target.html"
+
+
+def test_a_huge_meta_description_is_cut_after_a_word():
+    words = " ".join(["description"] * 5000)
+    page = f'<meta name="description" content="{words}"><p>Text</p>'.encode()
+    description = parse_content("http://h/a.html", page, "text/html").description
+    assert len(description) <= 1001 and description.endswith("description…")

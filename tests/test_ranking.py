@@ -3,6 +3,8 @@ crowding, and proximity bins."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from filbert.config import load_settings
@@ -63,3 +65,27 @@ def test_hosts_are_crowded_but_nothing_is_lost():
         [candidate(i, 10.0 - i, host=1 if i < 4 else 2) for i in range(6)]
     )
     assert [c.doc for c in off] == list(range(6))
+
+
+def test_results_keep_their_places_however_deep_the_search_goes():
+    rng = random.Random(7)
+    pool = [
+        Candidate(
+            rng.uniform(0, 10),
+            0,
+            0,
+            doc,
+            pagerank=rng.uniform(0, 5),
+            simhash=rng.choice([0, 1 << 40, (1 << 40) | 1, 12345 << 30]),
+            host=rng.randrange(3),
+            uid=doc,
+        )
+        for doc in range(300)
+    ]
+    by_text = sorted(pool, key=lambda c: -c.text_score)
+    ranking = reranker(search_max_hits_per_host=2)
+    deepest = [c.doc for c in ranking.rank(by_text[:300], 100)]
+    for depth in (100, 120, 180, 250):  # a page of results further down searches deeper
+        ranked = [c.doc for c in ranking.rank(by_text[:depth], 100)]
+        assert ranked == deepest[: len(ranked)]
+    assert len(set(deepest)) == len(deepest)

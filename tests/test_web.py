@@ -95,7 +95,7 @@ def test_api_shape_and_unique_word_is_top(site: Site) -> None:
     hit = body["hits"][0]
     assert set(hit) == {
         *("url", "title", "lang", "score", "snippet", "snippet_html", "signals"),
-        *("description", "published", "modified"),
+        *("description", "author", "published", "modified"),
     }
     assert hit["url"] == site.server.url(graph_path(7))
     assert hit["title"].startswith("Page 0007")
@@ -307,3 +307,4 @@ def test_suggest_api(site: Site) -> None:
     assert any(s["phrase"].startswith("Page 0001") and s["distance"] == 1 for s in typo)
     too_long = site.client.get("/api/suggest", params={"q": "x" * 600})
     assert too_long.status_code == 400
+

@@ -422,12 +422,18 @@ def search(
 ) -> None:
     """Search the index."""
     from filbert.search import Searcher
+    from filbert.search.searcher import MAX_RESULTS
 
+    if not 1 <= n <= MAX_RESULTS:
+        raise typer.BadParameter(
+            f"{n}: from 1 to {MAX_RESULTS} hits at a time (--offset pages further)", param_hint="-n"
+        )
     crawl_dir, settings = _open(dir, define)
     results = Searcher(crawl_dir, settings).search(query, n, offset, ranking, explain, spell=spell)
     if as_json:
         data = results.to_dict()
-        keep = ("url", "title", "score", "snippet", "signals", "explanation")
+        keep = ("url", "title", "lang", "score", "snippet", "description", "author")
+        keep += ("published", "modified", "signals", "explanation")
         data["hits"] = [{k: h[k] for k in keep if k in h} for h in data["hits"]]
         print(json.dumps(data, ensure_ascii=False, indent=1))
         return

@@ -18,7 +18,7 @@ from filbert.errors import DamagedFileError
 from filbert.storage import CrawlDir, damaged_file
 
 TEXT_FIELDS = ("title", "headings", "anchor", "urlwords", "body")  # analyzed hit types
-STORED_TEXT = ("title_text", "body_text", "description_text")  # shown, not indexed
+STORED_TEXT = ("title_text", "body_text", "description_text", "author_text")  # shown, not indexed
 DATE_FIELDS = ("published", "modified")  # stored: seconds since the epoch, UTC
 KEYWORD_FIELDS = ("url", "host", "site", "lang", "segment")  # exact values
 # every text field's terms, without counts or positions: matches a page as a word in any

@@ -67,6 +67,7 @@ FORWARD = pa.schema(
         ("title_text", pa.binary()),
         ("body_text", pa.binary()),
         ("description_text", pa.binary()),
+        ("author_text", pa.binary()),
         ("url", pa.string()),
         ("host", pa.string()),
         ("site", pa.list_(pa.string())),

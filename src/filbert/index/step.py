@@ -112,7 +112,7 @@ def _relations(task: StateTask | DocsTask) -> tuple[Relation, Relation, Relation
 
 
 # What parse_data tells of a page besides its text, indexed since format 4.
-METADATA = ("description", "published", "modified")
+METADATA = ("description", "author", "published", "modified")
 
 
 # A page's blocks that are its host's template, as a sorted list: part of its key, so a
@@ -217,6 +217,7 @@ def _write_docs(task: DocsTask) -> int:
     ), anchors AS ({_anchors_sql(links)})
     SELECT p.url, p.host, coalesce(l.title, '') AS title, coalesce(l.headings, '') AS headings,
            coalesce(a.anchor, '') AS anchor, coalesce(l.description, '') AS description,
+           coalesce(l.author, '') AS author,
            epoch(l.published)::BIGINT AS published, epoch(l.modified)::BIGINT AS modified,
            coalesce(b.text, '') AS body, l.block_hashes, l.block_lengths, c.cut,
            l.segment, p.score, p.simhash
@@ -275,6 +276,7 @@ def analyze_document(doc: dict) -> dict:
     """One page as index fields: its language, analyzed hit types and what results show."""
     title, body = doc["title"], doc["body"]
     description = doc.get("description") or ""  # documents made without metadata lack it
+    author = doc.get("author") or ""
     lang = doc["lang"] if "lang" in doc else identify(f"{title}\n{body}")
     text = analyzer(lang)
     fields = {
@@ -282,9 +284,9 @@ def analyze_document(doc: dict) -> dict:
         "headings": doc["headings"],
         "anchor": doc["anchor"],
         "urlwords": URL_PUNCTUATION.sub(" ", doc["url"].partition("://")[2]),
-        # the meta description is matched as body text (a field of its own would cost
-        # every query another term lookup per word) and shown apart
-        "body": f"{description}\n{body}" if description else body,
+        # the meta description and the author are matched as body text (a field of their
+        # own would cost every query another term lookup per word) and shown apart
+        "body": "\n".join(filter(None, (description, author, body))),
     }
     analyzed = {"urlwords": text.joined(fields.pop("urlwords"))}
     grams = []
@@ -306,6 +308,7 @@ def analyze_document(doc: dict) -> dict:
         "title_text": title.encode(),
         "body_text": body.encode(),
         "description_text": description.encode(),
+        "author_text": author.encode(),
         "published": doc.get("published"),
         "modified": doc.get("modified"),
         **analyzed,

@@ -108,8 +108,8 @@ class Found:
             self.nofollow,
             self.canonical,
             headings,
-            self.description,
-            self.author,
+            _cut(self.description, MAX_DESCRIPTION),
+            _cut(self.author, MAX_AUTHOR),
             self.published,
             self.modified,
             self.refresh,
@@ -119,6 +119,18 @@ class Found:
 
     def empty(self, status: str, message: str) -> ParseResult:
         return ParseResult(status, message, "", "", [], self.noindex, self.nofollow, self.canonical)
+
+
+MAX_DESCRIPTION = 1000  # characters: Google shows ~160, a page may say 100,000
+MAX_AUTHOR = 200
+
+
+def _cut(text: str, limit: int) -> str:
+    """The text within `limit` characters, cut after a word."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    return (cut.rsplit(" ", 1)[0] if " " in cut else cut) + "…"
 
 
 def resolve_or_none(href: str, base: str) -> str | None:

@@ -74,15 +74,31 @@ class Reranker:
         self.per_host = settings["search.max.hits.per.host"]
         self.distance = settings["dedup.simhash.distance"]
 
+    def rank(self, candidates: list[Candidate], window: int) -> list[Candidate]:
+        """The best `window` candidates by text re-ranked, then the others in their text
+        order, near-duplicates of a page before them left out: the same pages in the same
+        order whatever the number of candidates, so that pages of results (offset) neither
+        repeat nor skip a result."""
+        # equal scores in the order of the pages' ids: the same however the index was written
+        by_text = sorted(candidates, key=lambda c: (-c.text_score, c.uid))
+        head, tail = self.rerank(by_text[:window]), by_text[window:]
+        if not tail:
+            return head
+        for candidate in tail:
+            self._score(candidate)
+        return head + self._collapse(head + tail)[len(head) :]
+
     def rerank(self, candidates: list[Candidate]) -> list[Candidate]:
         """Plain Python: on ~100 candidates, numpy's per-call costs would outweigh its loops."""
         for candidate in candidates:
-            pagerank = max(candidate.pagerank, 0.0)
-            candidate.pagerank_score = self.weight * pagerank / (pagerank + self.half)
-            candidate.score = candidate.text_score + candidate.proximity + candidate.pagerank_score
-        # equal scores in the order of the pages' ids: the same however the index was written
+            self._score(candidate)
         ordered = sorted(candidates, key=lambda c: (-c.score, c.uid))
         return self._crowd(self._collapse(ordered))
+
+    def _score(self, candidate: Candidate) -> None:
+        pagerank = max(candidate.pagerank, 0.0)
+        candidate.pagerank_score = self.weight * pagerank / (pagerank + self.half)
+        candidate.score = candidate.text_score + candidate.proximity + candidate.pagerank_score
 
     def _collapse(self, ordered: list[Candidate]) -> list[Candidate]:
         """Leaves out pages whose simhash is within `distance` bits of a better result's."""

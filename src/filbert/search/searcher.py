@@ -53,6 +53,7 @@ class Hit:
     signals: dict[str, float] = field(default_factory=dict)  # text, pagerank, hub, authority…
     explanation: dict | None = None  # with explain: the score as a tree of its parts
     description: str = ""  # the page's meta description or a document's summary
+    author: str = ""
     published: str | None = None  # ISO 8601, UTC
     modified: str | None = None
 
@@ -65,6 +66,7 @@ class Hit:
             "snippet": self.snippet,
             "snippet_html": self.snippet_html,
             "description": self.description,
+            "author": self.author,
             "published": self.published,
             "modified": self.modified,
             "signals": self.signals,
@@ -226,7 +228,7 @@ class Ranking:
             searched, correction = query, replace(correction, applied=False)
             conjunction, retrieved = yield from self._retrieve(query, depth, check)
         check()
-        ranked = self.reranker.rerank(self._near_only_best(retrieved.candidates))
+        ranked = self.reranker.rank(self._near_only_best(retrieved.candidates), self.rerank_depth)
         if ranking == "hits":
             check()
             root = ranked[: self.hits_root]
@@ -279,6 +281,7 @@ class Ranking:
             {name: round(value, 6) for name, value in candidate.signals.items()},
             None if parts is None else self.reranker.explain(candidate, parts),
             fetched["description"],
+            fetched["author"],
             fetched["published"],
             fetched["modified"],
         )

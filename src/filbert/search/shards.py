@@ -110,6 +110,7 @@ class Fetched(TypedDict):
     snippet: str
     snippet_html: str
     description: str
+    author: str
     published: str | None
     modified: str | None
     explanation: list[dict] | None
@@ -448,6 +449,7 @@ class ShardSearcher:
             snippet=snippet.text,
             snippet_html=snippet.html,
             description=description,
+            author=stored_text(doc, "author_text"),
             published=stored_date(doc, "published"),
             modified=stored_date(doc, "modified"),
             explanation=None if flat is None else self._explain(analyzed, candidate, address, flat),
