@@ -162,9 +162,10 @@ def odt(
     author: str = "",
     created: str = "",
     link: tuple[str, str] | None = None,
+    editor: str = "",
 ) -> bytes:
     """An ODT: a heading, `paragraphs` (two words apart by <text:s text:c="3"/> in the
-    first), then a hyperlink (URL, text)."""
+    first), then a hyperlink (URL, text); `editor` saved it last (dc:creator)."""
     text = 'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0"'
     blocks = [f'<text:h text:outline-level="1">{escape(heading)}</text:h>']
     for n, paragraph in enumerate(paragraphs):
@@ -186,7 +187,7 @@ def odt(
             "meta.xml": (
                 '<?xml version="1.0"?><office:document-meta xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
                 'xmlns:meta="urn:oasis:names:tc:opendocument:xmlns:meta:1.0" xmlns:dc="http://purl.org/dc/elements/1.1/">'
-                f"<office:meta><dc:title>{escape(title)}</dc:title><meta:initial-creator>{escape(author)}</meta:initial-creator>"
+                f"<office:meta><dc:title>{escape(title)}</dc:title><dc:creator>{escape(editor)}</dc:creator><meta:initial-creator>{escape(author)}</meta:initial-creator>"
                 f"<meta:creation-date>{created}</meta:creation-date></office:meta></office:document-meta>"
             ),
         }

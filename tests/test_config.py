@@ -52,6 +52,8 @@ def test_override_values_parse_as_toml_or_text():
         ("db.ignore.external.links=1", "must be bool"),
         ("novalue", "key=value"),
         ("parser.types=html,exe", "unknown kind exe; the kinds are html, text, pdf"),
+        ("parser.types=", "parser.types: no kind named; the kinds are html"),
+        ("parser.types= , ", "parser.types: no kind named"),
     ],
 )
 def test_bad_overrides(override, message):

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 
 import pyarrow.parquet as pq
 import pytest
-from documents import DOCX, PDF, RSS, atom, docx, odt, pdf, rss
+from documents import DOCX, ODT, PDF, RSS, atom, docx, odt, pdf, rss
 from pipeline import crawl_site
 from sites import Page, SiteServer, html, link
 
@@ -398,3 +398,22 @@ def test_a_huge_meta_description_is_cut_after_a_word():
     page = f'<meta name="description" content="{words}"><p>Text</p>'.encode()
     description = parse_content("http://h/a.html", page, "text/html").description
     assert len(description) <= 1001 and description.endswith("description…")
+
+
+@pytest.mark.parametrize(
+    "text, title",
+    [
+        ("Intro\n\n# Getting started #\n\nText", "Getting started"),
+        ("Getting started\n===============\n\nText", "Getting started"),
+        ("No heading here, #not one", ""),
+    ],
+)
+def test_a_markdown_file_is_titled_by_its_first_heading(text, title):
+    for mime, url in (("text/markdown", "http://h/a"), ("text/plain", "http://h/README.md")):
+        assert parse_content(url, text.encode(), mime).title == title
+    assert parse_content("http://h/a.txt", text.encode(), "text/plain").title == ""
+
+
+def test_an_odts_author_is_who_wrote_it_not_who_saved_it_last():
+    content = odt("Minutes", "Agenda", ["Text."], author="Eve", editor="Mallory")
+    assert parse_content("http://h/m.odt", content, ODT).author == "Eve"

@@ -307,4 +307,3 @@ def test_suggest_api(site: Site) -> None:
     assert any(s["phrase"].startswith("Page 0001") and s["distance"] == 1 for s in typo)
     too_long = site.client.get("/api/suggest", params={"q": "x" * 600})
     assert too_long.status_code == 400
-

@@ -62,8 +62,9 @@ def parse_types(value: str) -> frozenset[str]:
     """The kinds a `parser.types` value names."""
     kinds = frozenset(k.strip().lower() for k in value.split(",") if k.strip())
     unknown = sorted(kinds - KINDS.keys())
-    if unknown:
-        raise UserError(f"unknown kind {', '.join(unknown)}; the kinds are {', '.join(KINDS)}")
+    if unknown or not kinds:
+        named = f"unknown kind {', '.join(unknown)}" if unknown else "no kind named"
+        raise UserError(f"parser.types: {named}; the kinds are {', '.join(KINDS)}")
     return kinds
 
 

@@ -68,6 +68,20 @@ def _sniff(content: bytes) -> str | None:
     return None
 
 
+# Markdown's first heading: "# Title", or a line underlined with "=" (setext)
+_MARKDOWN_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)[ \t#]*$|^(\S.*)\n {0,3}=+[ \t]*$", re.M)
+_MARKDOWN_TYPES = ("text/markdown", "text/x-markdown")
+
+
+def _markdown_title(text: str, content_type: str | None, url: str) -> str:
+    """A Markdown file's first heading ("" for other text)."""
+    path = url.split("?", 1)[0].split("#", 1)[0].lower()
+    if media_type(content_type) not in _MARKDOWN_TYPES and not path.endswith(".md"):
+        return ""
+    found = _MARKDOWN_HEADING.search(text, 0, 20_000)
+    return _collapse(found.group(1) or found.group(2))[:500] if found else ""
+
+
 def limit_setting(kind: str | None) -> str:
     """The setting that caps the bytes fetched of a document of this kind."""
     return "http.content.limit.documents" if kind in DOCUMENT_KINDS else "http.content.limit"
@@ -115,7 +129,8 @@ def parse_content(
         if kind == "html":
             result = parse_html(url, content, content_type, agent, found)
         elif kind == "text":
-            result = found.success("", _collapse(decode_text(content, content_type, url)[0]), [])
+            text = decode_text(content, content_type, url)[0]
+            result = found.success(_markdown_title(text, content_type, url), _collapse(text), [])
         else:
             result = documents.parse_document(kind, url, content, found)
         return replace(result, kind=kind)

@@ -389,7 +389,8 @@ def _core_properties(core: etree._Element | None, found: Found) -> str:
         name = _local(element.tag)
         if name and name not in values and element.text:
             values[name] = _collapse(element.text)
-    found.author = values.get("creator") or values.get("initial-creator", "")
+    # ODT's dc:creator is who saved it last, its meta:initial-creator the author
+    found.author = values.get("initial-creator") or values.get("creator", "")
     found.description = values.get("description") or values.get("subject", "")
     found.published = parse_date(values.get("created") or values.get("creation-date", ""))
     found.modified = parse_date(values.get("modified") or values.get("date", "")) or found.modified
