@@ -417,3 +417,11 @@ def test_a_markdown_file_is_titled_by_its_first_heading(text, title):
 def test_an_odts_author_is_who_wrote_it_not_who_saved_it_last():
     content = odt("Minutes", "Agenda", ["Text."], author="Eve", editor="Mallory")
     assert parse_content("http://h/m.odt", content, ODT).author == "Eve"
+
+
+def test_a_feed_in_utf16_is_told_by_its_bytes():
+    feed = rss("News", [("Post", "/p.html", "zqbodyx", "Mon, 06 Sep 2021 16:45:00 +0200")])
+    content = feed.replace('encoding="utf-8"', 'encoding="utf-16"').encode("utf-16")
+    result = parse_content("http://h/news", content, "application/octet-stream")
+    assert (result.status, result.kind) == (schemas.PARSE_SUCCESS, "feed")
+    assert "zqbodyx" in result.text

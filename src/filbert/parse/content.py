@@ -57,13 +57,16 @@ def _is_binary(content: bytes) -> bool:
 
 
 def _sniff(content: bytes) -> str | None:
-    if _HTML_START.match(content, 0, _SNIFF_BYTES):
-        return "html"
     if content[:_SNIFF_BYTES].lstrip().startswith(b"%PDF-"):
         return "pdf"
     if content.startswith(b"PK\x03\x04"):
         return documents.office_kind(content)
-    if documents.is_feed(content[:_SNIFF_BYTES]):
+    head = content[:_SNIFF_BYTES]
+    if head.startswith(_UTF16_BOMS):  # markup in UTF-16: sniffed as its UTF-8
+        head = content[: 2 * _SNIFF_BYTES].decode("utf-16", "ignore").encode()
+    if _HTML_START.match(head):
+        return "html"
+    if documents.is_feed(head):
         return "feed"
     return None
 
