@@ -94,7 +94,7 @@ SEED = 17
 WINDOW = (2, 4)  # words in a verbatim query, at least and at most
 TRIES = 300  # windows tried per page
 SCRIPT = {"en": re.compile(r"[a-z]+"), "ru": re.compile(r"[а-яё]+")}  # a query word's letters
-LETTERS = re.compile(r"[^\W\d_]+")
+CHUNK = re.compile(r"\S+")
 NOT_WORD = re.compile(r"[\W_]+")
 SEP, END = "\x1f", "\x1e"  # between words, after a text (in Corpus's blobs)
 MODES = ("unchecked", "checked")
@@ -244,13 +244,14 @@ class Drawn:
 
 
 def runs_of_words(text: str, script: re.Pattern[str]) -> list[list[str]]:
-    """Runs of words of the script, letters only, one space apart."""
+    """Runs of at least WINDOW[0] words, each all letters of the script between spaces, one
+    space apart (a word with punctuation on it ends a run: its bounds are the analyzer's)."""
     runs: list[list[str]] = []
     current: list[str] = []
     end = -1
-    for match in LETTERS.finditer(text):
+    for match in CHUNK.finditer(text):
         word = match.group()
-        if match.start() != end + 1 or text[end] != " " or not script.fullmatch(fold(word)):
+        if text[end : match.start()] != " " or not script.fullmatch(fold(word)):
             if len(current) >= WINDOW[0]:
                 runs.append(current)
             current = []
@@ -301,7 +302,7 @@ def window(
 def verbatim_queries(
     corpus: Corpus, searcher: Searcher, counts: dict[str, int], rng: random.Random
 ) -> Drawn:
-    drawn, seen = Drawn(), set()
+    drawn, seen = Drawn(), set[str]()
     for lang, count in counts.items():
         pages = [page for page in corpus.pages if page.lang == lang]
         rng.shuffle(pages)
@@ -400,12 +401,12 @@ def mode(name: str) -> Iterator[None]:
         yield
         return
     saved = ShardSearcher._with_phrases, shards_module.LOOSE_DEPTH
-    ShardSearcher._with_phrases = _unchanged  # type: ignore[method-assign]
+    ShardSearcher._with_phrases = _unchanged
     shards_module.LOOSE_DEPTH = 1
     try:
         yield
     finally:
-        ShardSearcher._with_phrases, shards_module.LOOSE_DEPTH = saved  # type: ignore[method-assign]
+        ShardSearcher._with_phrases, shards_module.LOOSE_DEPTH = saved
 
 
 @dataclass
@@ -456,7 +457,7 @@ def check_work(searcher: Searcher, queries: list[Query]) -> list[Work]:
     holds, phrase_in = ShardSearcher._holds, shards_module.phrase_in
     work = Work()
 
-    def counted_holds(self: ShardSearcher, candidate, phrases: list[str]) -> bool:  # noqa: ANN001
+    def counted_holds(self: ShardSearcher, candidate, phrases: list[str]) -> bool:
         work.candidates += 1
         return holds(self, candidate, phrases)
 
@@ -465,7 +466,7 @@ def check_work(searcher: Searcher, queries: list[Query]) -> list[Work]:
         return phrase_in(text, lang, phrase)
 
     found = []
-    ShardSearcher._holds = counted_holds  # type: ignore[method-assign]
+    ShardSearcher._holds = counted_holds
     shards_module.phrase_in = counted_phrase_in
     try:
         for query in queries:
@@ -473,9 +474,53 @@ def check_work(searcher: Searcher, queries: list[Query]) -> list[Work]:
             searcher.search(query.text, n=K)
             found.append(Work(work.candidates, work.chars))
     finally:
-        ShardSearcher._holds = holds  # type: ignore[method-assign]
+        ShardSearcher._holds = holds
         shards_module.phrase_in = phrase_in
     return found
+
+
+@dataclass
+class Excluded:
+    """`word -"phrase"` against `word`: the pages the excluded phrase took away."""
+
+    query: str
+    removed: int  # total of `word` less total of `word -"phrase"`
+    holding: int  # pages holding the phrase (as indexed), all of which have the word
+
+
+def exclusions(searcher: Searcher, corpus: Corpus, queries: list[Query]) -> list[Excluded]:
+    """For each verbatim phrase, its first word with a term searched alone and with the
+    phrase excluded (spelling off): an exact exclusion takes away the pages that hold the
+    phrase, no more. The check does not look at excluded phrases: both modes alike."""
+    found = []
+    for query in track(queries, "excluded phrases", console=console):
+        words = query.phrase.split()
+        word = next(w for w in words if analyzer(query.lang, query=True).terms(w))
+        alone = searcher.search(word, n=1, spell=False).total
+        text = f'{word} -"{query.phrase}"'
+        without = searcher.search(text, n=1, spell=False).total
+        found.append(Excluded(text, alone - without, len(corpus.holding(query.phrase))))
+    return found
+
+
+def exclusion_lines(found: list[Excluded]) -> list[str]:
+    over = [e for e in found if e.removed > e.holding]
+    lines = [
+        (
+            f'`word -"phrase"` for the {len(found)} verbatim phrases (the phrase\'s first word '
+            f"with a term): pages taken away {sum(e.removed for e in found):,}, pages holding the "
+            f"phrase {sum(e.holding for e in found):,}; {len(over)} queries took away more pages "
+            f"than hold the phrase ({sum(e.removed - e.holding for e in over):,} pages too many)."
+        ),
+    ]
+    if over:
+        worst = sorted(over, key=lambda e: e.removed - e.holding, reverse=True)[:4]
+        lines.append(
+            "Most: "
+            + ", ".join(f"`{e.query}` {e.removed} taken away, {e.holding} hold it" for e in worst)
+            + "."
+        )
+    return lines
 
 
 # --- judging ---------------------------------------------------------------------------------
@@ -526,12 +571,15 @@ class Results:
     truths: list[Truth]
     judged: dict[str, list[Judged]]
     work: list[Work]
+    excluded: list[Excluded]
 
 
 def latency_table(results: Results) -> list[str]:
     rows = [
-        "| queries | n | unchecked p50 / p90 / p99 ms | checked p50 / p90 / p99 ms | "
-        "ratio p50 / p90 / p99 | per-query ratio, median (max) |",
+        (
+            "| queries | n | unchecked p50 / p90 / p99 ms | checked p50 / p90 / p99 ms | "
+            "ratio p50 / p90 / p99 | per-query ratio, median (max) |"
+        ),
         "|---|---:|---|---|---|---|",
     ]
     for kind in (*KINDS, "all"):
@@ -552,8 +600,10 @@ def latency_table(results: Results) -> list[str]:
 
 def quality_table(results: Results) -> list[str]:
     rows = [
-        "| queries | n | mode | hits | right (as indexed) | right (verbatim) | queries with a "
-        "wrong hit | source page in top 10 | short of min(10, pages holding it) |",
+        (
+            "| queries | n | mode | hits | right (as indexed) | right (verbatim) | queries with a "
+            "wrong hit | source page in top 10 | short of min(10, pages holding it) |"
+        ),
         "|---|---:|---|---:|---:|---:|---:|---:|---:|",
     ]
     for kind in (*KINDS, "all"):
@@ -593,7 +643,10 @@ def change_table(results: Results) -> list[str]:
             continue
         before = [results.answers["unchecked"][i].urls for i in picked]
         after = [results.answers["checked"][i].urls for i in picked]
-        rights = [(results.judged["unchecked"][i].right, results.judged["checked"][i].right) for i in picked]
+        rights = [
+            (results.judged["unchecked"][i].right, results.judged["checked"][i].right)
+            for i in picked
+        ]
         rows.append(
             f"| {kind} | {len(picked)} | {sum(a != b for a, b in zip(before, after))} | "
             f"{sum(set(a) != set(b) for a, b in zip(before, after))} | "
@@ -604,9 +657,12 @@ def change_table(results: Results) -> list[str]:
 
 def totals_table(results: Results) -> list[str]:
     rows = [
-        "| queries | n | pages holding the phrase (as indexed) | total unchecked | total checked | "
-        "checked = truth | checked < truth | checked > truth | unchecked = truth |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        (
+            "| queries | n | pages holding the phrase (as indexed) | total unchecked | total checked | "
+            "checked = truth | checked < truth | checked > truth | |checked − truth| median / "
+            "max | unchecked = truth |"
+        ),
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|",
     ]
     for kind in (*KINDS, "all"):
         picked = [i for i, q in enumerate(results.queries) if kind in ("all", q.kind)]
@@ -615,13 +671,29 @@ def totals_table(results: Results) -> list[str]:
         truth = [len(results.truths[i].pages) for i in picked]
         totals = {m: [results.answers[m][i].total for i in picked] for m in MODES}
         checked = totals["checked"]
+        errors = [abs(c - t) for c, t in zip(checked, truth)]
         rows.append(
             f"| {kind} | {len(picked)} | {sum(truth):,} | {sum(totals['unchecked']):,} | "
             f"{sum(checked):,} | {sum(c == t for c, t in zip(checked, truth))} | "
             f"{sum(c < t for c, t in zip(checked, truth))} | "
             f"{sum(c > t for c, t in zip(checked, truth))} | "
+            f"{statistics.median(errors):.0f} / {max(errors)} | "
             f"{sum(u == t for u, t in zip(totals['unchecked'], truth))} |"
         )
+    worst = max(
+        range(len(results.queries)),
+        key=lambda i: abs(results.answers["checked"][i].total - len(results.truths[i].pages)),
+    )
+    q = results.queries[worst]
+    rows += [
+        "",
+        (
+            f"The checked total furthest from the pages holding the phrase: `{q.text}` ({q.lang}), "
+            f"{results.answers['checked'][worst].total} against {len(results.truths[worst].pages)} "
+            f"(unchecked {results.answers['unchecked'][worst].total}; {results.work[worst].candidates} "
+            "candidates checked, the rest of the loose matches estimated at the share that passed)."
+        ),
+    ]
     return rows
 
 
@@ -632,8 +704,10 @@ def slowest_table(results: Results) -> list[str]:
         reverse=True,
     )
     rows = [
-        "| query | kind | checked ms | unchecked ms | candidates checked | text analyzed | "
-        "total unchecked → checked | pages holding it |",
+        (
+            "| query | kind | checked ms | unchecked ms | candidates checked | text analyzed | "
+            "total unchecked → checked | pages holding it |"
+        ),
         "|---|---|---:|---:|---:|---:|---|---:|",
     ]
     for i in order[:SHOWN]:
@@ -645,6 +719,34 @@ def slowest_table(results: Results) -> list[str]:
             f"{results.answers['checked'][i].total} | {len(results.truths[i].pages)} |"
         )
     return rows
+
+
+def short_table(results: Results) -> list[str]:
+    """Checked queries with fewer right hits than min(10, pages holding the phrase): pages
+    that hold it were not among the candidates checked (tantivy's best by the loose match)."""
+    picked = [
+        i
+        for i, truth in enumerate(results.truths)
+        if results.judged["checked"][i].right < min(K, len(truth.pages))
+    ]
+    if not picked:
+        return ["Every checked top 10 holds min(10, pages holding the phrase) right hits."]
+    rows = [
+        (
+            "| query | right hits checked (unchecked) | pages holding it | total unchecked → "
+            "checked | candidates checked |"
+        ),
+        "|---|---|---:|---|---:|",
+    ]
+    for i in picked[:SHOWN]:
+        q = results.queries[i]
+        rows.append(
+            f"| `{q.text}` ({q.lang}) | {results.judged['checked'][i].right} "
+            f"({results.judged['unchecked'][i].right}) | {len(results.truths[i].pages)} | "
+            f"{results.answers['unchecked'][i].total} → {results.answers['checked'][i].total} | "
+            f"{results.work[i].candidates} |"
+        )
+    return [f"{len(picked)} queries:", "", *rows]
 
 
 def worse_table(results: Results) -> list[str]:
@@ -663,8 +765,10 @@ def worse_table(results: Results) -> list[str]:
     if not picked:
         return ["No query lost a right hit or its source page to the check."]
     rows = [
-        "| query | right hits unchecked → checked | source in top 10 | total unchecked → "
-        "checked | pages holding it | candidates checked |",
+        (
+            "| query | right hits unchecked → checked | source in top 10 | total unchecked → "
+            "checked | pages holding it | candidates checked |"
+        ),
         "|---|---|---|---|---:|---:|",
     ]
     for i in picked[:SHOWN]:
@@ -700,12 +804,18 @@ def code_version() -> str:
     another tree on PYTHONPATH."""
     package = Path(filbert.__file__).resolve().parent
     head = subprocess.run(
-        ["git", "-C", str(REPO), "log", "-1", "--format=%h %s"], capture_output=True, text=True
+        ["git", "-C", str(REPO), "log", "-1", "--format=%h %s"],
+        capture_output=True,
+        text=True,
+        check=False,
     ).stdout.strip()[:90]
     if package != (REPO / "src" / "filbert").resolve():
         return f"filbert from {package} (PYTHONPATH); working tree at {head}"
     dirty = subprocess.run(
-        ["git", "-C", str(REPO), "status", "--porcelain", "src"], capture_output=True, text=True
+        ["git", "-C", str(REPO), "status", "--porcelain", "src"],
+        capture_output=True,
+        text=True,
+        check=False,
     ).stdout.strip()
     return f"filbert from the working tree at {head}" + (" (src/ modified)" if dirty else "")
 
@@ -720,18 +830,21 @@ def format_report(
 ) -> str:
     crawl = CrawlDir(args.workdir)
     meta = crawl.index.meta()
-    langs = Counter(page.lang for page in corpus.pages)
+    langs = Counter(page.lang or "unknown" for page in corpus.pages)
+    shown_langs = ", ".join(f"{lang} {n}" for lang, n in langs.most_common(4))
     corrected = {m: sum(a.corrected for a in results.answers[m]) for m in MODES}
     described = sum(len(t.described_only) > 0 for t in results.truths)
     with_description = sum(bool(page.description) for page in corpus.pages)
     lines = [
         f"Machine: {machine()}. {code_version()}.",
         "",
-        f"Index: {meta.get('documents', len(corpus.pages)):,} documents "
-        f"({', '.join(f'{lang} {n}' for lang, n in langs.most_common(4))}, ...), "
-        f"{generation_bytes(crawl) / 1e6:.1f} MB, {meta.get('shards', '?')} shard(s): the Debian "
-        f"handbook (en, zh, ru), Python 3.11 and PostgreSQL 15 docs on loopback ({crawled}). "
-        f"{with_description} pages have a meta description.",
+        (
+            f"Index: {meta.get('documents', len(corpus.pages)):,} documents "
+            f"({shown_langs}, ...), "
+            f"{generation_bytes(crawl) / 1e6:.1f} MB, {meta.get('shards', '?')} shard(s): the Debian "
+            f"handbook (en, zh, ru), Python 3.11 and PostgreSQL 15 docs on loopback ({crawled}). "
+            f"{with_description} pages have a meta description."
+        ),
         "",
         f"Queries: {len(results.queries)} quoted phrases ({query_counts(results.queries)}); "
         f"drawn windows left out because the searcher does not check them (their grams "
@@ -753,10 +866,12 @@ def format_report(
         "",
         "### Precision of the top 10",
         "",
-        "Right: the hit's stored title or body holds the phrase (as indexed: the same terms "
-        "and stop words in a row, over the whole index; verbatim: the same words, case-"
-        "folded, punctuation as spaces). Shuffled and other-stop-word queries are held by "
-        "no page: every hit is wrong.",
+        (
+            "Right: the hit's stored title or body holds the phrase (as indexed: the same terms "
+            "and stop words in a row, over the whole index; verbatim: the same words, case-"
+            "folded, punctuation as spaces). Shuffled and other-stop-word queries are held by "
+            "no page: every hit is wrong."
+        ),
         "",
         *quality_table(results),
         "",
@@ -766,8 +881,10 @@ def format_report(
         "",
         *totals_table(results),
         "",
-        f"Queries where some page holds the phrase only in its meta description (matched "
-        f"as body text, not checked): {described}.",
+        (
+            f"Queries where some page holds the phrase only in its meta description (matched "
+            f"as body text, not checked): {described}."
+        ),
         "",
         "### Slowest checked queries",
         "",
@@ -776,6 +893,17 @@ def format_report(
         "### Where the check lost right hits",
         "",
         *worse_table(results),
+        "",
+        (
+            "Checked top 10s short of min(10, pages holding the phrase) (the pages were not "
+            "among the candidates checked):"
+        ),
+        "",
+        *short_table(results),
+        "",
+        "### Excluded phrases (not checked)",
+        "",
+        *exclusion_lines(results.excluded),
     ]
     return "\n".join(lines)
 
@@ -806,7 +934,9 @@ def measure(args: argparse.Namespace) -> str:
     progress(f"{len(queries)} queries: {query_counts(queries)}")
     truths = [
         Truth(
-            corpus.holding(q.phrase), corpus.holding_verbatim(q.phrase), corpus.described_only(q.phrase)
+            corpus.holding(q.phrase),
+            corpus.holding_verbatim(q.phrase),
+            corpus.described_only(q.phrase),
         )
         for q in queries
     ]
@@ -815,7 +945,8 @@ def measure(args: argparse.Namespace) -> str:
         m: [judge(a, t, corpus, q) for a, t, q in zip(answers[m], truths, queries)] for m in MODES
     }
     work = check_work(searcher, queries)
-    results = Results(queries, answers, truths, judged, work)
+    excluded = exclusions(searcher, corpus, drawn.queries)
+    results = Results(queries, answers, truths, judged, work, excluded)
     return format_report(args, results, drawn, corpus, crawled)
 
 
@@ -853,7 +984,9 @@ def main() -> None:
     if missing:
         sys.exit(f"the sites need: sudo apt-get install {' '.join(missing)}")
     command = command_line(args)
-    report = section("quoted phrases checked in the pages' text (bench/phrase_check.py)", command, measure(args))
+    report = section(
+        "quoted phrases checked in the pages' text (bench/phrase_check.py)", command, measure(args)
+    )
     print(report)
     args.out.write_text(report)
     progress(f"written to {args.out}")

@@ -143,6 +143,11 @@ def test_phrases_mixing_stop_words_and_other_words_are_checked(loose_searcher, q
     assert results.total == len(pages)
 
 
+def test_a_phrase_with_stop_words_is_highlighted_whole(loose_searcher):
+    [hit] = loose_searcher.search('"в том числе"').hits
+    assert "<b>в том числе</b>" in hit.snippet_html
+
+
 def test_phrase_in_tells_words_as_the_index_does():
     assert phrase_in("The States of the Art world", "en", "state of the art")
     assert not phrase_in("the state in the art", "en", "state of the art")

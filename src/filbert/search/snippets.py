@@ -3,7 +3,8 @@
 Word beginnings of the query (probes) find candidate places fast (str.find on the folded text);
 only the text around them is analyzed, with the page's own analyzer, to see which words really
 are query terms (so "систем" highlights "системах" but "system" does not highlight "systole").
-A phrase of stop words alone has no terms: its words are found as written, in a row.
+A phrase of stop words alone has no terms, and a phrase mixing stop words and terms has words
+that are no terms: their words are found as written, in a row, and highlighted together.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ class Snippet:
 
 
 def make_snippet(text: str, lang: str, query: AnalyzedQuery, length: int) -> Snippet:
-    for phrase in query.stop_phrases:  # no terms to look for: the words as written
+    # no terms to look for, or stop words among them: the words as written, in a row
+    for phrase in (*query.stop_phrases, *query.loose_phrases):
         span = _phrase_in(text, phrase)
         if span is not None:
             start = _word_start(text, max(0, span[0] - length // 4))
