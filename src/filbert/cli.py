@@ -432,8 +432,8 @@ def search(
     results = Searcher(crawl_dir, settings).search(query, n, offset, ranking, explain, spell=spell)
     if as_json:
         data = results.to_dict()
-        keep = ("url", "title", "lang", "score", "snippet", "description", "author")
-        keep += ("published", "modified", "signals", "explanation")
+        keep = ["url", "title", "lang", "score", "snippet", "description", "author"]
+        keep += ["published", "modified", "signals", "explanation"]
         data["hits"] = [{k: h[k] for k in keep if k in h} for h in data["hits"]]
         print(json.dumps(data, ensure_ascii=False, indent=1))
         return
