@@ -3,6 +3,8 @@ find pages, and the grams line up with their words' positions."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 from pipeline import crawl_site
 from sites import SiteServer, html, link
@@ -35,13 +37,18 @@ PAGES = {
 }
 
 
-@pytest.fixture(scope="module")
-def searcher(tmp_path_factory):
-    home = {"/": html("Home", " ".join(link(p, p) for p in PAGES))}
-    with SiteServer({**home, **PAGES}) as server:
+def crawled_searcher(pages: dict[str, str], tmp_path_factory) -> Iterator[Searcher]:
+    """A searcher of the pages, crawled from a home page linking to each."""
+    home = {"/": html("Home", " ".join(link(p, p) for p in pages))}
+    with SiteServer({**home, **pages}) as server:
         path = tmp_path_factory.mktemp("grams") / "crawl"
         crawl, settings, _ = crawl_site(path, [server.url("/")])
         yield Searcher(crawl, settings)
+
+
+@pytest.fixture(scope="module")
+def searcher(tmp_path_factory):
+    yield from crawled_searcher(PAGES, tmp_path_factory)
 
 
 def found(searcher: Searcher, query: str) -> list[str]:
@@ -121,11 +128,7 @@ LOOSE = {
 
 @pytest.fixture(scope="module")
 def loose_searcher(tmp_path_factory):
-    home = {"/": html("Home", " ".join(link(p, p) for p in LOOSE))}
-    with SiteServer({**home, **LOOSE}) as server:
-        path = tmp_path_factory.mktemp("loose") / "crawl"
-        crawl, settings, _ = crawl_site(path, [server.url("/")])
-        yield Searcher(crawl, settings)
+    yield from crawled_searcher(LOOSE, tmp_path_factory)
 
 
 @pytest.mark.parametrize(
