@@ -165,3 +165,11 @@ def test_typographic_quotes_quote_a_phrase():
         "«state of the art»",
     ):
         assert parse_query(text).phrases == ["state of the art"]
+
+
+def test_phrase_in_finds_the_phrase_wherever_it_is_in_a_long_text():
+    filler = "Walruses swim in cold water and eat clams. " * 400
+    for text in (f"The state of the art. {filler}", f"{filler} The State  of the Arts", filler):
+        assert phrase_in(text, "en", "state of the art") == (text != filler)
+    assert not phrase_in(f"{filler} art of the state", "en", "state of the art")
+    assert phrase_in("研究生的大学", "zh", "研究生的大学")  # no probe: the whole text

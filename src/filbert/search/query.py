@@ -29,6 +29,7 @@ from filbert.analysis.analyzers import (
     HAN_RUN,
     LANG_CODE,
     TOKEN,
+    Analyzer,
     fold,
     frame_words,
     jieba_words,
@@ -39,7 +40,8 @@ from filbert.index.schema import ALL_FIELD, FILLER, GRAMS_FIELD, TEXT_FIELDS
 QUERY_TOKEN = re.compile(r'(-?)(?:"([^"]*)"?|\b(site|lang):(\S+)|(\S+))', re.IGNORECASE)
 # typographic quotation marks quote a phrase as '"' does (what a phone's keyboard types)
 QUOTES = str.maketrans(dict.fromkeys("\u201c\u201d\u201e\u201f\u00ab\u00bb\uff02", '"'))
-CJK_PHRASE_SLOP = 2  # jieba's search mode puts sub-words between a phrase's words
+CJK_PHRASE_SLOP = 2
+PHRASE_MARGIN = 32  # characters around a phrase's probe analyzed, besides twice its length  # jieba's search mode puts sub-words between a phrase's words
 PROXIMITY_BINS = ("phrase", "near", "far")
 PROXIMITY_FIELDS = ("headings", "body")  # where distances told pages apart (each field costs)
 
@@ -187,12 +189,47 @@ def _loose(text: str, variants: list[Phrase], langs: list[str]) -> bool:
 def phrase_in(text: str, lang: str, phrase: str) -> bool:
     """Whether `text`, in language `lang`, holds the phrase's words in a row as the index
     tells words apart: the same term, the same stop word ("state of the art", not
-    "state in the art", in "the state of the art in walrus studies")."""
+    "state in the art", in "the state of the art in walrus studies"). Only the text around
+    the places where the beginning of the phrase's longest other word occurs is analyzed."""
     text_analyzer = analyzer(lang)
     words = text_analyzer.words_as_indexed(phrase)
     if not words:
         return False
-    found = text_analyzer.words_as_indexed(text)
+    folded = fold(text)  # what the analyzer reads: analyzing it again changes nothing
+    probe = _phrase_probe(text_analyzer, phrase)
+    margin = 2 * len(phrase) + PHRASE_MARGIN
+    spans = _windows(folded, probe, margin) if probe else [(0, len(folded))]
+    return any(_in_row(text_analyzer.words_as_indexed(folded[a:b]), words) for a, b in spans)
+
+
+def _phrase_probe(text_analyzer: Analyzer, phrase: str) -> str:
+    """The beginning of the phrase's longest word that is no stop word ("" if none: CJK)."""
+    words = [
+        word
+        for _, _, word in TOKEN.findall(fold(phrase))
+        if word and not text_analyzer.stop_words_in(word)
+    ]
+    return max(words, key=len, default="")[:4]
+
+
+def _windows(text: str, probe: str, margin: int) -> list[tuple[int, int]]:
+    """Spans of `text` reaching `margin` characters (and on to a space) both sides of each
+    place `probe` occurs, overlapping ones merged."""
+    spans: list[tuple[int, int]] = []
+    at = text.find(probe)
+    while at >= 0:
+        start = text.rfind(" ", 0, max(0, at - margin)) + 1
+        end = text.find(" ", at + len(probe) + margin)
+        end = len(text) if end < 0 else end
+        if spans and start <= spans[-1][1]:
+            spans[-1] = (spans[-1][0], end)
+        else:
+            spans.append((start, end))
+        at = text.find(probe, at + 1)
+    return spans
+
+
+def _in_row(found: list[str], words: list[str]) -> bool:
     first, n = words[0], len(words)
     return any(word == first and found[i : i + n] == words for i, word in enumerate(found))
 
