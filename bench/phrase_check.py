@@ -1,5 +1,5 @@
 """Quoted phrases mixing stop words and other words ("list of the", "is used to", "в том
-числе"), checked in the pages' text (commit d6be867): what the check costs per search and
+числе"), checked in the pages' text: what the check costs per search and
 what it buys, on real documentation sites.
 
 The index matches such a phrase only loosely (its terms as neighbours, its common grams
@@ -14,8 +14,8 @@ the same `Searcher`:
 
 Sites: bench/suggest.py's real sites (the Debian handbook in English, Chinese and Russian,
 the Python 3.11 and PostgreSQL 15 docs from their Debian packages), served on loopback and
-crawled with its helpers (`serving`, `ensure_crawl`) into --workdir once, reused while it
-holds a finished crawl (--recrawl to redo it).
+crawled with its helpers (`serving`, `ensure_crawl`) into --workdir/crawl once, reused while
+it holds a finished crawl (--recrawl to redo it).
 
 Queries, drawn from the indexed pages' stored text (seeded; English and Russian: Chinese
 has no stop words, so no phrase of it is loose):
@@ -41,13 +41,26 @@ Measured, per kind and overall:
    queries with fewer right hits than min(10, pages that hold it);
 3. totals (the match count a search reports) against the number of pages that hold the
    phrase as indexed, in both modes;
-4. the slowest checked queries with the candidates they checked and the text analyzed, and
-   the queries whose top 10 held fewer right hits checked than unchecked.
+4. the slowest checked queries with the candidates they checked and the text analyzed; the
+   queries whose top 10 held fewer right hits checked than unchecked, and those short of
+   min(10, pages holding the phrase), split into pages the loose query never matches and
+   pages it matches beyond the candidates checked;
+5. excluded phrases, which the check leaves alone: `word -"phrase"` against `word` (the
+   phrase's first word with a term), pages taken away against pages holding the phrase;
+6. generated pages (--generated, on by default; indexed with `index_documents` into
+   --workdir/generated): where a page holds "state of the art" (body; meta description,
+   which the index matches as body text; its inlinks' anchor text) and a page holding
+   "of note" once behind 450 pages with "note" more often, each query in both modes.
 
+--server-cache bounds the word caches as a search server does (`server.cache.words`):
+the check analyzes page text, which a small cache does not keep. To run another filbert
+tree (a commit: `git archive C src | tar -x -C DIR`, the built `*.so` copied in), put its
+`src` first on PYTHONPATH: the crawl's subprocesses inherit it, and the report names it.
 The report is printed and written to /tmp/phrase_check_results.md (--out).
 
-    .venv/bin/python bench/phrase_check.py [--workdir bench/out/phrase-check-crawl] [--recrawl]
+    .venv/bin/python bench/phrase_check.py [--workdir bench/out/phrase-check] [--recrawl]
         [--en 240] [--ru 60] [--shuffled 60] [--swapped 60] [--repeat 3] [--server-cache]
+        [--no-generated] [--out FILE]
 """
 
 from __future__ import annotations
@@ -57,6 +70,7 @@ import os
 import platform
 import random
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -69,6 +83,8 @@ from dataclasses import dataclass, field
 from itertools import permutations
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import tantivy
 from results import section
 from rich.console import Console
@@ -80,6 +96,7 @@ import filbert
 from filbert.analysis.analyzers import analyzer, fold, set_cache_limit, stop_words
 from filbert.config import load_settings
 from filbert.index.schema import open_shards, stored_str, stored_text
+from filbert.index.step import index_documents
 from filbert.search import Searcher
 from filbert.search import shards as shards_module
 from filbert.search.searcher import SearchResults
@@ -87,7 +104,7 @@ from filbert.search.shards import ShardSearcher
 from filbert.storage import CrawlDir
 
 REPO = BENCH.parent
-DEFAULT_WORKDIR = BENCH / "out" / "phrase-check-crawl"
+DEFAULT_WORKDIR = BENCH / "out" / "phrase-check"
 DEFAULT_OUT = Path("/tmp/phrase_check_results.md")
 K = 10  # hits judged
 SEED = 17
@@ -572,6 +589,20 @@ class Results:
     judged: dict[str, list[Judged]]
     work: list[Work]
     excluded: list[Excluded]
+    missed: dict[int, Missed] = field(default_factory=dict)  # for the short queries
+
+
+def groups(queries: list[Query]) -> list[tuple[str, list[int]]]:
+    """The table rows: each kind (verbatim per language too), then all; (label, queries)."""
+    found = []
+    for kind in KINDS:
+        found.append((kind, [i for i, q in enumerate(queries) if q.kind == kind]))
+        if kind == "verbatim":
+            for lang in sorted({q.lang for q in queries}):
+                picked = [i for i, q in enumerate(queries) if q.kind == kind and q.lang == lang]
+                found.append((f"verbatim {lang}", picked))
+    found.append(("all", list(range(len(queries)))))
+    return [(label, picked) for label, picked in found if picked]
 
 
 def latency_table(results: Results) -> list[str]:
@@ -582,10 +613,7 @@ def latency_table(results: Results) -> list[str]:
         ),
         "|---|---:|---|---|---|---|",
     ]
-    for kind in (*KINDS, "all"):
-        picked = [i for i, q in enumerate(results.queries) if kind in ("all", q.kind)]
-        if not picked:
-            continue
+    for kind, picked in groups(results.queries):
         times = {m: [results.answers[m][i].median_ms for i in picked] for m in MODES}
         stats = {m: [percentile(times[m], s) for s in (0.5, 0.9, 0.99)] for m in MODES}
         ratios = [c / u for u, c in zip(times["unchecked"], times["checked"])]
@@ -606,10 +634,7 @@ def quality_table(results: Results) -> list[str]:
         ),
         "|---|---:|---|---:|---:|---:|---:|---:|---:|",
     ]
-    for kind in (*KINDS, "all"):
-        picked = [i for i, q in enumerate(results.queries) if kind in ("all", q.kind)]
-        if not picked:
-            continue
+    for kind, picked in groups(results.queries):
         for m in MODES:
             judged = [results.judged[m][i] for i in picked]
             hits = sum(j.hits for j in judged)
@@ -637,10 +662,7 @@ def change_table(results: Results) -> list[str]:
         "| queries | n | top 10 changed (list) | (set) | fewer right hits checked | more |",
         "|---|---:|---:|---:|---:|---:|",
     ]
-    for kind in (*KINDS, "all"):
-        picked = [i for i, q in enumerate(results.queries) if kind in ("all", q.kind)]
-        if not picked:
-            continue
+    for kind, picked in groups(results.queries):
         before = [results.answers["unchecked"][i].urls for i in picked]
         after = [results.answers["checked"][i].urls for i in picked]
         rights = [
@@ -664,10 +686,7 @@ def totals_table(results: Results) -> list[str]:
         ),
         "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|",
     ]
-    for kind in (*KINDS, "all"):
-        picked = [i for i, q in enumerate(results.queries) if kind in ("all", q.kind)]
-        if not picked:
-            continue
+    for kind, picked in groups(results.queries):
         truth = [len(results.truths[i].pages) for i in picked]
         totals = {m: [results.answers[m][i].total for i in picked] for m in MODES}
         checked = totals["checked"]
@@ -721,32 +740,66 @@ def slowest_table(results: Results) -> list[str]:
     return rows
 
 
-def short_table(results: Results) -> list[str]:
-    """Checked queries with fewer right hits than min(10, pages holding the phrase): pages
-    that hold it were not among the candidates checked (tantivy's best by the loose match)."""
-    picked = [
+def short_queries(results: Results) -> list[int]:
+    """Checked queries with fewer right hits than min(10, pages holding the phrase)."""
+    return [
         i
         for i, truth in enumerate(results.truths)
         if results.judged["checked"][i].right < min(K, len(truth.pages))
     ]
+
+
+@dataclass
+class Missed:
+    """The pages holding a phrase that a checked top 10 lacks, by why."""
+
+    unmatched: int  # the index's loose query does not match them (at any depth)
+    unchecked: int  # it does, beyond the candidates checked
+
+
+def missed(searcher: Searcher, corpus: Corpus, query: Query, shown: list[str]) -> Missed:
+    """Of the pages holding the phrase and not shown, those the loose query matches (all
+    its matches, unchecked) and those it does not."""
+    with mode("unchecked"):
+        retrieved = searcher.shards.retrieve(query.text, True, len(corpus.pages))
+        matched = set(searcher.shards.urls(retrieved.candidates))
+    lacking = [corpus.pages[i].url for i in corpus.holding(query.phrase)]
+    lacking = [url for url in lacking if url not in shown]
+    inside = sum(url in matched for url in lacking)
+    return Missed(len(lacking) - inside, inside)
+
+
+def short_table(results: Results) -> list[str]:
+    """The short queries, with why pages that hold the phrase are not in their top 10."""
+    picked = short_queries(results)
     if not picked:
         return ["Every checked top 10 holds min(10, pages holding the phrase) right hits."]
     rows = [
         (
             "| query | right hits checked (unchecked) | pages holding it | total unchecked → "
-            "checked | candidates checked |"
+            "checked | candidates checked | pages holding it not shown: not matched by the "
+            "loose query / matched, not among the candidates checked |"
         ),
-        "|---|---|---:|---|---:|",
+        "|---|---|---:|---|---:|---|",
     ]
     for i in picked[:SHOWN]:
-        q = results.queries[i]
+        q, why = results.queries[i], results.missed[i]
         rows.append(
             f"| `{q.text}` ({q.lang}) | {results.judged['checked'][i].right} "
             f"({results.judged['unchecked'][i].right}) | {len(results.truths[i].pages)} | "
             f"{results.answers['unchecked'][i].total} → {results.answers['checked'][i].total} | "
-            f"{results.work[i].candidates} |"
+            f"{results.work[i].candidates} | {why.unmatched} / {why.unchecked} |"
         )
-    return [f"{len(picked)} queries:", "", *rows]
+    beyond = sum(results.missed[i].unchecked > 0 for i in picked)
+    return [
+        (
+            f"{len(picked)} queries, {beyond} of them with pages beyond the candidates checked "
+            "(the others: pages the loose query never matches, e.g. English pages identified as "
+            "another language, analyzed with its stemmer):"
+        ),
+        "",
+        *rows,
+    ]
 
 
 def worse_table(results: Results) -> list[str]:
@@ -781,6 +834,149 @@ def worse_table(results: Results) -> list[str]:
             f"{results.work[i].candidates} |"
         )
     return [f"{len(picked)} queries:", "", *rows]
+
+
+# --- the generated part: cases made to show what the check leaves out --------------------
+
+GENERATED_HOST = "pages.example"
+FILLERS = 450  # pages with "note" often and "of note" never: more than LOOSE_DEPTH × 100
+GENERATED_TITLE = (
+    "### Generated pages: where the check looks\n\n"
+    f'One page per case and {FILLERS} filler pages ("note" three times, never after "of"), '
+    "English, indexed by filbert's index step (`index_documents`) into --workdir/generated."
+)
+DOCS = pa.schema(
+    [
+        ("url", pa.string()),
+        ("host", pa.string()),
+        ("title", pa.string()),
+        ("headings", pa.string()),
+        ("anchor", pa.string()),
+        ("body", pa.string()),
+        ("description", pa.string()),
+        ("lang", pa.string()),
+        ("segment", pa.string()),
+        ("score", pa.float32()),
+        ("simhash", pa.int64()),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class Case:
+    phrase: str
+    page: str  # the page's name: http://pages.example/<page>.html
+    where: str  # where the page holds the phrase
+    fields: dict[str, str]  # its title, body, description, anchor
+
+
+CASES = (
+    Case(
+        "state of the art",
+        "control",
+        "body",
+        {
+            "title": "Seal survey",
+            "body": "This survey describes the state of the art in seal counting from the air.",
+        },
+    ),
+    Case(
+        "state of the art",
+        "described",
+        "meta description only (indexed as body text)",
+        {
+            "title": "Walrus studies",
+            "description": "The state of the art in walrus studies.",
+            "body": "Walruses live on the ice. They eat clams and rest on the shore.",
+        },
+    ),
+    Case(
+        "state of the art",
+        "anchored",
+        "anchor text of its inlinks only",
+        {
+            "title": "Walrus research",
+            "anchor": "state of the art",
+            "body": "Research on walruses and the sea they live in.",
+        },
+    ),
+    Case(
+        "of note",
+        "deep",
+        f'body, once, in a long page ("note" is more frequent on {FILLERS} other pages)',
+        {
+            "title": "Walrus migration",
+            "body": " ".join(["Walruses swim along the coast between the ice floes."] * 30)
+            + " One detail of note is their speed. "
+            + " ".join(["The herd rests on the beach in summer."] * 30),
+        },
+    ),
+)
+
+
+def generated_docs() -> pa.Table:
+    rows: dict[str, list] = {name: [] for name in DOCS.names}
+
+    def add(name: str, fields: dict[str, str]) -> None:
+        rows["url"].append(f"http://{GENERATED_HOST}/{name}.html")
+        rows["host"].append(GENERATED_HOST)
+        rows["title"].append(fields.get("title", ""))
+        rows["headings"].append("")
+        rows["anchor"].append(fields.get("anchor", ""))
+        rows["body"].append(fields["body"])
+        rows["description"].append(fields.get("description", ""))
+        rows["lang"].append("en")
+        rows["segment"].append("20261201000000")
+        rows["score"].append(1.0)
+        rows["simhash"].append(len(rows["simhash"]) * 7919)
+
+    for case in CASES:
+        add(case.page, case.fields)
+    for i in range(FILLERS):  # "note" often, never after "of"
+        add(
+            f"filler-{i}",
+            {
+                "title": f"Field notes {i}",
+                "body": "Each note records a value. "
+                f"A note is kept for day {i}. The list of items ends with a note.",
+            },
+        )
+    return pa.table(rows, DOCS)
+
+
+def build_generated(path: Path) -> CrawlDir:
+    """The generated pages' index, made anew (a few seconds)."""
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    docs = path / "docs.parquet"
+    pq.write_table(generated_docs(), docs)
+    crawl = CrawlDir(path)
+    tmp = crawl.index.begin()
+    crawl.index.publish(tmp, index_documents([docs], tmp, load_settings(path)))
+    return crawl
+
+
+def generated_part(path: Path) -> list[str]:
+    """Each case's page in both modes: its rank in the top 10 and the total."""
+    searcher = Searcher(build_generated(path), load_settings(path))
+    rows = [
+        (
+            "| query | page | where the page holds the phrase | unchecked: rank, total | "
+            "checked: rank, total |"
+        ),
+        "|---|---|---|---|---|",
+    ]
+    for case in CASES:
+        url = f"http://{GENERATED_HOST}/{case.page}.html"
+        cells = []
+        for name in MODES:
+            with mode(name):
+                results = searcher.search(f'"{case.phrase}"', n=K)
+            urls = [hit.url for hit in results.hits]
+            rank = urls.index(url) + 1 if url in urls else "-"
+            cells.append(f"{rank}, {results.total}")
+        rows.append(f'| `"{case.phrase}"` | {case.page} | {case.where} | {" | ".join(cells)} |')
+    return rows
 
 
 # --- the report ------------------------------------------------------------------------------
@@ -828,7 +1024,7 @@ def query_counts(queries: list[Query]) -> str:
 def format_report(
     args: argparse.Namespace, results: Results, drawn: Drawn, corpus: Corpus, crawled: str
 ) -> str:
-    crawl = CrawlDir(args.workdir)
+    crawl = CrawlDir(args.workdir / "crawl")
     meta = crawl.index.meta()
     langs = Counter(page.lang or "unknown" for page in corpus.pages)
     shown_langs = ", ".join(f"{lang} {n}" for lang, n in langs.most_common(4))
@@ -894,10 +1090,7 @@ def format_report(
         "",
         *worse_table(results),
         "",
-        (
-            "Checked top 10s short of min(10, pages holding the phrase) (the pages were not "
-            "among the candidates checked):"
-        ),
+        "Checked top 10s short of min(10, pages holding the phrase):",
         "",
         *short_table(results),
         "",
@@ -913,8 +1106,9 @@ def format_report(
 
 def measure(args: argparse.Namespace) -> str:
     args.workdir = args.workdir.resolve()
-    crawled = ensure_crawl(args.workdir, args.recrawl)
-    crawl = CrawlDir(args.workdir)
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    crawled = ensure_crawl(args.workdir / "crawl", args.recrawl)
+    crawl = CrawlDir(args.workdir / "crawl")
     settings = load_settings(crawl.path)
     args.cache_limit = settings["server.cache.words"]
     if args.server_cache:
@@ -947,7 +1141,13 @@ def measure(args: argparse.Namespace) -> str:
     work = check_work(searcher, queries)
     excluded = exclusions(searcher, corpus, drawn.queries)
     results = Results(queries, answers, truths, judged, work, excluded)
-    return format_report(args, results, drawn, corpus, crawled)
+    for i in short_queries(results):
+        results.missed[i] = missed(searcher, corpus, queries[i], answers["checked"][i].urls)
+    report = format_report(args, results, drawn, corpus, crawled)
+    if not args.generated:
+        return report
+    generated = generated_part(args.workdir / "generated")
+    return "\n".join([report, "", GENERATED_TITLE, "", *generated])
 
 
 def command_line(args: argparse.Namespace) -> str:
@@ -958,6 +1158,7 @@ def command_line(args: argparse.Namespace) -> str:
     words.append(f"--en {args.en} --ru {args.ru} --shuffled {args.shuffled}")
     words.append(f"--swapped {args.swapped} --repeat {args.repeat}")
     words += ["--server-cache"] if args.server_cache else []
+    words += [] if args.generated else ["--no-generated"]
     if args.out != DEFAULT_OUT:
         words.append(f"--out {args.out}")
     path = os.environ.get("PYTHONPATH")
@@ -979,6 +1180,12 @@ def main() -> None:
         help="bound the word caches as a search server does (server.cache.words)",
     )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument(
+        "--generated",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="the generated pages that show what the check leaves out",
+    )
     args = parser.parse_args()
     missing = missing_packages()
     if missing:

@@ -173,3 +173,6 @@ def test_phrase_in_finds_the_phrase_wherever_it_is_in_a_long_text():
         assert phrase_in(text, "en", "state of the art") == (text != filler)
     assert not phrase_in(f"{filler} art of the state", "en", "state of the art")
     assert phrase_in("研究生的大学", "zh", "研究生的大学")  # no probe: the whole text
+    # other forms of the words: "day" for "days", "человека" for "людей"
+    assert phrase_in(f"{filler} On the first day of the month", "en", "days of the")
+    assert phrase_in(f"{filler} Это для человека.", "ru", "для людей")

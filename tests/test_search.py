@@ -6,7 +6,10 @@ import pytest
 from pipeline import crawl_site
 from sites import SiteServer, html, link
 
+from filbert.config import load_settings
+from filbert.errors import UserError
 from filbert.search import QueryError, Searcher
+from filbert.storage import CrawlDir
 
 PAGES = {
     "/": html(
@@ -73,3 +76,11 @@ def test_zero_hits_requested_still_counts(searcher):
     _, s = searcher
     results = s.search("walrus", n=0)
     assert results.hits == [] and results.total == 3
+
+
+def test_an_index_of_another_format_is_refused_with_a_reason(tmp_path):
+    crawl = CrawlDir(tmp_path / "crawl")
+    tmp = crawl.index.begin()
+    crawl.index.publish(tmp, {"documents": 0, "shards": 0, "indexed_with": {"format": 1}})
+    with pytest.raises(UserError, match=r"format 1, this filbert reads format .*filbert index"):
+        Searcher(crawl, load_settings(None))

@@ -17,6 +17,9 @@ import tantivy
 from filbert.errors import DamagedFileError
 from filbert.storage import CrawlDir, damaged_file
 
+# Bumped when what a document holds changes (its fields included): an index of another
+# format is rebuilt by the index step, and the searcher will not read it.
+INDEX_FORMAT = 7
 TEXT_FIELDS = ("title", "headings", "anchor", "urlwords", "body")  # analyzed hit types
 STORED_TEXT = ("title_text", "body_text", "description_text", "author_text")  # shown, not indexed
 DATE_FIELDS = ("published", "modified")  # stored: seconds since the epoch, UTC

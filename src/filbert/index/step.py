@@ -39,7 +39,7 @@ from filbert.buckets import (
 )
 from filbert.config import Settings
 from filbert.executor import make_executor
-from filbert.index.schema import FILLER, GRAMS_FIELD, shard_name
+from filbert.index.schema import FILLER, GRAMS_FIELD, INDEX_FORMAT, shard_name
 from filbert.index.shards import FORWARD, LIVE_FILE, forward_dir, hash_shard, update_shards
 from filbert.parse.templates import cuts_sql, own_headings, templates_sql, without_template
 from filbert.storage import CrawlDir, Segment, existing, part_name, reading, write_table
@@ -59,8 +59,6 @@ HOLDINGS = pa.schema(
         ("key", pa.string()),
     ]
 )
-# Bumped when what a document holds changes: an index of another format is rebuilt.
-INDEX_FORMAT = 6
 # the crawldb columns the index step reads (relevance: NULL in crawldbs made before it)
 CRAWLDB_READ = ("fp", "url", "host", "score", "simhash", "status", "relevance")
 # Settings that change what is indexed: a change rebuilds the index.

@@ -14,6 +14,7 @@ should match, as Elasticsearch's). Quoted phrases and exclusions stay strict.
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
@@ -190,7 +191,8 @@ def phrase_in(text: str, lang: str, phrase: str) -> bool:
     """Whether `text`, in language `lang`, holds the phrase's words in a row as the index
     tells words apart: the same term, the same stop word ("state of the art", not
     "state in the art", in "the state of the art in walrus studies"). Only the text around
-    the places where the beginning of the phrase's longest other word occurs is analyzed."""
+    the places where a beginning that every form of one of its other words shares occurs
+    is analyzed (all of it when there is none: "людей" and "человек" share nothing)."""
     text_analyzer = analyzer(lang)
     words = text_analyzer.words_as_indexed(phrase)
     if not words:
@@ -203,13 +205,15 @@ def phrase_in(text: str, lang: str, phrase: str) -> bool:
 
 
 def _phrase_probe(text_analyzer: Analyzer, phrase: str) -> str:
-    """The beginning of the phrase's longest word that is no stop word ("" if none: CJK)."""
-    words = [
-        word
+    """The longest beginning (up to 4 letters, at least 3) that one of the phrase's words
+    that is no stop word shares with its term ("days" → "day"), so the word's other forms
+    begin with it too; "" if none (CJK, Russian lemmas)."""
+    probes = [
+        os.path.commonprefix([word, text_analyzer.word(word)])[:4]  # noqa: RUF071 letters
         for _, _, word in TOKEN.findall(fold(phrase))
         if word and not text_analyzer.stop_words_in(word)
     ]
-    return max(words, key=len, default="")[:4]
+    return max((p for p in probes if len(p) >= 3), key=len, default="")
 
 
 def _windows(text: str, probe: str, margin: int) -> list[tuple[int, int]]:

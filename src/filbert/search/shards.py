@@ -31,6 +31,7 @@ from filbert.index.columns import COLUMNS_FILE, Columns
 from filbert.index.schema import (
     ALL_FIELD,
     GRAMS_FIELD,
+    INDEX_FORMAT,
     has_field,
     index_schema,
     open_shard,
@@ -140,6 +141,12 @@ class ShardSearcher:
                 f"{self.crawl.path} has no index yet: run `filbert index` first"
             )
         meta = self.crawl.index.meta()
+        built = meta.get("indexed_with", {}).get("format", INDEX_FORMAT)  # benches omit it
+        if built != INDEX_FORMAT:
+            raise UserError(
+                f"the index is in format {built}, this filbert reads format {INDEX_FORMAT}: "
+                "run `filbert index` to build it anew"
+            )
         count = meta.get("shards") or len(list(current.glob("shard-*")))
         numbers = range(count) if self.numbers is None else self.numbers
         missing = [n for n in numbers if n >= count]
@@ -260,7 +267,10 @@ class ShardSearcher:
     def _holds(self, candidate: Candidate, phrases: list[str]) -> bool:
         doc = self._doc(candidate.shard, candidate.address)
         lang = doc.get_first("lang") or ""
-        texts = [stored_text(doc, "title_text"), stored_text(doc, "body_text")]
+        # what the body field was analyzed from, and the title
+        texts = [
+            stored_text(doc, f"{name}_text") for name in ("title", "description", "author", "body")
+        ]
         return all(any(phrase_in(text, lang, p) for text in texts) for p in phrases)
 
     def other_languages(self, analyzed: AnalyzedQuery) -> list[str] | None:
