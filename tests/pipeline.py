@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from filbert.config import load_settings
@@ -44,3 +51,48 @@ def crawl_site(
     crawl = CrawlDir(path)
     summary = run_crawl(crawl, seeds, settings, reporter or Quiet(), depth=depth, **kwargs)
     return crawl, settings, summary
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class Running:
+    """A searcher process, its port, and the file its stderr goes to."""
+
+    process: subprocess.Popen
+    port: int
+    log: Path
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+
+@contextmanager
+def searcher_process(crawl: Path, *args: str) -> Iterator[Running]:
+    """`filbert searcher --dir crawl ARGS` as a real process on a free port, once it accepts
+    connections."""
+    port = free_port()
+    command = [sys.executable, "-c", "from filbert.cli import main; main()", "searcher"]
+    command += ["--dir", str(crawl), "--port", str(port), *args]
+    log = crawl.with_name(f"searcher-{port}.log")
+    with open(log, "wb") as stderr:
+        process = subprocess.Popen(command, stderr=stderr)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert process.poll() is None, "the searcher did not start"
+                assert time.monotonic() < deadline, "the searcher did not listen"
+                time.sleep(0.05)
+        yield Running(process, port, log)
+    finally:
+        process.kill()
+        process.wait()

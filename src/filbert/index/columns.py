@@ -99,6 +99,10 @@ class Columns:
         except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
             raise damaged_file(path, type(exc).__name__) from exc
 
+    def holds(self, segment: int, doc: int) -> bool:
+        """Whether the shard has a document at (segment, doc): tantivy panics on others."""
+        return 0 <= segment < len(self._sizes) and 0 <= doc < self._sizes[segment]
+
     def at(
         self, addresses: Sequence[tantivy.DocAddress]
     ) -> tuple[list[int], list[int], list[list]]:

@@ -51,6 +51,17 @@ class QueryError(UserError, ValueError):
     """The query is empty, too long or not understood."""
 
 
+def query_text(query: str, max_chars: int) -> str:
+    """The query's words one space apart; QueryError when it has none or is longer than
+    `max_chars` (checked before any work on it)."""
+    text = " ".join(query.split())
+    if not text:
+        raise QueryError("empty query")
+    if len(text) > max_chars:
+        raise QueryError(f"query longer than {max_chars} characters")
+    return text
+
+
 @dataclass
 class ParsedQuery:
     words: list[str] = field(default_factory=list)  # free text, in order

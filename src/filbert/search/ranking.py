@@ -145,8 +145,12 @@ class Reranker:
 def explained(
     query: tantivy.Query, searcher: tantivy.Searcher, address: tantivy.DocAddress, what: str
 ) -> dict:
-    """tantivy's explanation of a page's score for `query`, its fields named, under `what`."""
-    tree = json.loads(_named_fields(query.explain(searcher, address).to_json()))
+    """tantivy's explanation of a page's score for `query`, its fields named, under `what`
+    (0 for a page the query does not match: one whose text changed since it was found)."""
+    try:
+        tree = json.loads(_named_fields(query.explain(searcher, address).to_json()))
+    except ValueError:  # tantivy explains only the pages a query matches
+        return {"value": 0.0, "description": f"{what}: the page does not match the query"}
     return {"value": tree["value"], "description": what, "details": [tree]}
 
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from filbert.config import Settings
 from filbert.search.cache import CachedPage
-from filbert.search.query import QueryError
+from filbert.search.query import QueryError, query_text
 from filbert.search.ranking import Candidate, Reranker
 from filbert.search.shards import (
     Fetched,
@@ -37,9 +37,18 @@ if TYPE_CHECKING:
     from filbert.search.hits import LinkGraph
 
 MAX_RESULTS = 100
+MAX_OFFSET = 10_000  # deeper pages cost memory in the collector and nobody reads them
 RANKINGS = ("bm25", "hits")
 
-__all__ = ["MAX_RESULTS", "Hit", "QueryError", "SearchResults", "SearchTimeout", "Searcher"]
+__all__ = [
+    "MAX_OFFSET",
+    "MAX_RESULTS",
+    "Hit",
+    "QueryError",
+    "SearchResults",
+    "SearchTimeout",
+    "Searcher",
+]
 
 
 @dataclass
@@ -198,6 +207,7 @@ class Ranking:
         self.proximity_depth = settings["search.proximity.depth"]
         self.hits_root = settings["search.hits.root"]
         self.hits_inlinks = settings["search.hits.max.inlinks"]
+        self.max_query = settings["search.max.query.length"]
 
     def steps(
         self,
@@ -217,7 +227,7 @@ class Ranking:
         check = partial(check_deadline, deadline)
         if ranking not in RANKINGS:
             raise QueryError(f"ranking must be one of {', '.join(RANKINGS)}, not {ranking!r}")
-        text = " ".join(query.split())
+        text = query_text(query, self.max_query)
         n = max(0, min(n, MAX_RESULTS))
         offset = max(0, offset)
         depth = max(offset + n, self.rerank_depth, self.hits_root if ranking == "hits" else 0)

@@ -49,6 +49,7 @@ from filbert.search.query import (
     analyze_query,
     parse_query,
     phrase_in,
+    query_text,
 )
 from filbert.search.ranking import Candidate, explained, hit_candidates
 from filbert.search.snippets import make_snippet
@@ -179,11 +180,7 @@ class ShardSearcher:
             self.columns(shard)
 
     def analyze(self, query: str) -> AnalyzedQuery:
-        text = " ".join(query.split())
-        if not text:
-            raise QueryError("empty query")
-        if len(text) > self.max_query:
-            raise QueryError(f"query longer than {self.max_query} characters")
+        text = query_text(query, self.max_query)
         analyzed = analyze_query(
             parse_query(text), self.languages, self.language_counts.keys(), self.frames
         )
@@ -427,8 +424,10 @@ class ShardSearcher:
         return urls
 
     def _address(self, candidate: Candidate, generation: str | None) -> tantivy.DocAddress | None:
+        """Where the candidate is in this generation (None: not in it, or not a document)."""
         if generation is None or generation == self.generation.name:
-            return candidate.address
+            held = self.columns(candidate.shard).holds(candidate.segment, candidate.doc)
+            return candidate.address if held else None
         uid = tantivy.Query.term_query(self.builder.schema, "uid", candidate.uid)
         hits = self.shards[candidate.shard].search(uid, limit=1).hits
         return hits[0][1] if hits else None

@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 import xxhash
 
 from filbert.analysis import fold
-from filbert.analysis.analyzers import HAN, KANA_HANGUL, analyzer, in_dictionary
+from filbert.analysis.analyzers import HAN, KANA_HANGUL, MAX_WORD, analyzer, in_dictionary
 from filbert.analysis.trie import Trie, char_ids, id_lookup, query_ids, starts
 from filbert.config import error_lengths_setting
 from filbert.index.vocabulary import WORDS, read_vocabulary
@@ -187,10 +187,10 @@ class Speller:
         return Correction("".join([*text, query[end:]]), bool(sure), words)
 
     def _rare(self, word: str) -> bool:
-        """Whether a (folded) word may be misspelt: long enough, and on fewer pages than a
-        correction must be."""
+        """Whether a (folded) word may be misspelt: long enough, no longer than a word the
+        index holds, and on fewer pages than a correction must be."""
         return (
-            len(word) >= self.error_lengths[0]
+            self.error_lengths[0] <= len(word) <= MAX_WORD
             and not UNSPACED.search(word)
             and self.words.pages(word) < self.min_pages
         )

@@ -36,7 +36,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from filbert.config import Settings
 from filbert.errors import public_message
 from filbert.parse import decode_html, decode_text
-from filbert.search.searcher import MAX_RESULTS, SearchResults
+from filbert.search.searcher import MAX_OFFSET, MAX_RESULTS, SearchResults
 from filbert.storage import CrawlDir
 from filbert.suggest import SuggestError
 from filbert.suggest.querylog import QueryLog
@@ -46,7 +46,6 @@ from filbert.web.searchers import INTERNAL_ERROR
 
 HERE = Path(__file__).parent
 PAGE_SIZE = 10
-MAX_OFFSET = 10_000  # deeper pages cost memory in the collector and nobody reads them
 SEND_GRACE = 0.5  # seconds past the deadline a started response may take to be sent
 RETRY_AFTER = "1"  # seconds a client told 503 should wait before it asks again
 SECURITY_HEADERS = {

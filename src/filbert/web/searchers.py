@@ -36,6 +36,7 @@ import signal
 import sys
 import time
 import traceback
+from collections import Counter
 from collections.abc import Sequence
 from contextlib import suppress
 from operator import attrgetter
@@ -53,10 +54,23 @@ from filbert.search.ranking import Candidate
 from filbert.search.searcher import Searcher
 from filbert.search.shards import SearchTimeout, ShardSearcher
 from filbert.storage import CrawlDir, GenerationHolder
+from filbert.web.limits import connection_limit
+from filbert.web.protocol import (
+    MAX_REQUEST,
+    BadRequest,
+    Cache,
+    Fetch,
+    Info,
+    Limits,
+    Request,
+    Retrieve,
+    Search,
+    parse_request,
+)
 
 INTERNAL_ERROR = "internal error (see the server's log)"
 HEADER = 8  # bytes of a message's length
-MAX_MESSAGE = 64 << 20  # a longer message (request or reply) closes the connection
+MAX_MESSAGE = 64 << 20  # a longer reply closes the connection (requests: MAX_REQUEST)
 HEALTH_TTL = 5.0  # seconds a searcher's health check is trusted
 ORPHAN_CHECK = 1.0  # seconds between a local searcher's checks that its server still runs
 # a candidate as phase one sends it: Candidate's fields in its order, up to proximity
@@ -98,7 +112,7 @@ def refs(candidates: Sequence[Candidate]) -> list[list]:
     return [[getattr(c, name) for name in REF] for c in candidates]
 
 
-def from_refs(rows: list[list]) -> list[Candidate]:
+def from_refs(rows: Sequence[Sequence]) -> list[Candidate]:
     return [
         Candidate(0.0, shard, segment, doc, uid=uid, proximity=proximity)
         for shard, segment, doc, uid, proximity in rows
@@ -110,6 +124,7 @@ class Shards:
 
     def __init__(self, crawl: CrawlDir, settings: Settings, numbers: Sequence[int] | None):
         self.crawl, self.settings, self.numbers = crawl, settings, numbers
+        self.limits = Limits.of(settings)
         self.holder = GenerationHolder(crawl.index, self._open)
         self.health = GenerationHolder(
             crawl.index, lambda _: check_index(crawl, self.numbers), HEALTH_TTL
@@ -126,12 +141,13 @@ class Shards:
         searcher.warm_up()
         return searcher
 
-    def answer(self, request: dict[str, Any]) -> bytes:
-        """The reply to one request: its head line and body."""
+    def answer(self, data: bytes) -> bytes:
+        """The reply to one request (a frame's bytes): its head line and body."""
         head: dict[str, Any] = {"status": 200}
         body = b""
         try:
-            deadline = time.monotonic() + float(request.get("timeout", 60.0))
+            request = parse_request(data, self.limits)
+            deadline = time.monotonic() + self.limits.timeout(request)
             body = self._answer(request, head, deadline)
         except QueryError as exc:
             head.update(status=400, error=str(exc))
@@ -150,57 +166,54 @@ class Shards:
             return "there is no index yet: run `filbert index`"
         return public_message(exc, self.crawl.path)
 
-    def _answer(self, request: dict[str, Any], head: dict[str, Any], deadline: float) -> bytes:
-        kind = request["kind"]
-        if kind == "info":
+    def _answer(self, request: Request, head: dict[str, Any], deadline: float) -> bytes:
+        if isinstance(request, Info):
             return self._info(head)
         whole = self.holder.get()
         searcher = whole.shards
         head["generation"] = searcher.generation.name
-        if kind == "search":  # every step here: the broker sends it when this has every shard
+        if isinstance(request, Search):  # the broker sends it when this has every shard
             results = whole.search(
-                request["q"],
-                request["n"],
-                request["offset"],
-                request["ranking"],
-                request["explain"],
+                request.q,
+                request.n,
+                request.offset,
+                request.ranking,
+                request.explain,
                 deadline,
-                request.get("spell", True),
+                request.spell,
             )
             head.update(
                 total=results.total, matched_all=results.matched_all, searched=results.searched
             )
             return orjson.dumps(results.to_dict())
-        if kind == "retrieve":
-            found = searcher.retrieve(
-                request["q"], request["conjunction"], request["depth"], deadline
-            )
+        if isinstance(request, Retrieve):
+            found = searcher.retrieve(request.q, request.conjunction, request.depth, deadline)
             head.update(
                 total=found.total, words=found.words, required=found.required, ignored=found.ignored
             )
             return pack(found.candidates)
-        if kind == "cache":
-            page = searcher.cached(request["url"])
+        if isinstance(request, Cache):
+            page = searcher.cached(request.url)
             if page is None:
                 head.update(status=404, error="the URL is not in the index")
                 return b""
             head.update(content_type=page.content_type, segment=page.segment)
             return page.content
-        candidates = from_refs(request["candidates"])
-        generation = request["generation"]
-        if kind == "fetch":
+        candidates = from_refs(request.candidates)
+        strangers = {c.shard for c in candidates} - searcher.shards.keys()
+        if strangers:
+            raise BadRequest(f"shard {min(strangers)} is not served here")
+        if isinstance(request, Fetch):
             fetched = searcher.fetch(
-                request["q"],
+                request.q,
                 candidates,
-                request["conjunction"],
-                request["explain"],
-                generation,
+                request.conjunction,
+                request.explain,
+                request.generation,
                 deadline,
             )
             return orjson.dumps(fetched)
-        if kind == "urls":
-            return orjson.dumps(searcher.urls(candidates, generation))
-        raise QueryError(f"unknown request {kind!r}")
+        return orjson.dumps(searcher.urls(candidates, request.generation))
 
     def _info(self, head: dict[str, Any]) -> bytes:
         """What this searcher serves; `problem`: why its shards cannot answer, if they cannot."""
@@ -219,22 +232,75 @@ class Shards:
         return b""
 
 
+class Connections:
+    """A searcher's open connections, bounded so that no client can use up its memory or
+    file descriptors: at most `per_client` from one address (more are closed at once; local
+    searchers have one client, their server) and `total` in all (past it, the one waiting
+    longest for a request is closed). A connection is closed when it sends no request for
+    `idle` seconds (the broker opens another), or takes more than `transfer` seconds to send
+    a request or take a reply."""
+
+    def __init__(self, settings: Settings):
+        self.total = connection_limit(settings["search.searcher.max.connections"])
+        self.per_client = settings["search.searcher.max.connections.per.client"]
+        self.idle = settings["search.searcher.idle.seconds"]
+        self.transfer = settings["search.searcher.transfer.seconds"]
+        self.clients: Counter[str] = Counter()
+        self.waiting: dict[asyncio.StreamWriter, None] = {}  # oldest first
+
+    def admit(self, client: str) -> bool:
+        """Whether a new connection from `client` ("" for a Unix socket's) is kept."""
+        if client and self.clients[client] >= self.per_client:
+            return False
+        if self.clients.total() >= self.total:
+            if not self.waiting:
+                return False
+            next(iter(self.waiting)).close()  # its reader ends: its handler lets it go
+        self.clients[client] += 1
+        return True
+
+    def leave(self, client: str, writer: asyncio.StreamWriter) -> None:
+        self.waiting.pop(writer, None)
+        self.clients[client] -= 1
+
+
+def _client(writer: asyncio.StreamWriter) -> str:
+    """The address a connection comes from ("" on a Unix socket)."""
+    peer = writer.get_extra_info("peername")
+    return peer[0] if isinstance(peer, tuple) else ""
+
+
 async def _serve_connection(
-    shards: Shards, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    shards: Shards,
+    connections: Connections,
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
 ) -> None:
     """Answers the connection's requests until it closes. Answering blocks the loop: the
     other connections' requests wait in their sockets meanwhile."""
+    client = _client(writer)
+    if not connections.admit(client):
+        writer.close()
+        return
     try:
         while True:
-            size = int.from_bytes(await reader.readexactly(HEADER), "big")
-            if size > MAX_MESSAGE:
+            connections.waiting[writer] = None
+            async with asyncio.timeout(connections.idle):
+                size = int.from_bytes(await reader.readexactly(HEADER), "big")
+            del connections.waiting[writer]
+            if size > MAX_REQUEST:
+                error = f"a request of {size:,} bytes; at most {MAX_REQUEST:,} are read"
+                writer.write(frame(orjson.dumps({"status": 400, "error": error}) + b"\n"))
                 return
-            request = orjson.loads(await reader.readexactly(size))
+            async with asyncio.timeout(connections.transfer):
+                request = await reader.readexactly(size)
             writer.write(frame(shards.answer(request)))
-            await writer.drain()
-    except (asyncio.IncompleteReadError, ConnectionError, orjson.JSONDecodeError):
+            async with asyncio.timeout(connections.transfer):
+                await writer.drain()
+    except (asyncio.IncompleteReadError, ConnectionError, TimeoutError):
         return
     finally:
+        connections.leave(client, writer)
         writer.close()
 
 
@@ -247,9 +313,10 @@ async def _serve(
 ) -> None:
     """Serves on host:port or the Unix socket `path`; with `orphan_check`, until the process
     that started this one is gone (a local searcher must not outlive its server)."""
+    connections = Connections(shards.settings)
 
     def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> Any:
-        return _serve_connection(shards, reader, writer)
+        return _serve_connection(shards, connections, reader, writer)
 
     if path is not None:
         server = await asyncio.start_unix_server(handle, path)

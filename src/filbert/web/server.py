@@ -7,7 +7,6 @@ clients cannot use up the server's file descriptors and keep new requests out.
 from __future__ import annotations
 
 import asyncio
-import resource
 from typing import Any
 
 import uvicorn
@@ -15,8 +14,7 @@ from starlette.types import ASGIApp
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from filbert.config import Settings
-
-FD_RESERVE = 256  # descriptors kept for the index, logs and worker pipes
+from filbert.web.limits import connection_limit
 
 
 class GuardedProtocol(HttpToolsProtocol):
@@ -87,17 +85,6 @@ def guarded_protocol(settings: Settings, max_connections: int) -> type[GuardedPr
         "waiting": {},
     }
     return type("FilbertProtocol", (GuardedProtocol,), attributes)
-
-
-def connection_limit(wanted: int) -> int:
-    """Raises the open-files limit for `wanted` connections as far as the system allows;
-    the number of connections it leaves room for."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    need = wanted + FD_RESERVE
-    if soft != resource.RLIM_INFINITY and soft < need:
-        soft = need if hard == resource.RLIM_INFINITY else min(need, hard)
-        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
-    return max(1, min(wanted, soft - FD_RESERVE))
 
 
 def serve(app: ASGIApp, settings: Settings, host: str, port: int) -> None:

@@ -1,0 +1,144 @@
+"""The requests a searcher answers (searchers.py), checked before any work is done.
+
+A searcher trusts nothing a client sends, the broker included: every request is one JSON
+object of a known `kind` whose fields have the right types, ranges and sizes, or it is
+answered 400 with the first thing wrong. Types are strict (`"n": "3"` or `"n": true` is not
+a number), unknown fields are refused (a misspelt one would otherwise be ignored), and the
+work a request may ask for is bounded: phase one's depth by what a search can show (the
+deepest page of results, the re-ranking and HITS depths of the searcher's own settings), the
+fetch phase by a page of results, `urls` by the HITS root set, a query by
+`search.max.query.length`. The request's `timeout` only shortens the searcher's own deadline
+(`search.deadline.seconds`), never lengthens it. A frame longer than MAX_REQUEST closes the
+connection before it is read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from filbert.config import Settings
+from filbert.search.query import QueryError
+from filbert.search.searcher import MAX_OFFSET, MAX_RESULTS, RANKINGS
+
+MAX_REQUEST = 1 << 20  # bytes: a fetch of a page of results with its query takes ~10 KB
+MAX_TEXT = 1 << 16  # characters of a query or URL, before the settings' own limits
+INT32, INT64 = 2**31 - 1, 2**63 - 1
+
+
+class BadRequest(QueryError):
+    """A request that is not one a searcher answers (a 400, as a query error is)."""
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+    timeout: float | None = Field(None, gt=0, allow_inf_nan=False)
+
+
+Text = Annotated[str, Field(max_length=MAX_TEXT)]
+Generation = Annotated[str, Field(max_length=100)]
+# a candidate as the fetch phase needs it: shard, segment, doc, uid, proximity (REF)
+Ref = tuple[
+    Annotated[int, Field(ge=0, le=INT32)],
+    Annotated[int, Field(ge=0, le=INT32)],
+    Annotated[int, Field(ge=0, le=INT32)],
+    Annotated[int, Field(ge=-INT64 - 1, le=INT64)],
+    Annotated[float, Field(ge=0, allow_inf_nan=False)],
+]
+
+
+class Info(_Request):
+    kind: Literal["info"]
+
+
+class Search(_Request):
+    kind: Literal["search"]
+    q: Text
+    n: int = Field(ge=0, le=MAX_RESULTS)
+    offset: int = Field(ge=0, le=MAX_OFFSET)
+    ranking: Literal[RANKINGS]  # type: ignore[valid-type]
+    explain: bool
+    spell: bool = True
+
+
+class Retrieve(_Request):
+    kind: Literal["retrieve"]
+    q: Text
+    conjunction: bool
+    depth: int = Field(ge=0)
+
+
+class Fetch(_Request):
+    kind: Literal["fetch"]
+    q: Text
+    conjunction: bool
+    explain: bool
+    generation: Generation | None
+    candidates: list[Ref] = Field(max_length=MAX_RESULTS)
+
+
+class Urls(_Request):
+    kind: Literal["urls"]
+    generation: Generation | None
+    candidates: list[Ref]
+
+
+class Cache(_Request):
+    kind: Literal["cache"]
+    url: Text
+
+
+Request = Info | Search | Retrieve | Fetch | Urls | Cache
+_REQUEST: TypeAdapter[Request] = TypeAdapter(Annotated[Request, Field(discriminator="kind")])
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The work a searcher does for one request, from its own settings."""
+
+    depth: int  # phase one's candidates per shard
+    urls: int  # candidates whose URLs one request asks
+    seconds: float  # the longest a request may take
+
+    @classmethod
+    def of(cls, settings: Settings) -> Limits:
+        hits_root = settings["search.hits.root"]
+        depth = max(MAX_OFFSET + MAX_RESULTS, settings["search.rerank.depth"], hits_root)
+        return cls(depth, hits_root, settings["search.deadline.seconds"])
+
+    def timeout(self, request: Request) -> float:
+        """Seconds the request may take: its own timeout, within the searcher's."""
+        return min(request.timeout or self.seconds, self.seconds)
+
+
+def parse_request(data: bytes, limits: Limits) -> Request:
+    """The request a frame holds; BadRequest saying what is wrong with it."""
+    try:
+        request = _REQUEST.validate_json(data)
+    except ValidationError as exc:
+        raise BadRequest(_problem(exc)) from None
+    if isinstance(request, Retrieve) and request.depth > limits.depth:
+        raise BadRequest(f"depth must be at most {limits.depth}, not {request.depth}")
+    if isinstance(request, Urls) and len(request.candidates) > limits.urls:
+        raise BadRequest(f"urls takes at most {limits.urls} candidates")
+    return request
+
+
+def _problem(exc: ValidationError) -> str:
+    """One line for the first thing wrong in a request."""
+    error = exc.errors(include_url=False)[0]
+    kind, where = error["type"], ".".join(map(str, error["loc"][1:]))
+    if kind == "json_invalid":
+        return "a request must be JSON"
+    if kind == "dict_type" and not error["loc"]:
+        return "a request must be a JSON object"
+    if kind == "union_tag_not_found":
+        return "a request must have a kind"
+    if kind == "union_tag_invalid":
+        context = error.get("ctx", {})
+        return f"unknown request kind {context['tag']!r}: one of {context['expected_tags']}"
+    value = repr(error["input"])
+    value = value if len(value) <= 40 else value[:37] + "..."
+    return f"bad request: {where or 'request'}: {error['msg']} (not {value})"
