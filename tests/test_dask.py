@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -31,7 +32,7 @@ from filbert.crawl import fetch_step  # noqa: E402
 from filbert.crawldb.generate import generate  # noqa: E402
 from filbert.crawldb.inject import inject  # noqa: E402
 from filbert.crawldb.updatedb import updatedb  # noqa: E402
-from filbert.executor import ExecutorError, observe_tasks, shutdown  # noqa: E402
+from filbert.executor import ExecutorError, make_executor, observe_tasks, shutdown  # noqa: E402
 from filbert.progress import TaskBars  # noqa: E402
 from filbert.search import Searcher  # noqa: E402
 from filbert.storage import CrawlDir  # noqa: E402
@@ -319,3 +320,42 @@ def test_a_tasks_own_error_keeps_its_type() -> None:
     assert sorted(executor.map(abs, [-2, 1])) == [1, 2]
     with pytest.raises(FileNotFoundError):
         list(executor.map(os.stat, ["/nonexistent/part-00000.parquet"]))
+
+
+def listening_ports() -> set[int]:
+    """The TCP ports this process and the processes it started listen on."""
+    me = psutil.Process()
+    return {
+        c.laddr.port
+        for p in [me, *me.children(recursive=True)]
+        for c in p.net_connections("tcp")
+        if c.status == psutil.CONN_LISTEN
+    }
+
+
+def answers_http(port: int) -> bool:
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall(b"GET /health HTTP/1.0\r\n\r\n")
+        sock.settimeout(5)
+        try:
+            return sock.recv(5) == b"HTTP/"
+        except (TimeoutError, ConnectionResetError):
+            return False
+
+
+def cluster_ports(*overrides: str) -> set[int]:
+    """The ports a local cluster listens on, once it ran a task."""
+    before = listening_ports()
+    settings = load_settings(None, ["executor.kind=dask-local", *CLUSTER, *overrides])
+    assert sorted(make_executor(settings).map(abs, [-1, -2, -3])) == [1, 2, 3]
+    return listening_ports() - before
+
+
+def test_a_local_cluster_serves_no_http_unless_asked() -> None:
+    ports = cluster_ports()
+    assert len(ports) >= 3  # the scheduler's and each worker's, for Dask's own protocol
+    assert [port for port in ports if answers_http(port)] == []
+    shutdown()
+    port = free_port()
+    assert port in cluster_ports(f"executor.dashboard=127.0.0.1:{port}")
+    assert answers_http(port)

@@ -7,10 +7,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from pipeline import crawl_site
-from sites import SiteServer, html, link
+from pipeline import Quiet, crawl_site
+from sites import SiteServer, html, link, link_graph
 
 from filbert.config import load_settings
+from filbert.crawl import run_crawl
+from filbert.index import build_index
 from filbert.search import Searcher
 from filbert.storage import CrawlDir, CrawlDirError
 from filbert.suggest import SuggestError
@@ -20,6 +22,7 @@ from filbert.suggest.step import (
     SuggesterHolder,
     build_suggest,
     crawl_phrases,
+    index_with_suggestions,
     load_suggester,
     logged_queries,
     read_synonyms,
@@ -437,3 +440,20 @@ def test_two_word_groups_of_the_text_enter_weighted_lower(forum):
     build_suggest(crawl, settings)
     _, suggester = load_suggester(crawl, settings)
     assert suggester.suggest("zone tr", 1)[0].phrase == "Zone Transfer"
+
+
+def test_an_index_step_run_again_brings_lagging_suggestions_up_to_date(site_server, tmp_path):
+    """A step killed after publishing the index, before the dictionary: its re-run finds no
+    page changed, yet builds the dictionary the new pages need."""
+    site = site_server(link_graph(40, 3, index_links=1))
+    crawl, settings, _ = crawl_site(tmp_path / "crawl", [site.url("/")], depth=1, index=True)
+    run_crawl(crawl, [], settings, Quiet(), depth=6, index=False)  # pages titled "Page …"
+    build_index(crawl, settings)  # what the killed step published
+    assert crawl_phrases(crawl, settings).keys() >= {"Page 0001 bababado"}
+    assert not load_suggester(crawl, settings)[1].suggest("page 00", 5)
+
+    counts, _ = index_with_suggestions(crawl, settings)
+    assert counts["new"] == counts["changed"] == 0
+    found = [s.phrase for s in load_suggester(crawl, settings)[1].suggest("page 00", 5)]
+    assert "Page 0001 bababado" in found
+    assert crawl.suggest.meta()["index"] == crawl.index.current().name

@@ -332,17 +332,15 @@ def index(
 ) -> None:
     """Bring the search index up to date with the crawl (new, changed and gone pages), and
     the suggestion dictionary with it."""
-    from filbert.index import build_index
-    from filbert.suggest.step import build_suggest
+    from filbert.suggest.step import index_with_suggestions
 
-    def step(crawl_dir: CrawlDir, settings: Settings) -> tuple[dict, dict]:
-        counts = build_index(crawl_dir, settings, rebuild=rebuild)
-        if counts["rebuilt"]:
-            console.print(f"rebuilding the index: {counts['rebuilt']}")
-        changed = None if counts["rebuilt"] else counts["hosts"]
-        return counts, build_suggest(crawl_dir, settings, hosts=changed)
-
-    counts, suggestions = _locked(dir, define, step)
+    counts, suggestions = _locked(
+        dir,
+        define,
+        lambda crawl_dir, settings: index_with_suggestions(crawl_dir, settings, rebuild),
+    )
+    if counts["rebuilt"]:
+        console.print(f"rebuilt the index: {counts['rebuilt']}")
     console.print(
         f"indexed {counts['documents']} documents into {counts['shards']} shard(s) "
         f"({counts['new']} new, {counts['changed']} changed, {counts['gone']} gone); "

@@ -179,9 +179,8 @@ def run_crawl(
         merged = merge_segments(crawl, settings)
         reporter.step(f"mergesegs: {merged['segments']} segments into {merged['merged']}")
     if index:
-        from filbert.index import build_index  # tantivy is only needed here
-        from filbert.links.pagerank import compute_pagerank  # and scipy here
-        from filbert.suggest.step import build_suggest
+        from filbert.links.pagerank import compute_pagerank  # scipy is only needed here
+        from filbert.suggest.step import index_with_suggestions  # and tantivy here
 
         ranked = compute_pagerank(crawl, settings)
         reporter.step(
@@ -189,15 +188,13 @@ def run_crawl(
             f"{ranked['iterations']} iterations"
         )
         reporter.step(f"dedup: {dedup(crawl, settings)['duplicates']} duplicate pages")
-        counts = build_index(crawl, settings)
+        counts, suggestions = index_with_suggestions(crawl, settings)
         rebuilt = f", rebuilt: {counts['rebuilt']}" if counts["rebuilt"] else ""
         reporter.step(
             f"index: {counts['new']} new, {counts['changed']} changed, {counts['gone']} gone"
             f"{rebuilt}"
         )
         summary.documents = counts["documents"]
-        changed = None if counts["rebuilt"] else counts["hosts"]
-        suggestions = build_suggest(crawl, settings, hosts=changed)
         reporter.step(f"suggestions: {suggestions['phrases']} phrases")
     summary.seconds = time.monotonic() - start
     return summary

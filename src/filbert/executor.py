@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import atexit
+import ctypes
 import logging
+import multiprocessing
 import os
 import re
+import signal
+import sys
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import CancelledError, ProcessPoolExecutor
 from typing import Any, Protocol, TypeVar
@@ -80,15 +85,49 @@ class SequentialExecutor(Executor):
 
 
 _POOLS: dict[int, ProcessPoolExecutor] = {}
-_CLIENTS: dict[tuple[str, str, int], Any] = {}  # (kind, address, workers) -> dask Client
+_CLIENTS: dict[tuple[str, str, int, str], Any] = {}  # (kind, address, workers, dashboard)
+
+
+PRELOAD = ["filbert.buckets"]  # what most tasks import (DuckDB, pyarrow): once, in the server
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+ORPHAN_CHECK = 1.0  # seconds between a worker's checks that the step's process lives
 
 
 def _pool(workers: int) -> ProcessPoolExecutor:
     """One pool per size for the whole process: steps reuse its workers instead of
-    starting new ones each time."""
+    starting new ones each time. Workers are forked from a forkserver, not from this
+    process: they inherit none of its descriptors or threads; and they die with it."""
     if workers not in _POOLS:
-        _POOLS[workers] = ProcessPoolExecutor(workers)
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(PRELOAD)
+        _POOLS[workers] = ProcessPoolExecutor(
+            workers, context, initializer=_die_with_parent, initargs=(os.getpid(),)
+        )
     return _POOLS[workers]
+
+
+def _die_with_parent(step: int) -> None:
+    """A pool worker's start: the kernel kills it when its parent (the forkserver, which
+    exits when the step's process does) dies, even by SIGKILL; a thread checks too, in case
+    the parent died before this ran."""
+    parent = os.getppid()
+    if sys.platform == "linux":
+        ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    threading.Thread(target=_watch_parent, args=(parent, step), daemon=True).start()
+
+
+def _watch_parent(parent: int, step: int) -> None:
+    while os.getppid() == parent and _alive(step):
+        time.sleep(ORPHAN_CHECK)
+    os._exit(1)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except OSError:  # gone, or its number now another user's process
+        return False
+    return True
 
 
 @atexit.register
@@ -185,10 +224,11 @@ def _as_completed(futures: list[Any]) -> Iterator[Any]:
         yield from done
 
 
-def _dask_client(kind: str, address: str, workers: int, timeout: float) -> Any:
+def _dask_client(kind: str, address: str, workers: int, timeout: float, dashboard: str) -> Any:
     """The process's client of the scheduler at `address`, or of a LocalCluster of
-    `workers` processes (one thread each: the tasks hold the GIL)."""
-    key = (kind, address, workers)
+    `workers` processes (one thread each: the tasks hold the GIL), with a dashboard at
+    `dashboard` if not empty. Its worker processes exit when this one does (Dask's)."""
+    key = (kind, address, workers, dashboard)
     client = _CLIENTS.get(key)
     if client is not None and client.status == "running":
         return client
@@ -204,9 +244,12 @@ def _dask_client(kind: str, address: str, workers: int, timeout: float) -> Any:
             n_workers=workers,
             threads_per_worker=1,
             processes=True,
-            dashboard_address=None,
+            dashboard_address=dashboard or None,
             silence_logs=logging.ERROR,
+            preload=[__name__],  # dask_setup, in each worker
         )
+        if not dashboard and cluster.scheduler:  # it starts one without a dashboard too
+            cluster.scheduler.http_server.stop()
         client = Client(cluster)
     else:
         try:
@@ -215,6 +258,12 @@ def _dask_client(kind: str, address: str, workers: int, timeout: float) -> Any:
             raise ExecutorError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
     _CLIENTS[key] = client
     return client
+
+
+def dask_setup(worker: Any) -> None:
+    """Run by each worker of a LocalCluster as it starts (a Dask preload): its HTTP server
+    (metrics, health, a proxy), which it starts on a random port unasked, is stopped."""
+    worker.http_server.stop()
 
 
 def scheduler_address(settings: Mapping[str, Any]) -> str:
@@ -238,6 +287,8 @@ def make_executor(settings: Settings) -> Executor:
     address = scheduler_address(settings)
     if kind == "dask" and not address:
         raise ConfigError("executor.kind = 'dask' needs executor.address, e.g. tcp://host:8786")
-    client = _dask_client(kind, address, workers, settings["executor.connect.timeout"])
+    client = _dask_client(
+        kind, address, workers, settings["executor.connect.timeout"], settings["executor.dashboard"]
+    )
     where = f"at {address}" if kind == "dask" else "of the local cluster"
     return DaskExecutor(client, where)

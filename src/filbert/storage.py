@@ -13,6 +13,8 @@ import json
 import math
 import os
 import shutil
+import struct
+import sys
 import threading
 import time
 import uuid
@@ -20,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import IO, Generic, TypeVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -32,6 +34,8 @@ CURRENT = "CURRENT"
 SEGMENT_FORMAT = "%Y%m%d%H%M%S"
 META = "_meta.json"
 TMP_PREFIX = ".tmp-"
+LOCK_FILE = ".lock"
+FLOCK = "@hhqqi"  # struct flock on Linux: l_type, l_whence, l_start, l_len, l_pid
 
 
 class CrawlDirError(UserError, RuntimeError):
@@ -503,11 +507,51 @@ class CrawlDir:
 
     @contextmanager
     def lock(self) -> Iterator[None]:
-        """One mutating step at a time per crawl directory (released if the process dies)."""
+        """One mutating step at a time per crawl directory. A POSIX record lock (lockf), not
+        flock: it belongs to this process alone, so no process it starts ever holds it, and
+        it is released when this one ends, killed or not. The holder records itself in the
+        file, for the message of a step that finds the directory in use."""
         self.path.mkdir(parents=True, exist_ok=True)
-        with open(self.path / ".lock", "w") as handle:
+        path = (self.path / LOCK_FILE).resolve()
+        if path in _HELD:  # closing a second descriptor would release the lock
+            raise CrawlDirError(f"{self.path} is in use by this process already")
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        with open(fd, "r+") as handle:
             try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError as exc:
-                raise CrawlDirError(f"{self.path} is in use by another filbert step") from exc
-            yield
+                fcntl.lockf(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:  # EAGAIN or EACCES: another process holds it
+                raise CrawlDirError(f"{self.path} is in use by {_lock_holder(handle)}") from exc
+            handle.truncate()
+            json.dump(_holder_record(), handle)
+            handle.flush()
+            _HELD.add(path)
+            try:
+                yield
+            finally:
+                _HELD.discard(path)
+
+
+_HELD: set[Path] = set()  # the lock files this process holds
+
+
+def _holder_record() -> dict[str, object]:
+    """Who holds a crawl directory's lock: this process."""
+    return {
+        "pid": os.getpid(),
+        "command": " ".join(["filbert", *sys.argv[1:2]]),
+        "since": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+def _lock_holder(handle: IO[str]) -> str:
+    """The process holding the lock on `handle`'s file, as the kernel names it (F_GETLK),
+    described by what it recorded in the file."""
+    probe = struct.pack(FLOCK, fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)
+    pid = struct.unpack(FLOCK, fcntl.fcntl(handle, fcntl.F_GETLK, probe))[4]
+    try:
+        recorded = json.loads(handle.read() or "{}")
+    except ValueError:
+        recorded = {}
+    if pid and recorded.get("pid") == pid:
+        return f"{recorded['command']} (pid {pid}) since {recorded['since']}"
+    return f"another process (pid {pid})" if pid else "another filbert step"

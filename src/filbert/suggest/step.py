@@ -42,7 +42,9 @@ of headings, terms and body terms) and kept with the dictionary, which is writte
 CRAWL/suggest/ as a new generation and published atomically. `filbert index` refreshes it in
 proportion to what changed: the hosts whose pages changed are tallied anew, the others'
 tallies are kept (their titles ranked by the current PageRank scores), and the thresholds
-apply to the sum, so the result is a full build's.
+apply to the sum, so the result is a full build's. The dictionary names the index generation
+it goes with; one that lags behind (a step killed after publishing the index) is built in
+full by the next index step.
 """
 
 from __future__ import annotations
@@ -126,8 +128,26 @@ def build_suggest(
     tmp = table.begin()
     suggester.save(tmp)
     write_table(tally, tmp / TALLY_FILE)
-    table.publish(tmp, {**counts, "settings": _phrase_settings(settings)})
+    index = crawl.index.current()  # the generation this dictionary goes with
+    meta = {"settings": _phrase_settings(settings), "index": index and index.name}
+    table.publish(tmp, {**counts, **meta})
     return counts
+
+
+def index_with_suggestions(
+    crawl: CrawlDir, settings: Settings, rebuild: bool = False
+) -> tuple[dict, dict]:
+    """The index brought up to date, then the suggestion dictionary: for the hosts whose
+    pages changed when it reflects the index generation this one follows, in full when it
+    lags behind (a run killed between the two) or the index was rebuilt. Returns both's
+    counts."""
+    from filbert.index import build_index  # tantivy: only the index step needs it
+
+    was = crawl.index.current()
+    counts = build_index(crawl, settings, rebuild=rebuild)
+    follows = was is not None and crawl.suggest.meta().get("index") == was.name
+    hosts = counts["hosts"] if follows and not counts["rebuilt"] else None
+    return counts, build_suggest(crawl, settings, hosts=hosts)
 
 
 def _phrase_settings(settings: Settings) -> dict[str, Any]:
