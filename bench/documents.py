@@ -65,6 +65,21 @@ All rows need the alternatives in one venv (bench/out is git-ignored):
 
 --alt-python defaults to that venv, else /tmp/h/docs/venv (where the research was done),
 else this interpreter. `apt-get install poppler-utils` gives the PDF reference.
+
+The rows above parse in the process that measures. A crawl parses documents in a child
+process bounded in memory and time (filbert/parse/sandbox.py); `sandbox` measures what that
+costs, in one run against the baseline:
+
+    .venv/bin/python bench/documents.py sandbox --reps 5 [--no-record]
+
+- each kind's corpus parsed in this process and through a DocumentSandbox, pass by pass in
+  alternating order (ABBA); the median pass, per document, and whether every result is the
+  same both ways; the first document of a new child (its start included);
+- bombs (tests/documents.py makes them: a PDF whose one Flate stream inflates to --bomb-mb
+  MB of text operators, a DOCX and an ODT of 63 MB of empty paragraphs), each parsed in a
+  subprocess capped at --cap-gb GB of address space, in-process (as before the sandbox) and
+  sandboxed: the outcome, the parse's seconds and the peak RSS of the subprocess's largest
+  process (wait4's ru_maxrss, which counts the sandbox's child).
 """
 
 from __future__ import annotations
@@ -84,6 +99,7 @@ import random
 import re
 import shlex
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -1319,6 +1335,156 @@ def bench(args: argparse.Namespace) -> str:
     return "\n\n".join([head, *[p for p in parts if p], "\n".join(checks)])
 
 
+# --- The sandbox's cost --------------------------------------------------------------
+
+
+def sandbox_bench(args: argparse.Namespace) -> str:
+    from filbert.parse.sandbox import DocumentSandbox
+
+    box = DocumentSandbox(args.memory_mb, args.timeout)
+    load = os.getloadavg()[0]
+    try:
+        first = first_document(box, args.corpus)
+        rows = [sandbox_row(kind, box, args) for kind in KINDS]
+    finally:
+        box.close()
+    bombs = [bomb_row(kind, args) for kind in ("pdf", "docx", "odt")]
+    head = (
+        f"Python {platform.python_version()}, {os.cpu_count()} CPUs, load average {load:.2f} "
+        f"at the start, {os.getloadavg()[0]:.2f} at the end; {args.reps} passes each way; "
+        f"parser.document.memory.mb={args.memory_mb}, parser.document.timeout={args.timeout:g}."
+        f" A new child's first document (a small feed): {first * 1000:.0f} ms."
+    )
+    table = [
+        (
+            "| kind | files | MB | in-process ms/file | sandboxed ms/file | overhead ms/file "
+            "| sandboxed / in-process | same results |"
+        ),
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        *rows,
+    ]
+    bomb_table = [
+        f"Bombs, each in a subprocess capped at {args.cap_gb:g} GB of address space:",
+        "",
+        "| bomb | size | in-process | s | peak RSS MB | sandboxed | s | peak RSS MB |",
+        "|---|---:|---|---:|---:|---|---:|---:|",
+        *bombs,
+    ]
+    return "\n\n".join([head, "\n".join(table), "\n".join(bomb_table)])
+
+
+def first_document(box: Any, corpus: Path) -> float:
+    """Seconds a new child takes to answer its first document, its start included."""
+    from filbert.parse import parse_content
+
+    feeds = corpus_files(corpus, "feed")
+    data = feeds[0].read_bytes() if feeds else b"<rss><channel><title>t</title></channel></rss>"
+    started = time.perf_counter()
+    parse_content("http://127.0.0.1/feed.xml", data, CONTENT_TYPES["feed"], sandbox=box)
+    return time.perf_counter() - started
+
+
+def sandbox_row(kind: str, box: Any, args: argparse.Namespace) -> str:
+    """One kind's corpus parsed both ways, pass by pass in ABBA order."""
+    files = [
+        (f"http://127.0.0.1/{kind}/{p.name}", p.read_bytes())
+        for p in corpus_files(args.corpus, kind)
+    ]
+    if not files:
+        return f"| {kind} | 0 | | | | | | (no corpus: run `prepare`) |"
+    passes: dict[bool, list[float]] = {False: [], True: []}
+    results: dict[bool, list[Any]] = {}
+    for rep in range(args.reps):
+        for sandboxed in (False, True) if rep % 2 == 0 else (True, False):
+            seconds, results[sandboxed] = parse_pass(kind, files, box if sandboxed else None)
+            passes[sandboxed].append(seconds)
+    inside, boxed = (statistics.median(passes[m]) / len(files) * 1000 for m in (False, True))
+    same = sum(a == b for a, b in zip(results[False], results[True]))
+    megabytes = sum(len(content) for _, content in files) / 1e6
+    return (
+        f"| {kind} | {len(files)} | {megabytes:.2f} | {inside:.2f} | {boxed:.2f} "
+        f"| {boxed - inside:+.2f} | {boxed / inside:.2f} | {same}/{len(files)} |"
+    )
+
+
+def parse_pass(kind: str, files: list[tuple[str, bytes]], box: Any) -> tuple[float, list[Any]]:
+    from filbert.parse import parse_content
+
+    started = time.perf_counter()
+    results = [parse_content(url, data, CONTENT_TYPES[kind], sandbox=box) for url, data in files]
+    return time.perf_counter() - started, results
+
+
+def bomb_row(kind: str, args: argparse.Namespace) -> str:
+    cells = []
+    for mode in ("in-process", "sandboxed"):
+        progress(f"{kind} bomb, {mode}")
+        command = [sys.executable, str(SCRIPT), "_bomb", kind, mode, str(args.bomb_mb)]
+        command += [str(args.memory_mb), str(args.timeout)]
+        cells.append(capped_run(command, int(args.cap_gb * (1 << 30))))
+    size = cells[0][0]
+    return f"| {kind} | {size} | " + " | ".join(" | ".join(cell[1:]) for cell in cells) + " |"
+
+
+# sets RLIMIT_AS to argv[1] bytes, then becomes the command (the same process, for wait4)
+_CAP = (
+    "import os, resource, sys; cap = int(sys.argv[1]); "
+    "resource.setrlimit(resource.RLIMIT_AS, (cap, cap)); os.execv(sys.argv[2], sys.argv[2:])"
+)
+
+
+def capped_run(command: list[str], cap: int) -> tuple[str, str, str, str]:
+    """Run a `_bomb` child under `cap` bytes of address space: (its bomb's size, outcome,
+    seconds, the peak RSS of its largest process)."""
+    capped = [sys.executable, "-c", _CAP, str(cap), sys.executable, *command[1:]]
+    process = subprocess.Popen(capped, stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    out = process.stdout.read()
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = code = os.waitstatus_to_exitcode(status)
+    peak = f"{usage.ru_maxrss / 1024:.0f}"
+    if code != 0:
+        died = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
+        return out.split("\t")[0] or "?", f"**the process died** ({died})", "", peak
+    size, outcome, seconds = out.strip().split("\t")
+    return size, outcome, seconds, peak
+
+
+def child_bomb(kind: str, mode: str, megabytes: int, memory_mb: int, timeout: float) -> None:
+    """Parse one bomb in this process or in a sandbox; prints its size, the outcome and
+    the seconds (the size first, flushed, in case the parse kills the process)."""
+    from filbert.parse import parse_content
+    from filbert.parse.sandbox import DocumentSandbox
+
+    helpers = _test_documents()
+    data = helpers.pdf_bomb(megabytes) if kind == "pdf" else helpers.office_bomb(kind)
+    print(f"{len(data) / 1e6:.1f} MB\t", end="", flush=True)
+    box = DocumentSandbox(memory_mb, timeout) if mode == "sandboxed" else None
+    if box:  # started first: its start is not the bomb's
+        parse_content(
+            "http://127.0.0.1/f", b"<rss><channel/></rss>", CONTENT_TYPES["feed"], sandbox=box
+        )
+    started = time.perf_counter()
+    result = parse_content(f"http://127.0.0.1/bomb.{kind}", data, CONTENT_TYPES[kind], sandbox=box)
+    seconds = time.perf_counter() - started
+    outcome = result.status + (
+        f": {result.message}" if result.message else f", {len(result.text)} chars"
+    )
+    print(f"{outcome}\t{seconds:.1f}", flush=True)
+    if box:
+        box.close()
+
+
+def _test_documents() -> Any:
+    """tests/documents.py (its bombs), under another name than this script's."""
+    path = BENCH.parent / "tests" / "documents.py"
+    spec = importlib.util.spec_from_file_location("filbert_test_documents", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def default_alt_python() -> str:
     return str(next((p for p in ALT_PYTHONS if p.exists()), Path(sys.executable)))
 
@@ -1360,6 +1526,17 @@ def main() -> None:
     one = sub.add_parser("_one")
     for name in ("kind", "name", "path"):
         one.add_argument(name)
+    box = sub.add_parser("sandbox", help="in-process vs sandboxed parsing; bombs")
+    box.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    box.add_argument("--reps", type=int, default=5, help="passes each way over each corpus")
+    box.add_argument("--memory-mb", type=int, default=1024, help="parser.document.memory.mb")
+    box.add_argument("--timeout", type=float, default=30.0, help="parser.document.timeout")
+    box.add_argument("--bomb-mb", type=int, default=600, help="what the PDF bomb inflates to")
+    box.add_argument("--cap-gb", type=float, default=3.0, help="address space of each bomb run")
+    box.add_argument("--no-record", action="store_true", help="do not append to RESULTS.md")
+    bomb = sub.add_parser("_bomb")
+    for name in ("kind", "mode", "megabytes", "memory_mb", "timeout"):
+        bomb.add_argument(name)
     maker = sub.add_parser("_make")
     maker.add_argument("part", choices=sorted(MAKE_NEEDS))
     maker.add_argument("corpus", type=Path)
@@ -1375,6 +1552,15 @@ def main() -> None:
         child_run(args.kind, args.name, Path(args.corpus), int(args.reps), float(args.budget))
     elif args.command == "_one":
         child_one(args.kind, args.name, Path(args.path))
+    elif args.command == "sandbox":
+        report = sandbox_bench(args)
+        print(report)
+        if not args.no_record:
+            record("documents: parsing in a sandboxed child process", command_line(), report)
+    elif args.command == "_bomb":
+        child_bomb(
+            args.kind, args.mode, int(args.megabytes), int(args.memory_mb), float(args.timeout)
+        )
     else:
         make(args.part, args.corpus)
 

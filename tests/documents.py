@@ -1,10 +1,13 @@
 """Documents beyond HTML for tests: PDFs written by hand (text, links, metadata,
-encryption), DOCX and ODT archives, and RSS, Atom and RDF feeds."""
+encryption), DOCX and ODT archives, RSS, Atom and RDF feeds, and decompression bombs of
+each document kind."""
 
 from __future__ import annotations
 
 import io
+import struct
 import zipfile
+import zlib
 from collections.abc import Sequence
 from xml.sax.saxutils import escape, quoteattr
 
@@ -82,6 +85,70 @@ def pdf(
     out.write(f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode())
     out.writelines(f"{offset:010d} 00000 n \n".encode() for offset in offsets)
     out.write(f"trailer\n<< {trailer} >>\nstartxref\n{xref}\n%%EOF\n".encode())
+    return out.getvalue()
+
+
+def pdf_bomb(megabytes: int) -> bytes:
+    """A one-page PDF whose Flate content stream inflates to `megabytes` MB of text
+    operators (~1/330 of that on the wire; PDFium needs ~14 times it to read them)."""
+    chunk = b"BT /F1 12 Tf 72 720 Td (zqbombx) Tj ET\n" * 26_000  # ~1 MB
+    # After a full flush deflate starts afresh, so every chunk but the first compresses to
+    # the same block: made once, repeated, and the stream closed by hand.
+    deflate = zlib.compressobj(9)
+    first = deflate.compress(chunk) + deflate.flush(zlib.Z_FULL_FLUSH)
+    block = deflate.compress(chunk) + deflate.flush(zlib.Z_FULL_FLUSH)
+    checksum = 1
+    for _ in range(megabytes):
+        checksum = zlib.adler32(chunk, checksum)
+    stream = first + block * (megabytes - 1) + b"\x03\x00" + struct.pack(">I", checksum)
+    page = (
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R >> >> >>"
+    )
+    contents = b"<< /Length %d /Filter /FlateDecode >>\nstream\n%b\nendstream" % (
+        len(stream),
+        stream,
+    )
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        page,
+        contents,
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out = io.BytesIO()
+    out.write(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(out.tell())
+        out.write(b"%d 0 obj\n%b\nendobj\n" % (number, body))
+    xref = out.tell()
+    out.write(b"xref\n0 6\n0000000000 65535 f \n")
+    out.writelines(b"%010d 00000 n \n" % offset for offset in offsets)
+    out.write(b"trailer\n<< /Size 6 /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % xref)
+    return out.getvalue()
+
+
+def office_bomb(kind: str, megabytes: int = 63) -> bytes:
+    """A DOCX or ODT whose body is `megabytes` MB of empty paragraphs (within the 64 MB
+    of XML the parser unzips; lxml needs over 1 GB to read them)."""
+    paragraph, body, content = (
+        (b"<w:p/>", b"<w:body>", docx("Bomb", "Heading", ["x"]))
+        if kind == "docx"
+        else (b"<text:p/>", b"<office:text>", odt("Bomb", "Heading", ["x"]))
+    )
+    member = "word/document.xml" if kind == "docx" else "content.xml"
+    out = io.BytesIO()
+    with (
+        zipfile.ZipFile(io.BytesIO(content)) as source,
+        zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive,
+    ):
+        for info in source.infolist():
+            data = source.read(info)
+            if info.filename == member:
+                head, _, tail = data.partition(body)
+                data = head + body + paragraph * ((megabytes << 20) // len(paragraph)) + tail
+            archive.writestr(info, data, compress_type=info.compress_type)
     return out.getvalue()
 
 

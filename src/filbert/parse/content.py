@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from filbert.mediatypes import (
     DOCUMENT_KINDS,
@@ -22,6 +23,9 @@ from filbert.parse.encoding import decode_text
 from filbert.parse.html import parse_html
 from filbert.parse.result import Found, ParseResult, header_hints
 from filbert.schemas import PARSE_FAILED, PARSE_UNSUPPORTED
+
+if TYPE_CHECKING:
+    from filbert.parse.sandbox import DocumentSandbox
 
 # WHATWG MIME sniffing's HTML signatures.
 _HTML_START = re.compile(
@@ -107,6 +111,7 @@ def parse_content(
     agent: str = "filbert",
     kinds: Collection[str] = KINDS.keys(),
     truncated: bool = False,
+    sandbox: DocumentSandbox | None = None,
 ) -> ParseResult:
     """Parse one fetched document; never raises.
 
@@ -114,7 +119,9 @@ def parse_content(
     ", "), for X-Robots-Tag, Link and Last-Modified. agent: the crawler's product token,
     which ``<meta name=...>`` and user-agent-scoped X-Robots-Tag rules must name to apply.
     kinds: the kinds to parse (`parser.types`). truncated: the body was cut at the
-    content limit."""
+    content limit. sandbox: the child process that parses documents (PDF, feeds, office
+    files) within a memory and time limit (`sandbox_for(settings)`, as a crawl does); None
+    parses them in this process, unbounded."""
     found = Found()
     try:
         agent = (agent or "").strip().lower()
@@ -135,7 +142,8 @@ def parse_content(
             text = decode_text(content, content_type, url)[0]
             result = found.success(_markdown_title(text, content_type, url), _collapse(text), [])
         else:
-            result = documents.parse_document(kind, url, content, found)
+            parse = sandbox.parse if sandbox else documents.parse_document
+            result = parse(kind, url, content, found)
         return replace(result, kind=kind)
     except documents.DocumentError as exc:
         return found.empty(PARSE_FAILED, str(exc))

@@ -5,7 +5,9 @@ these choices against the alternatives on real files.
 Each yields a title, text, outlinks (a feed's items, a document's hyperlinks) and its
 metadata. A corrupt, encrypted or hostile document raises DocumentError with the reason:
 XML entities are never expanded nor fetched, and office archives are read only up to
-MAX_UNZIPPED bytes."""
+MAX_UNZIPPED bytes. Memory and time are not bounded here (one that runs out of memory
+raises MemoryError, libxml2 too; PDFium aborts the process): a crawl parses documents in
+the child process of sandbox.py, which bounds both."""
 
 from __future__ import annotations
 
@@ -144,6 +146,8 @@ def _xml(content: bytes, strict: bool = False) -> etree._Element:
     try:
         root = etree.fromstring(content, _XML_STRICT if strict else _XML)
     except etree.XMLSyntaxError as exc:
+        if exc.code == etree.ErrorTypes.ERR_NO_MEMORY:  # libxml2 says "unknown error"
+            raise MemoryError("libxml2 ran out of memory") from None
         raise DocumentError(f"malformed XML: {exc}") from None
     if root is None:
         raise DocumentError("no XML document")

@@ -27,6 +27,7 @@ from filbert.executor import make_executor
 from filbert.mediatypes import parse_types
 from filbert.parse.content import parse_content
 from filbert.parse.result import ParseResult
+from filbert.parse.sandbox import sandbox_for
 from filbert.parse.templates import block_hash
 from filbert.schemas import FetchedPage, SiteLinks
 from filbert.storage import CrawlDir, CrawlDirError, PartWriter, Segment, read_parts, reading
@@ -145,6 +146,7 @@ class SegmentParser:
         self.outlinks = _Outlinks(settings)
         self.agent = settings["http.agent.name"]
         self.kinds = parse_types(settings["parser.types"])
+        self.sandbox = sandbox_for(settings)
         self.texts = PartWriter(out / Segment.PARSE_TEXT, schemas.PARSE_TEXT)
         self.datas = PartWriter(
             out / Segment.PARSE_DATA, schemas.PARSE_DATA, batch=PartWriter.SMALL_BATCH
@@ -200,6 +202,7 @@ class SegmentParser:
             self.agent,
             self.kinds,
             page.truncated,
+            self.sandbox,
         )
         kept = self.outlinks.select(page.url, result.outlinks)
         self.counts[result.status] += 1

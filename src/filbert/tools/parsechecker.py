@@ -17,6 +17,7 @@ from filbert.fetch.fetcher import FetchItem, FetchResult, origin_of, run_fetcher
 from filbert.fetch.robots import RobotRules, RobotsCache
 from filbert.mediatypes import parse_types
 from filbert.parse import content_kind, decode_html, decode_text, limit_setting, parse_content
+from filbert.parse.sandbox import sandbox_for
 from filbert.urls import UrlFilter, fingerprint, host_of, normalize_url
 
 
@@ -117,6 +118,7 @@ def check_url(url: str, settings: Settings, text_chars: int = 500) -> dict[str, 
         agent,
         parse_types(settings["parser.types"]),
         final.truncated,
+        sandbox_for(settings),
     )
     text = parsed.text if text_chars < 0 else parsed.text[:text_chars]
     report["parse"] = {
