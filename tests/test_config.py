@@ -147,6 +147,7 @@ BAD_VALUES = {
     "db.fetch.schedule.class=adaptiv": "must be one of default, adaptive",
     "fetcher.queue.mode=byhost": "must be one of byHost, byDomain, byIP",
     "executor.kind=threads": "must be one of local, sequential, dask, dask-local",
+    "executor.dashboard=8787": "is not host:port",
     "dedup.compare.order=score,size": "unknown ['size']",
     "http.filter.ipaddress.exclude=loopback,10.0.0.0/33": "'10.0.0.0/33' is not an IP range",
     "suggest.errors.lengths=8,4": "must be increasing lengths",

@@ -277,6 +277,15 @@ def scheduler_address(settings: Mapping[str, Any]) -> str:
     return address
 
 
+def dashboard_address(settings: Mapping[str, Any]) -> str:
+    """`executor.dashboard`: empty, or host:port for Dask's dashboard."""
+    address = settings["executor.dashboard"]
+    host, _, port = address.rpartition(":")
+    if address and not (host and port.isdigit() and 0 <= int(port) < 65536):
+        raise ConfigError(f"executor.dashboard: {address!r} is not host:port, e.g. 127.0.0.1:8787")
+    return address
+
+
 def make_executor(settings: Settings) -> Executor:
     kind = settings["executor.kind"]
     workers = settings["executor.workers"] or os.cpu_count() or 1
