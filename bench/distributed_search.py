@@ -80,7 +80,7 @@ from filbert.analysis.analyzers import stop_words
 from filbert.config import load_settings
 from filbert.search import Searcher
 from filbert.storage import CrawlDir
-from filbert.web.broker import Replica, SearcherDown
+from filbert.web.broker import Bounds, Expect, Replica, SearcherDown
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -440,18 +440,20 @@ def protocol_cost(crawl: CrawlDir, calls: int = 2000) -> str:
     async def run() -> list[float]:
         replica = Replica(f"127.0.0.1:{port}", 1)
         replica.alive = True
+        info = {"kind": "info"}
+        expect = Expect(info, (), Bounds(0, 0))  # every reply checked, as the broker does
         while True:
             try:
-                await replica.call({"kind": "info"}, 5.0)
+                await replica.call(info, 5.0, expect)
                 break
             except SearcherDown:
                 await asyncio.sleep(0.2)
         seconds = []
         for _ in range(calls):
             began = time.perf_counter()
-            await replica.call({"kind": "info"}, 5.0)
+            await replica.call(info, 5.0, expect)
             seconds.append(time.perf_counter() - began)
-        replica.take_out()
+        replica.take_out("done")
         return seconds
 
     try:

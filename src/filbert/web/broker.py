@@ -12,6 +12,16 @@ Elasticsearch's `_shards` does. Taken-out replicas are checked every
 `search.searchers.recheck.seconds` and rejoin when they answer; a local searcher (those
 `filbert serve` starts without `--searchers`) that stopped is started again.
 
+Every reply is checked before it is used (`Expect`): a head line that is a JSON object with
+the fields of its kind, a body of its kind (results JSON, whole candidate records of the
+group's shards, one fetched hit or URL per candidate asked, a cached page with its type),
+within the size a real reply can be. A malformed reply is a failure of its searcher, as a
+down one is: the call goes to another replica, and the searcher is taken out, named with
+the reason in /healthz; as it may still answer `info` well, it stays out twice as long each
+time it sends garbage again (`Replica.strike`). A reply saying 500 is retried too, and its
+searcher taken out when another replica answers the same request well (when none does, the
+request is at fault, not the searchers).
+
 Each group has a bounded queue of requests waiting for a free replica: past it, or when
 those waiting would take (at the group's recent pace) longer than a request's deadline
 leaves, the request is refused at once (`Overloaded`, a 503 with Retry-After).
@@ -32,9 +42,11 @@ from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from multiprocessing.process import BaseProcess
 from operator import attrgetter
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
+import numpy as np
 import orjson
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from filbert.config import ConfigError, Settings
 from filbert.errors import UserError, public_message
@@ -52,7 +64,15 @@ from filbert.search.searcher import (
 from filbert.search.shards import Retrieved, SearchTimeout
 from filbert.search.spelling import Speller
 from filbert.storage import CrawlDir, GenerationHolder
-from filbert.web.searchers import HEADER, MAX_MESSAGE, frame, local_searcher, refs, unpack
+from filbert.web.searchers import (
+    CANDIDATE,
+    HEADER,
+    MAX_MESSAGE,
+    frame,
+    local_searcher,
+    refs,
+    unpack,
+)
 
 log = logging.getLogger(__name__)
 HEAVY_NICE = 10  # local heavy searchers' CPU priority, below the light ones' (0)
@@ -60,6 +80,15 @@ SERVICE_WEIGHT = 0.05  # weight of the newest call in a group's moving average o
 START_TIMEOUT = 120.0  # seconds local searchers may take to open the index at start
 START_POLL = 0.05  # seconds between checks that a local searcher is ready
 INFO_TTL = 5.0  # seconds what a searcher told of itself (its health, documents) is trusted
+BACKOFF_MAX = 60.0  # seconds a searcher that sends garbage is kept out at most
+STRIKES_KEPT = 600.0  # seconds after which a searcher's last malformed reply is forgotten
+# bytes of a reply besides its hits (a head line, a query, a correction, an error), and of
+# one hit: ~1 KB; its URL (urlfilter.max.length), description (1,000 characters), snippet
+# and signals far less than this; with explain its score's tree (~10 KB for 12 words)
+REPLY_SLACK = 64 << 10
+HIT_BYTES = 64 << 10
+EXPLAINED_HIT_BYTES = 256 << 10
+URL_BYTES = 16 << 10  # a URL as JSON, urlfilter.max.length characters at most
 T = TypeVar("T")
 
 
@@ -73,6 +102,10 @@ class Unavailable(RuntimeError):
 
 class SearcherDown(ConnectionError):
     """A searcher could not be reached, or closed the connection."""
+
+
+class Malformed(ValueError):
+    """A reply no searcher sends (garbage): its searcher is taken out."""
 
 
 def searcher_addresses(settings: Mapping[str, Any]) -> list[str]:
@@ -96,26 +129,266 @@ class Reply:
         return self.head.get("error") or ""
 
 
+NonNegative = Annotated[int, Field(ge=0)]
+Generation = Annotated[str, Field(max_length=100)]
+
+
+class _Head(BaseModel):
+    """The head of an answer (status 200); fields not named here are not used."""
+
+    model_config = ConfigDict(strict=True)
+    generation: Generation
+
+
+class _ErrorHead(BaseModel):
+    model_config = ConfigDict(strict=True)
+    error: str
+
+
+class _InfoHead(BaseModel):
+    model_config = ConfigDict(strict=True)
+    shards: list[NonNegative]
+    of: Annotated[int, Field(ge=1)] | None
+    generation: Generation | None = None
+    documents: NonNegative = 0
+    problem: str | None = None
+
+
+class _SearchHead(_Head):
+    total: NonNegative
+    matched_all: bool
+    searched: str
+
+
+class _RetrieveHead(_Head):
+    total: NonNegative
+    words: NonNegative
+    required: NonNegative
+    ignored: list[str]
+
+
+class _CacheHead(_Head):
+    content_type: str
+    segment: Annotated[str, Field(pattern=r"^[!-~]{1,100}$")]  # sent as a header
+
+
+class _Exact(BaseModel):
+    """What goes to clients as it came: every field known."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+
+class _Hit(_Exact):  # search.searcher.Hit.to_dict (orjson writes a NaN as null)
+    url: str
+    title: str
+    lang: str
+    score: float | None
+    snippet: str
+    snippet_html: str
+    description: str
+    author: str
+    published: str | None
+    modified: str | None
+    signals: dict[str, float | None]
+    explanation: dict[str, Any] | None = None
+
+
+class _Correction(_Exact):
+    text: str
+    applied: bool
+    words: list[tuple[str, str]]
+
+
+class _Relaxed(_Exact):
+    ignored: list[str]
+    required: NonNegative
+    words: NonNegative
+
+
+class _Shards(_Exact):
+    total: NonNegative
+    successful: NonNegative
+    failed: NonNegative
+
+
+class _Results(_Exact):  # search.searcher.SearchResults.to_dict
+    query: str
+    total: NonNegative
+    offset: NonNegative
+    matched_all: bool
+    correction: _Correction | None
+    relaxed: _Relaxed
+    partial: bool
+    shards: _Shards
+    hits: list[_Hit]
+
+
+class _Fetched(BaseModel):  # search.shards.Fetched
+    model_config = ConfigDict(strict=True)
+    url: str
+    title: str
+    lang: str
+    snippet: str
+    snippet_html: str
+    description: str
+    author: str
+    published: str | None
+    modified: str | None
+    explanation: list[dict[str, Any]] | None
+
+
+HEADS: dict[str, TypeAdapter[Any]] = {
+    kind: TypeAdapter(model)
+    for kind, model in (
+        ("info", _InfoHead),
+        ("search", _SearchHead),
+        ("retrieve", _RetrieveHead),
+        ("fetch", _Head),
+        ("urls", _Head),
+        ("cache", _CacheHead),
+    )
+}
+ERROR_HEAD: TypeAdapter[_ErrorHead] = TypeAdapter(_ErrorHead)
+STATUSES = frozenset({200, 400, 500, 503})  # and 404 to "cache" (a page not there)
+RESULTS: TypeAdapter[_Results] = TypeAdapter(_Results)
+LISTS: dict[str, tuple[str, TypeAdapter[list[Any]]]] = {  # one item per candidate asked
+    "fetch": ("fetched hits", TypeAdapter(list[_Fetched | None])),
+    "urls": ("URLs", TypeAdapter(list[str | None])),
+}
+
+
+def _valid(adapter: TypeAdapter[T], data: bytes | dict[str, Any], what: str) -> T:
+    """The data as `adapter` reads it (JSON when bytes); Malformed saying what is wrong."""
+    try:
+        if isinstance(data, bytes):
+            return adapter.validate_json(data)
+        return adapter.validate_python(data)
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        where = ".".join(map(str, error["loc"]))
+        raise Malformed(f"{what}{' ' + where if where else ''}: {error['msg']}") from None
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """The largest replies real searchers send, from the settings."""
+
+    page: int  # a cached page: the most content the fetcher keeps of one
+    field: int  # a hit's one long field: titles are not cut, one may be a whole HTML page
+
+    @classmethod
+    def of(cls, settings: Settings) -> Bounds:
+        html, documents = settings["http.content.limit"], settings["http.content.limit.documents"]
+        page = MAX_MESSAGE if -1 in (html, documents) else max(html, documents)
+        return cls(page, MAX_MESSAGE if html == -1 else html)
+
+
+@dataclass(frozen=True)
+class Expect:
+    """What a searcher's reply to `request` may be: a head and body of its kind, within
+    `size` bytes; a retrieve's candidates of the group's `shards`, a fetch's and urls' one
+    per candidate asked. `reply` reads one, or raises Malformed."""
+
+    request: dict[str, Any]
+    shards: tuple[int, ...]
+    bounds: Bounds
+
+    @property
+    def kind(self) -> str:
+        return self.request["kind"]
+
+    @property
+    def size(self) -> int:
+        request, kind = self.request, self.kind
+        if kind == "retrieve":
+            body = request["depth"] * len(self.shards) * CANDIDATE.itemsize
+        elif kind in ("search", "fetch"):
+            count = request["n"] if kind == "search" else len(request["candidates"])
+            hit = EXPLAINED_HIT_BYTES if request["explain"] else HIT_BYTES
+            body = count * hit + self.bounds.field
+        elif kind == "urls":
+            body = len(request["candidates"]) * URL_BYTES
+        else:
+            body = self.bounds.page if kind == "cache" else 0
+        return min(REPLY_SLACK + body, MAX_MESSAGE)
+
+    def reply(self, message: bytes) -> Reply:
+        """The reply a message holds, if it is one to the request."""
+        line, _, body = message.partition(b"\n")
+        try:
+            head = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            raise Malformed(f"the head is not JSON: {line[:40]!r}") from None
+        if not isinstance(head, dict):
+            raise Malformed("the head is not a JSON object")
+        status = head.pop("status", None)
+        statuses = STATUSES | {404} if self.kind == "cache" else STATUSES
+        if type(status) is not int or status not in statuses:
+            raise Malformed(f"status {status!r} to a {self.kind}")
+        _valid(HEADS[self.kind] if status == 200 else ERROR_HEAD, head, "head")
+        if status == 200:
+            self._body(body)
+        return Reply(status, head, body)
+
+    def _body(self, body: bytes) -> None:
+        kind = self.kind
+        if kind == "search":
+            hits, asked = len(_valid(RESULTS, body, "body").hits), self.request["n"]
+            if hits > asked:
+                raise Malformed(f"{hits} hits, {asked} asked")
+        elif kind == "retrieve":
+            self._candidates(body)
+        elif kind in LISTS:
+            what, adapter = LISTS[kind]
+            found, asked = len(_valid(adapter, body, what)), len(self.request["candidates"])
+            if found != asked:
+                raise Malformed(f"{found} {what} for {asked} candidates")
+
+    def _candidates(self, body: bytes) -> None:
+        """Phase one's candidates: whole records, of the group's shards in their order, at
+        most `depth` a shard, with numbers the fetch phase can take back."""
+        if len(body) % CANDIDATE.itemsize:
+            raise Malformed(f"candidates of {len(body):,} bytes: not whole records")
+        records = np.frombuffer(body, dtype=CANDIDATE)
+        depth = self.request["depth"]
+        if len(records) > depth * len(self.shards):
+            raise Malformed(f"{len(records):,} candidates, more than {depth} a shard")
+        strangers = set(np.unique(records["shard"]).tolist()) - set(self.shards)
+        if strangers:
+            raise Malformed(f"a candidate of shard {min(strangers)}, which is not the group's")
+        scores = [records[name] for name in ("text_score", "pagerank", "proximity")]
+        problems = {
+            "not in shard order": np.diff(records["shard"]) < 0,
+            "with a segment or doc below 0": (records["segment"] < 0) | (records["doc"] < 0),
+            "with a score not a finite number": ~np.isfinite(scores).all(axis=0),
+            "with a proximity below 0": records["proximity"] < 0,
+        }
+        for problem, found in problems.items():
+            if found.any():
+                raise Malformed(f"candidates {problem}")
+
+
 class Connection:
     """One stream to a searcher, one request at a time."""
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
         self.reader, self.writer = reader, writer
 
-    async def call(self, request: dict[str, Any]) -> Reply:
-        """The reply (SearcherDown if the connection closed)."""
+    async def call(self, request: dict[str, Any], expect: Expect) -> Reply:
+        """The reply (SearcherDown if the connection closed, Malformed if it is garbage)."""
         try:
             self.writer.write(frame(orjson.dumps(request)))
             await self.writer.drain()
             size = int.from_bytes(await self.reader.readexactly(HEADER), "big")
-            if size > MAX_MESSAGE:
-                raise SearcherDown(f"a reply of {size:,} bytes: is this a filbert searcher?")
+            if size > expect.size:  # left unread: the connection is closed
+                raise Malformed(
+                    f"a reply of {size:,} bytes to a {expect.kind}, "
+                    f"where at most {expect.size:,} are expected"
+                )
             message = await self.reader.readexactly(size)
         except (asyncio.IncompleteReadError, OSError) as exc:
             raise SearcherDown(str(exc) or "the connection closed") from None
-        head, _, body = message.partition(b"\n")
-        parsed = orjson.loads(head)
-        return Reply(parsed.pop("status"), parsed, body)
+        return expect.reply(message)
 
     def close(self) -> None:
         self.writer.close()
@@ -138,6 +411,10 @@ class Replica:
         self.info: dict[str, Any] = {}  # its last "info" reply: shards, of, generation...
         self.stale = False  # it answered from another generation than its info's
         self.checked = 0.0  # time.monotonic() of its last "info"
+        self.problem = ""  # why it was taken out
+        self.strikes = 0  # its malformed replies lately: each keeps it out twice as long
+        self.struck = -STRIKES_KEPT  # time.monotonic() of the last one
+        self.out_until = 0.0  # time.monotonic() before which it is not checked again
         self.idle: list[Connection] = []
         self.start = start
         self.process: BaseProcess | None = None
@@ -165,23 +442,24 @@ class Replica:
             raise SearcherDown(str(exc)) from None
         return Connection(reader, writer)
 
-    async def call(self, request: dict[str, Any], timeout: float) -> Reply:
+    async def call(self, request: dict[str, Any], timeout: float, expect: Expect) -> Reply:
         """The searcher's reply on an idle connection (a new one if none is idle) within
-        `timeout` seconds (else TimeoutError); a connection whose call fails or is cancelled
-        is closed, never reused half-read, and so is one of a searcher taken out meanwhile."""
+        `timeout` seconds (else TimeoutError); a connection whose call fails (its reply
+        malformed too) or is cancelled is closed, never reused half-read, and so is one of a
+        searcher taken out meanwhile."""
         connection = None
         try:
             async with asyncio.timeout(timeout):
                 if self.idle:  # it may have closed meanwhile (the searcher restarted): once more
                     connection = self.idle.pop()
                     try:
-                        reply = await connection.call(request)
+                        reply = await connection.call(request, expect)
                     except SearcherDown:
                         connection.close()
                         connection = None
                 if connection is None:
                     connection = await self._connect()
-                    reply = await connection.call(request)
+                    reply = await connection.call(request, expect)
         except BaseException:
             if connection is not None:
                 connection.close()
@@ -192,8 +470,9 @@ class Replica:
             connection.close()
         return reply
 
-    def take_out(self) -> None:
+    def take_out(self, problem: str) -> None:
         self.alive = False
+        self.problem = problem
         for connection in self.idle:
             connection.close()
         self.idle = []
@@ -208,7 +487,7 @@ class Replica:
         self.process = self.start(self.address)
 
     def stop(self) -> None:
-        self.take_out()
+        self.take_out("stopped")
         if self.process is not None:
             self.process.terminate()
             self.process.join(timeout=2)
@@ -216,8 +495,17 @@ class Replica:
                 self.process.kill()
                 self.process.join()
 
+    def strike(self, recheck: float) -> None:
+        """Counts a malformed reply: it is kept out (`recheck` seconds) twice as long as
+        the last time, unless that was long ago."""
+        now = time.monotonic()
+        self.strikes = self.strikes + 1 if now - self.struck < STRIKES_KEPT else 1
+        self.struck = now
+        self.out_until = now + min(recheck * 2**self.strikes, BACKOFF_MAX)
+
     def stats(self) -> dict[str, Any]:
-        return {"address": self.address, "alive": self.alive, "busy": self.busy}
+        stats = {"address": self.address, "alive": self.alive, "busy": self.busy}
+        return stats if self.alive else {**stats, "problem": self.problem}
 
 
 class Group:
@@ -340,6 +628,7 @@ class Broker:
         self.crawl = crawl
         self.ranking = Ranking(settings)
         self.call_timeout = settings["search.searcher.timeout"]
+        self.bounds = Bounds.of(settings)
         self.recheck = settings["search.searchers.recheck.seconds"]
         self.queue_max = (settings["server.queue.max"], settings["server.heavy.queue.max"])
         self.graph: GenerationHolder[LinkGraph] = GenerationHolder(
@@ -424,9 +713,18 @@ class Broker:
 
     async def _check(self, replica: Replica) -> bool:
         """Whether the searcher answers "info" (it rejoins then)."""
+        request = {"kind": "info"}
+        timeout = max(self.recheck, self.call_timeout)
         try:
-            reply = await replica.call({"kind": "info"}, max(self.recheck, self.call_timeout))
-        except (SearcherDown, TimeoutError):
+            reply = await replica.call(request, timeout, Expect(request, (), self.bounds))
+            if reply.status != 200:  # its shards cannot say (a 500: a bug)
+                raise SearcherDown(f"info answered {reply.status}: {reply.error}")
+        except (SearcherDown, TimeoutError) as exc:
+            if not replica.alive:
+                replica.problem = f"not answering: {exc or 'no answer in time'}"
+            return False
+        except Malformed as exc:
+            self._take_out(replica, f"malformed reply: {exc}", strike=True)
             return False
         before = replica.shards
         replica.info, replica.alive, replica.stale = reply.head, True, False
@@ -485,9 +783,11 @@ class Broker:
         if replica.stopped:
             if replica.process is not None:
                 log.warning("local searcher %s stopped: starting it again", replica.address)
-            self._take_out(replica)
+            self._take_out(replica, "stopped: started again")
             replica.launch()
             return  # checked on the next round, when it has had time to open the index
+        if not replica.alive and time.monotonic() < replica.out_until:
+            return  # it sent garbage: it may answer "info" well, but it stays out a while
         fresh = time.monotonic() - replica.checked < INFO_TTL
         if replica.alive and replica.shards is not None and not replica.stale and fresh:
             return
@@ -500,10 +800,14 @@ class Broker:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    def _take_out(self, replica: Replica) -> None:
+    def _take_out(self, replica: Replica, problem: str, strike: bool = False) -> None:
+        """Takes the searcher out: `problem` says why; with `strike` (it sent garbage) it
+        stays out longer."""
         if replica.alive:
-            log.warning("searcher %s is taken out until it answers again", replica.address)
-        replica.take_out()
+            log.warning("searcher %s is taken out: %s", replica.address, problem)
+            if strike:  # once: its other calls in flight may fail alike
+                replica.strike(self.recheck)
+        replica.take_out(problem)
         for group in self.groups.values():
             if replica in group.replicas:
                 group.wake()
@@ -528,39 +832,68 @@ class Broker:
 
     async def _call(self, group: Group, request: dict[str, Any], deadline: float) -> Reply:
         """The reply of one replica of the group: another is tried after one that is down,
-        misses the call's timeout or fails (5xx) while there is time."""
+        misses the call's timeout, sends garbage or fails (5xx) while there is time. One
+        that answered 500 is taken out when another answers well (else the request is at
+        fault: a query of death must not take out every searcher)."""
+        expect = Expect(request, group.shards, self.bounds)
         tried: set[Replica] = set()
+        erred: list[tuple[Replica, str]] = []
         while True:
             replica = await group.acquire(deadline, tried)
             tried.add(replica)
-            remaining = deadline - time.monotonic()  # heavy searches may take all of it
-            timeout = remaining if group.heavy else min(self.call_timeout, remaining)
-            sent = time.monotonic()
             try:
-                reply = await replica.call({**request, "timeout": timeout}, timeout)
-            except TimeoutError:
-                if group.heavy or timeout < self.call_timeout:  # the request's time ran out
-                    raise Overloaded("the search took longer than its deadline") from None
-                self._take_out(replica)
-                problem = f"the searcher of {group.name} did not answer in time; try again"
-            except SearcherDown:
-                self._take_out(replica)
-                problem = f"the searcher of {group.name} is down; try again"
+                reply = await self._attempt(group, replica, request, expect, deadline)
+            except Unavailable as exc:
+                problem = str(exc)
             else:
-                group.served(time.monotonic() - sent)
-                generation = reply.head.get("generation")
-                if not replica.stale and generation not in (None, replica.info.get("generation")):
-                    replica.stale = True  # its shards may have changed: asked again now
-                    self._background(self._check(replica))
                 if reply.status < 500:
+                    for bad, error in erred:
+                        self._take_out(bad, f"status 500 where another answered: {error}", True)
                     return reply
                 problem = reply.error
+                if reply.status == 500:
+                    erred.append((replica, reply.error))
             finally:
                 group.release(replica)
             if time.monotonic() >= deadline:
                 raise Overloaded("the search took longer than its deadline")
             if not any(r.alive and r not in tried for r in group.replicas):
                 raise Unavailable(problem)
+
+    async def _attempt(
+        self,
+        group: Group,
+        replica: Replica,
+        request: dict[str, Any],
+        expect: Expect,
+        deadline: float,
+    ) -> Reply:
+        """The replica's reply, well-formed; Unavailable when it is down, misses the call's
+        timeout or sends garbage (it is taken out), Overloaded when the request's time ran
+        out."""
+        remaining = deadline - time.monotonic()  # heavy searches may take all of it
+        timeout = remaining if group.heavy else min(self.call_timeout, remaining)
+        sent = time.monotonic()
+        name = group.name
+        try:
+            reply = await replica.call({**request, "timeout": timeout}, timeout, expect)
+        except TimeoutError:
+            if group.heavy or timeout < self.call_timeout:  # the request's time ran out
+                raise Overloaded("the search took longer than its deadline") from None
+            self._take_out(replica, f"no answer within {timeout:g} s")
+            raise Unavailable(f"the searcher of {name} did not answer in time; try again") from None
+        except SearcherDown as exc:
+            self._take_out(replica, f"down: {exc}")
+            raise Unavailable(f"the searcher of {name} is down; try again") from None
+        except Malformed as exc:
+            self._take_out(replica, f"malformed reply: {exc}", strike=True)
+            raise Unavailable(f"the searcher of {name} sent a malformed reply; try again") from None
+        group.served(time.monotonic() - sent)
+        generation = reply.head.get("generation")
+        if not replica.stale and generation not in (None, replica.info.get("generation")):
+            replica.stale = True  # its shards may have changed: asked again now
+            self._background(self._check(replica))
+        return reply
 
     async def _each(
         self, fan: Fanout, requests: Mapping[Group, dict[str, Any]], deadline: float
@@ -726,7 +1059,8 @@ class Broker:
         light = [g for g in self.groups.values() if not g.heavy]
         down = [g for g in light if not any(r.alive for r in g.replicas)]
         if down:
-            return f"no searcher of {down[0].name} is answering"
+            why = "; ".join(f"{r.address}: {r.problem}" for r in down[0].replicas if r.problem)
+            return f"no searcher of {down[0].name} is answering" + (f" ({why})" if why else "")
         missing = set(range(self.fanout(False).shard_count)) - {s for g in light for s in g.shards}
         if missing:
             return f"no searcher serves shard(s) {','.join(map(str, sorted(missing)))}"
