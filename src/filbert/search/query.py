@@ -198,6 +198,19 @@ def _loose(text: str, variants: list[Phrase], langs: list[str]) -> bool:
     )
 
 
+def checks_text(query: str, langs: Collection[str]) -> bool:
+    """Whether the query has a quoted phrase of stop words and other words in one of `langs`
+    (analyze_query's loose phrases): its candidates' texts are read and analyzed page by
+    page, work for a heavy searcher."""
+    for phrase in parse_query(query).phrases:
+        for lang in langs:
+            query_analyzer = analyzer(lang, query=True)
+            stop = len(query_analyzer.stop_words_in(phrase))
+            if 0 < stop < len(query_analyzer.words_as_indexed(phrase)):
+                return True
+    return False
+
+
 def phrase_in(text: str, lang: str, phrase: str) -> bool:
     """Whether `text`, in language `lang`, holds the phrase's words in a row as the index
     tells words apart: the same term, the same stop word ("state of the art", not

@@ -206,14 +206,14 @@ class ShardSearcher:
         analyzed = self.analyze(query)
         if analyzed.empty:  # no words to search for (punctuation)
             return Retrieved(0, [], 0)
-        total, candidates = self._retrieve(analyzed, conjunction, depth)
+        total, candidates = self._retrieve(analyzed, conjunction, depth, deadline)
         check_deadline(deadline)
         self._proximity(analyzed, candidates)
         required = self.builder.required(analyzed) if conjunction else 1
         return Retrieved(total, candidates, len(analyzed.clauses), required, analyzed.ignored)
 
     def _retrieve(
-        self, analyzed: AnalyzedQuery, conjunction: bool, depth: int
+        self, analyzed: AnalyzedQuery, conjunction: bool, depth: int, deadline: float | None
     ) -> tuple[int, list[Candidate]]:
         others = self.other_languages(analyzed)
         wanted, depth = depth, depth * LOOSE_DEPTH if analyzed.loose_phrases else depth
@@ -234,7 +234,9 @@ class ShardSearcher:
         for shard in self.shards:
             count, found = top(shard)
             if analyzed.loose_phrases:
-                count, found = self._with_phrases(analyzed.loose_phrases, count, found, wanted)
+                count, found = self._with_phrases(
+                    analyzed.loose_phrases, count, found, wanted, deadline
+                )
             total += count
             candidates += found
         if others is not None:  # pages in the others lost the boost: all get it back
@@ -243,16 +245,23 @@ class ShardSearcher:
         return total, candidates
 
     def _with_phrases(
-        self, phrases: list[str], count: int, found: list[Candidate], depth: int
+        self,
+        phrases: list[str],
+        count: int,
+        found: list[Candidate],
+        depth: int,
+        deadline: float | None,
     ) -> tuple[int, list[Candidate]]:
         """The best `depth` candidates whose title or text holds the phrases, checked in
-        order, and the match count they leave: exact when every match was checked, else
-        scaled by the share of those checked that passed."""
+        order (each page's text read and analyzed: SearchTimeout past the deadline), and
+        the match count they leave: exact when every match was checked, else scaled by the
+        share of those checked that passed."""
         kept: list[Candidate] = []
         checked = 0
         for candidate in found:
             if len(kept) == depth:
                 break
+            check_deadline(deadline)
             checked += 1
             if self._holds(candidate, phrases):
                 kept.append(candidate)

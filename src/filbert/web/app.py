@@ -36,8 +36,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from filbert.config import Settings
 from filbert.errors import public_message
 from filbert.parse import decode_html, decode_text
+from filbert.search.query import checks_text
 from filbert.search.searcher import MAX_OFFSET, MAX_RESULTS, SearchResults
-from filbert.storage import CrawlDir
+from filbert.search.shards import main_languages
+from filbert.storage import CrawlDir, GenerationHolder
 from filbert.suggest import SuggestError
 from filbert.suggest.querylog import QueryLog
 from filbert.suggest.step import SuggesterHolder
@@ -256,11 +258,26 @@ def cached_copy(url: str, content: bytes, content_type: str) -> tuple[bytes, str
 
 
 class SearchService:
-    """Searches through the broker, each logged."""
+    """Searches through the broker, each logged, each in its lane: heavy when it asks for
+    more than a page of results (SearchParams.heavy) or has a phrase whose candidates' texts
+    are checked (query.checks_text, in the index's main languages)."""
 
-    def __init__(self, broker: Broker, log: QueryLog):
+    def __init__(self, broker: Broker, log: QueryLog, crawl: CrawlDir, settings: Settings):
         self.broker = broker
         self.log = log
+        share = settings["search.languages.min.share"]
+        self.languages = GenerationHolder(
+            crawl.index, lambda _: main_languages(crawl.index.meta().get("languages", {}), share)
+        )
+
+    def heavy(self, params: SearchParams) -> bool:
+        if params.heavy:
+            return True
+        try:
+            languages = self.languages.get()
+        except ValueError:  # a damaged meta file: the searchers say so
+            return False
+        return checks_text(params.q, languages)
 
     async def search(self, params: SearchParams, client: str, deadline: float) -> Reply:
         start = time.perf_counter()
@@ -272,7 +289,7 @@ class SearchService:
             "explain": params.explain,
             "spell": params.spell,
         }
-        reply = await self.broker.search(request, params.heavy, deadline)
+        reply = await self.broker.search(request, self.heavy(params), deadline)
         self.log.write(
             reply.head.get("searched") or params.q,  # a correction applied: what was searched
             reply.head.get("total"),
@@ -439,7 +456,7 @@ def create_app(crawl: CrawlDir, settings: Settings) -> ASGIApp:
         broker.close()
 
     app = FastAPI(title="filbert", docs_url=None, redoc_url=None, lifespan=lifespan)
-    service = SearchService(broker, QueryLog(crawl.query_log, settings))
+    service = SearchService(broker, QueryLog(crawl.query_log, settings), crawl, settings)
     app.state.broker = broker
     suggestions = SuggesterHolder(crawl, settings)
     templates = make_templates()
