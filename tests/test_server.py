@@ -353,7 +353,6 @@ def test_parameters_out_of_range_are_400(crawled: Crawl) -> None:
             {"offset": -3},
             {"offset": 10**12},
             {"explain": "maybe"},
-            {"explain": "true", "n": 50},
         ):
             response = client.get("/api/search", params={"q": WORD, **params})
             assert response.status_code == 400, params
@@ -474,6 +473,30 @@ def test_openapi_documents_the_search_api(crawled: Crawl) -> None:
     }
     assert "snippet_html" in spec["components"]["schemas"]["Hit"]["properties"]
     assert "/api/suggest" in spec["paths"] and "head" not in spec["paths"]["/api/search"]
+
+
+def test_what_the_openapi_document_allows_the_api_accepts(crawled: Crawl) -> None:
+    """schemathesis found `q=` valid by the schema but answered 400, `/cache` without `url`
+    answered 404, which the schema did not list, and explain with n past its limit a 400."""
+    with TestClient(app_with(crawled)) as client:
+        spec = client.get("/openapi.json").json()
+        q = next(p for p in spec["paths"]["/api/search"]["get"]["parameters"] if p["name"] == "q")
+        assert (
+            q["required"] and q["schema"]["minLength"] == 1 and q["schema"]["pattern"] == r"[^\W_]"
+        )
+        too_long = client.get("/api/search", params={"q": "a " * q["schema"]["maxLength"]})
+        assert too_long.status_code == 400 and "longer than" in too_long.json()["error"]
+        cache = spec["paths"]["/cache"]["get"]
+        assert {"200", "404", "4XX", "503"} <= set(cache["responses"])
+        assert [p["name"] for p in cache["parameters"] if p["required"]] == ["url"]
+        twice = client.get("/api/search?q=page&offset=1&offset=2")
+        assert (
+            twice.status_code == 400 and twice.json()["error"] == "offset is given more than once"
+        )
+        explained = client.get("/api/search", params={"q": "page", "n": 99, "explain": "true"})
+        assert explained.status_code == 200 and len(explained.json()["hits"]) <= 20
+        missing = client.get("/cache")
+        assert missing.status_code == 400 and missing.json() == {"error": "url: Field required"}
 
 
 def test_head_is_answered_wherever_get_is(crawled: Crawl) -> None:

@@ -202,7 +202,11 @@ def checks_text(query: str, langs: Collection[str]) -> bool:
     """Whether the query has a quoted phrase of stop words and other words in one of `langs`
     (analyze_query's loose phrases): its candidates' texts are read and analyzed page by
     page, work for a heavy searcher."""
-    for phrase in parse_query(query).phrases:
+    try:
+        phrases = parse_query(query).phrases
+    except QueryError:  # the searcher says what is wrong
+        return False
+    for phrase in phrases:
         for lang in langs:
             query_analyzer = analyzer(lang, query=True)
             stop = len(query_analyzer.stop_words_in(phrase))

@@ -91,6 +91,13 @@ ERROR_RESPONSES: dict[int | str, dict] = {
 }
 
 
+CACHE_RESPONSES: dict[int | str, dict] = {
+    200: {"description": "the page as fetched, with its own media type", "content": {"*/*": {}}},
+    404: {**ERROR_RESPONSES["4XX"], "description": "the URL is not in the index"},
+    **ERROR_RESPONSES,
+}
+
+
 class SecurityHeaders:
     """ASGI middleware adding SECURITY_HEADERS to responses that do not set them (/cache sets
     a stricter policy). Plain ASGI: Starlette's BaseHTTPMiddleware costs ~0.1 ms a request."""
@@ -201,8 +208,8 @@ class SearchParams(BaseModel):
         PAGE_SIZE,
         ge=0,
         le=MAX_RESULTS,
-        description="hits to return (0: only the total); with explain at most "
-        "search.explain.max.results",
+        description="hits to return (0: only the total); with explain, at most "
+        "search.explain.max.results are returned",
     )
     offset: int = Field(0, ge=0, le=MAX_OFFSET, description="hits to skip")
     ranking: Literal["bm25", "hits"] = Field(
@@ -310,10 +317,11 @@ class SearchAPI:
     PATH = "/api/search"
     METHODS = frozenset({"GET", "HEAD"})
 
-    def __init__(self, app: ASGIApp, service: SearchService, explain_max: int):
+    def __init__(self, app: ASGIApp, service: SearchService, explain_max: int, max_query: int):
         self.app = app
         self.service = service
         self.explain_max = explain_max
+        self.max_query = max_query
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] != self.PATH:
@@ -329,19 +337,18 @@ class SearchAPI:
                 extra=[(b"allow", allow)],
             )
             return
+        query = QueryParams(scope["query_string"])
         try:
-            params = SearchParams.model_validate(dict(QueryParams(scope["query_string"])))
+            params = SearchParams.model_validate(dict(query))
         except ValidationError as exc:
             await send_json(send, 400, {"error": parameter_error(exc.errors()[0])}, head)
             return
-        if params.explain and params.n > self.explain_max:
-            await send_json(
-                send,
-                400,
-                {"error": f"with explain, n must be at most {self.explain_max}, not {params.n}"},
-                head,
-            )
+        problem = self.problem(query, params)
+        if problem:
+            await send_json(send, 400, {"error": problem}, head)
             return
+        if params.explain and params.n > self.explain_max:
+            params = params.model_copy(update={"n": self.explain_max})
         client = (scope.get("client") or ("",))[0]
         reply = await self.service.search(params, client, scope["deadline"])
         if reply.status == 200:
@@ -349,8 +356,18 @@ class SearchAPI:
         else:
             await send_json(send, reply.status, {"error": reply.error}, head)
 
+    def problem(self, query: QueryParams, params: SearchParams) -> str:
+        """What the parameters break of their documented schema that SearchParams does not
+        check ("" if nothing)."""
+        repeated = [name for name in SearchParams.model_fields if len(query.getlist(name)) > 1]
+        if repeated:
+            return f"{repeated[0]} is given more than once"
+        if len(params.q) > self.max_query:  # as sent, spaces and all
+            return f"query longer than {self.max_query} characters"
+        return ""
+
     @classmethod
-    def document(cls, app: FastAPI) -> None:
+    def document(cls, app: FastAPI, max_query: int) -> None:
         """Adds the endpoint (parameters from SearchParams, the reply from SearchResults)
         to the application's OpenAPI document."""
         generate = app.openapi
@@ -364,22 +381,27 @@ class SearchAPI:
                 )
                 schemas = spec.setdefault("components", {}).setdefault("schemas", {})
                 schemas.update(results.pop("$defs"), SearchResults=results)
-                spec["paths"][cls.PATH] = {"get": search_operation()}
+                spec["paths"][cls.PATH] = {"get": search_operation(max_query)}
             return spec
 
         app.openapi = openapi  # type: ignore[method-assign]  # FastAPI's way to extend the document
 
 
-def search_operation() -> dict[str, Any]:
+def search_operation(max_query: int) -> dict[str, Any]:
+    """The endpoint's OpenAPI operation: q is required, with a letter or digit (a word to
+    search for: analyzers.TOKEN) and at most `max_query` characters (else 400)."""
+    properties = SearchParams.model_json_schema()["properties"]
+    properties["q"] = {key: value for key, value in properties["q"].items() if key != "default"}
+    properties["q"] |= {"minLength": 1, "maxLength": max_query, "pattern": r"[^\W_]"}
     parameters = [
         {
             "name": name,
             "in": "query",
-            "required": False,
+            "required": name == "q",
             "schema": schema,
             "description": schema.get("description", ""),
         }
-        for name, schema in SearchParams.model_json_schema()["properties"].items()
+        for name, schema in properties.items()
     ]
     reply = {"application/json": {"schema": {"$ref": "#/components/schemas/SearchResults"}}}
     return {
@@ -499,9 +521,12 @@ def create_app(crawl: CrawlDir, settings: Settings) -> ASGIApp:
         body = orjson.dumps({"query": q, "suggestions": found})
         return Response(body, media_type="application/json")
 
-    @app.get("/cache")
-    async def cache(request: Request) -> Response:
-        url = request.query_params.get("url", "")
+    @app.get("/cache", summary="A page as it was fetched", responses=CACHE_RESPONSES)
+    async def cache(
+        request: Request,
+        url: Annotated[str, Query(min_length=1, description="the page's URL, as indexed")],
+    ) -> Response:
+        """The page's bytes as fetched, in a sandbox (no scripts, no requests to its site)."""
         reply = await broker.cached(url, request.scope["deadline"])
         if reply.status != 200:
             return error_json(reply.status, reply.error or "")
@@ -560,9 +585,11 @@ def create_app(crawl: CrawlDir, settings: Settings) -> ASGIApp:
             content["documents"] = crawl.index.meta().get("documents") or broker.documents()
         return JSONResponse(content, status_code=503 if problem else 200)
 
-    SearchAPI.document(app)
+    max_query = settings["search.max.query.length"]
+    SearchAPI.document(app, max_query)
     return Deadline(
-        SearchAPI(HeadAsGet(app), service, explain_max), settings["search.deadline.seconds"]
+        SearchAPI(HeadAsGet(app), service, explain_max, max_query),
+        settings["search.deadline.seconds"],
     )
 
 
