@@ -179,6 +179,33 @@ def test_the_text_check_of_a_phrase_stops_at_the_deadline(loose_searcher):
         loose_searcher.shards.retrieve('"how to install"', True, 10, time.monotonic())
 
 
+# the phrase in a third of the pages; its words apart in the others, so that the share that
+# holds it must be estimated from the candidates checked
+PAGING = {
+    f"/paging-{i}.html": html(
+        f"Walrus notes {i}",
+        "<p>Notes on the use of walrus tusks.</p>"
+        if i % 3 == 0
+        else "<p>Walruses use tusks to haul out, the keepers say.</p>",
+    )
+    for i in range(60)
+}
+
+
+@pytest.fixture(scope="module")
+def paging_searcher(tmp_path_factory):
+    for searcher in crawled_searcher(PAGING, tmp_path_factory):
+        yield Searcher(searcher.crawl, searcher.settings.with_overrides({"search.rerank.depth": 4}))
+
+
+def test_a_checked_phrase_has_the_same_total_on_every_page_of_results(paging_searcher):
+    """Before, `"the use"` had 169 results at offsets 0–50, 139 at 100 and 112 at 200."""
+    pages = [paging_searcher.search('"the use"', 5, offset) for offset in (0, 5, 10, 15, 25)]
+    assert len({results.total for results in pages}) == 1
+    hits = [hit.url for results in pages for hit in results.hits]
+    assert len(hits) == len(set(hits)) == 20  # the 20 pages that hold it, each once
+
+
 def test_a_phrase_with_stop_words_is_highlighted_whole(loose_searcher):
     [hit] = loose_searcher.search('"в том числе"').hits
     assert "<b>в том числе</b>" in hit.snippet_html

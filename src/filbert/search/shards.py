@@ -128,6 +128,7 @@ class ShardSearcher:
         self.numbers = None if numbers is None else tuple(sorted(set(numbers)))
         self.snippet_chars = settings["search.snippet.length"]
         self.proximity_depth = settings["search.proximity.depth"]
+        self.rerank_depth = settings["search.rerank.depth"]
         self.max_query = settings["search.max.query.length"]
         self.max_terms = settings["search.max.query.terms"]
         self.frames = settings["search.relax.frames"]
@@ -255,19 +256,27 @@ class ShardSearcher:
         """The best `depth` candidates whose title or text holds the phrases, checked in
         order (each page's text read and analyzed: SearchTimeout past the deadline), and
         the match count they leave: exact when every match was checked, else scaled by the
-        share of those checked that passed."""
+        share that passed. The share is taken over the same first candidates whatever the
+        depth (until `search.rerank.depth` passed, or LOOSE_DEPTH times as many were
+        checked), so that every page of results has the same total."""
+        sample = min(depth, self.rerank_depth or depth)
         kept: list[Candidate] = []
         checked = 0
+        sampled: tuple[int, int] | None = None  # (kept, checked) at the end of the sample
         for candidate in found:
+            if sampled is None and sample in (len(kept), checked / LOOSE_DEPTH):
+                sampled = len(kept), checked
             if len(kept) == depth:
                 break
             check_deadline(deadline)
             checked += 1
             if self._holds(candidate, phrases):
                 kept.append(candidate)
-        if len(kept) < checked:
-            every = count <= len(found) and checked == len(found)
-            count = len(kept) if every else max(len(kept), round(count * len(kept) / checked))
+        passed, tried = sampled or (len(kept), checked)
+        if tried < count:
+            count = max(passed, round(count * passed / tried)) if tried else count
+        else:  # every match was checked
+            count = passed
         return count, kept
 
     def _holds(self, candidate: Candidate, phrases: list[str]) -> bool:
