@@ -11,6 +11,11 @@ client. Queries come from the index's stored titles and texts (fixed seed):
 - light: 1–3 consecutive words of a title (any language; Chinese in 2-character pieces), n=10;
 - heavy: 32 distinct words of the English texts, `explain=true&ranking=hits&n=20` (20: the
   most explain returns since the server hardening; before it, 100 cost 5x more);
+- phrase (part 2's heavy queries with `--heavy-kind phrase`): a quoted phrase of stop words
+  and other words, n=10: a quarter of them the probe's `"the use of the"` (issue 35, item
+  5), the others one of 50 phrases of 3–5 consecutive plain words of the English texts with
+  at least one stop word and one other word (filbert's English query analyzer tells them);
+  each page a loose match of such a phrase has its text read and analyzed;
 - mixed: light with HEAVY_SHARE heavy ones among them;
 - hostile: `lang:` with 2–400 random letters (some behind `../` paths) in half of them, a
   real language code or none in the other half (so that they are searched), and 1–8 words,
@@ -22,7 +27,11 @@ Parts (`--part`, default all):
    time: throughput, p50/p99/max latency, answers by status and connection errors,
    server RSS (its process tree, summed, sampled every second) and CPU, the client's CPU.
 2. heavy: one client looping light queries (and one polling `/healthz`) alone, then beside
-   1 and 4 clients looping heavy queries: light p50/p99 against the unloaded p50.
+   1 and 4 clients looping heavy queries: light p50/p99 against the unloaded p50, the heavy
+   queries answered, refused (503) and their p50. With `--heavy-kind phrase`, the phrase
+   queries, and first, in this process before the server starts, Searcher.search's
+   p50/p99 (with the server's deadline) of the probe's phrase, the same words unquoted,
+   light queries and the phrases.
 3. concurrency: 512 clients on the mixed set: the longest wait of any request against the
    server's `search.deadline.seconds` + 0.5 s, the share of 503s and how fast they came.
 4. memory: 100,000 hostile queries from 16 clients after 1,000 of warm-up: server RSS
@@ -41,7 +50,8 @@ Prints a table per part and a markdown summary (also written to `--summary`; `--
 appends it to bench/RESULTS.md).
 
     .venv/bin/python bench/load.py [--part mixed|heavy|concurrency|memory] [--quick]
-        [--cache bench/.load] [--dir CRAWL] [-D key=value] [--filbert-src DIR] [--record]
+        [--heavy-kind explain|phrase] [--cache bench/.load] [--dir CRAWL] [-D key=value]
+        [--filbert-src DIR] [--record]
 """
 
 from __future__ import annotations
@@ -68,7 +78,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import cycle, islice
 from pathlib import Path
-from urllib.parse import urlencode
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import aiohttp
 import numpy as np
@@ -100,6 +110,12 @@ SEED = 13
 HEAVY_SHARE = 0.02
 HEAVY_WORDS = 32
 HEAVY_PARAMS = {"explain": "true", "ranking": "hits", "n": "20"}
+PROBE_WORDS = "the use of the"  # issue 35, item 5: quoted, 308 ms p50 where a plain query took 5
+PROBE_PHRASE = f'"{PROBE_WORDS}"'
+PROBE_SHARE = 0.25  # of the phrase queries
+PHRASES = 50  # sampled phrases besides the probe's
+PHRASE_WORDS = (3, 5)
+PLAIN_WORD = re.compile(r"[A-Za-z]+")
 REAL_LANGS = ["lang:en", "lang:ru", "lang:zh", "lang:de", ""]
 LEVELS = (1, 16, 64, 512)
 CROWD = 512
@@ -123,10 +139,11 @@ class Plan:
     crowd_seconds: float  # concurrency
     memory_queries: int
     memory_warmup: int
+    searches: int  # heavy --heavy-kind phrase: in-process searches of each query (set)
 
 
-FULL = Plan(20, 20, 30, 100_000, 1_000)
-QUICK = Plan(2, 3, 3, 3_000, 300)
+FULL = Plan(20, 20, 30, 100_000, 1_000, 50)
+QUICK = Plan(2, 3, 3, 3_000, 300, 3)
 
 
 # --- the server's process tree, from /proc -----------------------------------------------------
@@ -307,6 +324,7 @@ def filbert_command() -> Path:
 class Corpus:
     titles: list[list[str]]  # each title's words
     words: list[str]  # distinct Latin words of the English texts, sorted
+    phrases: list[str]  # quoted phrases of stop words and other words of the English texts
     documents: int
     languages: dict[str, int]
 
@@ -322,12 +340,36 @@ def title_words(title: str) -> list[str]:
     return words
 
 
+def mixed_phrases(texts: list[str], count: int, rng: random.Random) -> list[str]:
+    """`count` distinct quoted phrases of 3–5 consecutive plain words (letters only, no
+    punctuation between them) of `texts`, each with at least one stop word and one other
+    word as filbert's English query analyzer tells them (query.checks_text's test)."""
+    from filbert.analysis.analyzers import analyzer
+
+    english = analyzer("en", query=True)
+    texts = [words for text in texts if len(words := text.split()) >= PHRASE_WORDS[1]]
+    phrases: set[str] = set()
+    for _ in range(count * 1000):
+        if len(phrases) == count or not texts:
+            break
+        words = rng.choice(texts)
+        length = rng.randint(*PHRASE_WORDS)
+        start = rng.randrange(len(words) - length + 1)
+        chosen = words[start : start + length]
+        if not all(PLAIN_WORD.fullmatch(word) for word in chosen):
+            continue
+        phrase = " ".join(chosen).lower()
+        if 0 < len(english.stop_words_in(phrase)) < len(english.words_as_indexed(phrase)):
+            phrases.add(f'"{phrase}"')
+    return sorted(phrases)
+
+
 def read_corpus(crawl: Path) -> Corpus:
-    """Titles and English words of every stored page of the index's shards."""
+    """Titles, English words and phrases of every stored page of the index's shards."""
     from filbert.index.schema import open_shards
     from filbert.storage import CrawlDir
 
-    titles, words, languages = [], set(), Counter()
+    titles, words, texts, languages = [], set(), [], Counter()
     for shard in open_shards(CrawlDir(crawl).index.current()):
         searcher = shard.searcher()
         found = searcher.search(tantivy.Query.all_query(), max(1, searcher.num_docs))
@@ -338,12 +380,14 @@ def read_corpus(crawl: Path) -> Corpus:
             if title := title_words(doc.get_first("title_text").decode()):
                 titles.append(title)
             if lang == "en":
-                words.update(
-                    w.lower() for w in LATIN_WORD.findall(doc.get_first("body_text").decode())
-                )
+                texts.append(doc.get_first("body_text").decode())
+                words.update(w.lower() for w in LATIN_WORD.findall(texts[-1]))
     if not titles or len(words) < HEAVY_WORDS:
         sys.exit(f"the index of {crawl} has too few titles or English words for queries")
-    return Corpus(titles, sorted(words), sum(languages.values()), dict(languages.most_common()))
+    phrases = mixed_phrases(texts, PHRASES, random.Random(SEED))
+    return Corpus(
+        titles, sorted(words), phrases, sum(languages.values()), dict(languages.most_common())
+    )
 
 
 def search_path(query: str, **params: str) -> str:
@@ -359,6 +403,16 @@ def light_request(corpus: Corpus, rng: random.Random) -> Request:
 
 def heavy_request(corpus: Corpus, rng: random.Random) -> Request:
     return "heavy", search_path(" ".join(rng.sample(corpus.words, HEAVY_WORDS)), **HEAVY_PARAMS)
+
+
+def phrase_request(corpus: Corpus, rng: random.Random) -> Request:
+    """The probe's phrase (kind "probe") or one of the corpus's (kind "phrase"), n=10."""
+    if rng.random() < PROBE_SHARE or not corpus.phrases:
+        return "probe", search_path(PROBE_PHRASE, n="10")
+    return "phrase", search_path(rng.choice(corpus.phrases), n="10")
+
+
+HEAVY_KINDS = {"explain": heavy_request, "phrase": phrase_request}  # --heavy-kind
 
 
 def mixed_request(corpus: Corpus, rng: random.Random) -> Request:
@@ -645,6 +699,7 @@ class Context:
     corpus: Corpus
     plan: Plan
     deadline: float
+    heavy_kind: str = "explain"  # part 2's heavy queries: a key of HEAVY_KINDS
 
     def warm(self) -> None:
         warm_up(
@@ -696,23 +751,33 @@ def part_mixed(ctx: Context) -> Report:
     return Report("1. mixed queries by concurrent clients", [intro, "", *lines])
 
 
-def heavy_groups(corpus: Corpus, heavy: int) -> list[Group]:
-    """One client looping light queries; beside heavy ones, a `/healthz` probe too."""
+def heavy_groups(corpus: Corpus, heavy: int, kind: str) -> list[Group]:
+    """One client looping light queries; beside heavy ones (of HEAVY_KINDS[kind]), a
+    `/healthz` probe too."""
     light = Group("light", 1, stream(light_request, corpus, SEED + 200 + heavy))
     if not heavy:
         return [light]
     return [
         light,
         Group("healthz", 1, cycle([("healthz", "/healthz")]), HEALTHZ_PAUSE),
-        Group("heavy", heavy, stream(heavy_request, corpus, SEED + 300)),
+        Group("heavy", heavy, stream(HEAVY_KINDS[kind], corpus, SEED + 300)),
     ]
 
 
-def heavy_row(heavy: int, run: Run, unloaded: np.ndarray) -> str:
+def answered_refused_p50(tally: Tally, kind: str | None = None) -> str:
+    """`answered | 503 (their p50 ms) | p50 ms of the answered` of the tally's requests (of
+    a kind)."""
+    answered, refused = tally.times(kind, 200), tally.times(kind, 503)
+    waited = f" ({ms(refused, 50)})" if len(refused) else ""
+    return f"{len(answered):,} | {len(refused):,}{waited} | {ms(answered, 50)}"
+
+
+def heavy_row(heavy: int, run: Run, unloaded: np.ndarray, kind: str) -> str:
     light = run.groups["light"].times(outcome=200)
     health = run.groups["healthz"].times() if heavy else np.array([])
-    heavy_times = run.groups["heavy"].times(outcome=200) if heavy else np.array([])
+    heavy_tally = run.groups["heavy"] if heavy else Tally()
     ratios = (percentile(light, q) / percentile(unloaded, q) for q in (50, 99))
+    probe = f" {answered_refused_p50(heavy_tally, 'probe')} |" if kind == "phrase" else ""
     failed = (
         "; ".join(
             f"{name} {errors(t.counts())}"
@@ -723,26 +788,84 @@ def heavy_row(heavy: int, run: Run, unloaded: np.ndarray) -> str:
     )
     return (
         f"| {heavy} | {len(light):,} | {ms(light, 50)} | {ms(light, 99)} | "
-        f"{' | '.join(f'{r:.2f}×' for r in ratios)} | {len(heavy_times):,} | "
-        f"{ms(heavy_times, 50)} | {ms(health, 50)} | {ms(health, 99)} | {failed} |"
+        f"{' | '.join(f'{r:.2f}×' for r in ratios)} | {answered_refused_p50(heavy_tally)} |"
+        f"{probe} {ms(health, 50)} | {ms(health, 99)} | {failed} |"
     )
 
 
+def search_costs(ctx: Context) -> list[str]:
+    """Searcher.search in this process (the code under test: --filbert-src), each search
+    with the server's deadline, before the server starts: the probe's phrase, its words
+    unquoted, light queries and the corpus's phrases."""
+    from filbert.config import load_settings
+    from filbert.search.searcher import Searcher
+    from filbert.search.shards import SearchTimeout
+    from filbert.storage import CrawlDir
+
+    crawl = ctx.server.crawl
+    searcher = Searcher(CrawlDir(crawl), load_settings(crawl, ctx.server.defines))
+    searcher.warm_up()
+    count = ctx.plan.searches
+    light = [
+        unquote_query(path) for _, path in islice(stream(light_request, ctx.corpus, SEED), count)
+    ]
+    sets = [
+        (f"`{PROBE_PHRASE}`", [PROBE_PHRASE] * count),
+        (f"`{PROBE_WORDS}` (unquoted)", [PROBE_WORDS] * count),
+        ("light queries (part 2's kind)", light),
+        (f"the {len(ctx.corpus.phrases)} phrases", list(islice(cycle(ctx.corpus.phrases), count))),
+    ]
+    lines = [
+        "| query | searches | p50 ms | p99 ms | max ms | past the deadline | total (first) |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for label, queries in sets:
+        times, late, totals = [], 0, []
+        for query in queries:
+            start = time.perf_counter()
+            try:
+                totals.append(
+                    searcher.search(query, deadline=time.monotonic() + ctx.deadline).total
+                )
+            except SearchTimeout:
+                late += 1
+            times.append(time.perf_counter() - start)
+        seconds = np.array(times)
+        first = f"{totals[0]:,}" if totals else "–"
+        lines.append(
+            f"| {label} | {len(queries):,} | {ms(seconds, 50)} | {ms(seconds, 99)} | "
+            f"{ms(seconds, 'max')} | {late} | {first} |"
+        )
+        print(lines[-1], flush=True)
+    return lines
+
+
+def unquote_query(path: str) -> str:
+    return parse_qs(urlsplit(path).query)["q"][0]
+
+
 def part_heavy(ctx: Context) -> Report:
+    phrases = ctx.heavy_kind == "phrase"
+    costs = search_costs(ctx) if phrases else []
     lines = [
         (
             "| heavy clients | light queries | light p50 ms | light p99 ms | p50 / unloaded | "
-            "p99 / unloaded | heavy answered | heavy p50 ms | /healthz p50 ms | "
-            "/healthz p99 ms | errors |"
+            "p99 / unloaded | heavy answered | heavy 503 (p50 ms) | heavy p50 ms |"
+            f"{' probe answered | probe 503 (p50 ms) | probe p50 ms |' if phrases else ''} "
+            "/healthz p50 ms | /healthz p99 ms | errors |"
         ),
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        + ("---:|" * 3 if phrases else "")
+        + "---:|---:|---|",
     ]
     runs: dict[int, Run] = {}
     with ctx.server.started():
         ctx.warm()
         for heavy in (0, 1, 4):
-            runs[heavy] = drive(ctx.server, heavy_groups(ctx.corpus, heavy), ctx.plan.heavy_seconds)
-            lines.append(heavy_row(heavy, runs[heavy], runs[0].groups["light"].times(outcome=200)))
+            groups = heavy_groups(ctx.corpus, heavy, ctx.heavy_kind)
+            runs[heavy] = drive(ctx.server, groups, ctx.plan.heavy_seconds)
+            unloaded = runs[0].groups["light"].times(outcome=200)
+            lines.append(heavy_row(heavy, runs[heavy], unloaded, ctx.heavy_kind))
             print(lines[-1], flush=True)
     unloaded = percentile(runs[0].groups["light"].times(outcome=200), 50)
     loaded = percentile(runs[4].groups["light"].times(outcome=200), 50)
@@ -757,13 +880,35 @@ def part_heavy(ctx: Context) -> Report:
             "4 heavy clients: `/healthz` p99 ≤ 50 ms", f"{health * 1000:,.1f} ms", health <= 0.050
         ),
     ]
+    heavy = (
+        f"quoted phrases of stop words and other words, n=10: {PROBE_SHARE:.0%} the probe's "
+        f"`{PROBE_PHRASE}`, the others one of {len(ctx.corpus.phrases)} phrases of "
+        f"{PHRASE_WORDS[0]}–{PHRASE_WORDS[1]} words of the English texts (seed {SEED}, e.g. "
+        f"{', '.join(f'`{p}`' for p in ctx.corpus.phrases[:: max(1, PHRASES // 5)][:5])})"
+        if phrases
+        else f"{HEAVY_WORDS} words, {urlencode(HEAVY_PARAMS)}"
+    )
     intro = (
         f"One client looping light queries, alone, then beside 1 and 4 clients looping heavy "
-        f"queries ({HEAVY_WORDS} words, {urlencode(HEAVY_PARAMS)}) and a client polling "
+        f"queries ({heavy}) and a client polling "
         f"`/healthz` ({HEALTHZ_PAUSE * 1000:.0f} ms between requests), "
-        f"{ctx.plan.heavy_seconds:g} s each; light figures of its 200 answers."
+        f"{ctx.plan.heavy_seconds:g} s each; light figures of its 200 answers; heavy p50 "
+        f"of the answered (200) ones."
     )
-    return Report("2. light queries beside heavy ones", [intro, "", *lines], verdicts)
+    lines = [intro, "", *lines]
+    if phrases:
+        lines = [
+            *lines,
+            "",
+            (
+                "In this process before the server started: Searcher.search (n=10, the "
+                f"server's deadline of {ctx.deadline:g} s), {ctx.plan.searches} searches "
+                "of each:"
+            ),
+            "",
+            *costs,
+        ]
+    return Report("2. light queries beside heavy ones", lines, verdicts)
 
 
 def part_concurrency(ctx: Context) -> Report:
@@ -910,8 +1055,21 @@ def code_version(src: Path | None) -> str:
     return f"{head} + uncommitted changes in {len(changed)} file(s) of src/" if changed else head
 
 
+def imported_from(env: dict) -> str:
+    """Where a Python of filbert's with the server's environment imports filbert from."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import filbert; print(filbert.__file__)"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return done.stdout.strip() or done.stderr.strip().splitlines()[-1]
+
+
 def summary(
     args: argparse.Namespace,
+    code: str,
     corpus: Corpus,
     deadline: float,
     reports: list[Report],
@@ -920,7 +1078,7 @@ def summary(
     verdicts = [v for r in reports for v in r.verdicts]
     lines = [
         (
-            f"Code: {code_version(args.filbert_src)}; server settings: "
+            f"Code: {code}; server settings: "
             f"search.deadline.seconds = {deadline:g}"
             f"{''.join(f', -D {d}' for d in args.define)}.  "
         ),
@@ -955,6 +1113,14 @@ def parse_args() -> argparse.Namespace:
         help="run only this part (repeatable); default: all four",
     )
     parser.add_argument("--quick", action="store_true", help="seconds per part, for trying it out")
+    parser.add_argument(
+        "--heavy-kind",
+        choices=sorted(HEAVY_KINDS),
+        default="explain",
+        help="part 2's heavy queries: explain (32 words, explain, HITS; the default) or "
+        "phrase (quoted phrases of stop words and other words, and the in-process cost of "
+        "searching them)",
+    )
     parser.add_argument(
         "--cache",
         type=Path,
@@ -1005,13 +1171,16 @@ def main() -> None:
         corpus,
         QUICK if args.quick else FULL,
         deadline,
+        args.heavy_kind,
     )
+    # before the parts: the servers load the code as it is when they start
+    code = f"{code_version(args.filbert_src)} (the server's filbert: {imported_from(env)})"
     load_start = os.getloadavg()[0]
     reports = []
     for name in args.part or PARTS:
         print(f"\n== {name}", flush=True)
         reports.append(PARTS[name](ctx))
-    body = summary(args, corpus, deadline, reports, (load_start, os.getloadavg()[0]))
+    body = summary(args, code, corpus, deadline, reports, (load_start, os.getloadavg()[0]))
     title = "load on filbert serve (bench/load.py)"
     command = " ".join([".venv/bin/python bench/load.py", *sys.argv[1:]])
     text = section(title, command, body)
