@@ -8,6 +8,11 @@ eval-sites-crawl/ and, every edition, eval-sites-home-crawl/; skipped when missi
     .venv/bin/python bench/ablation.py [--dir eval-crawl] [--sites-dir eval-sites-crawl]
         [--home-dir eval-sites-home-crawl] [--no-record]
     .venv/bin/python bench/ablation.py --tune-pagerank [same options]
+    .venv/bin/python bench/ablation.py --tiny --dir DIR --no-record
+
+--tiny (tests/test_benches.py: that it runs): crawls the handbook's three books into --dir
+(bench/suggest.py's TINY_CRAWL, a few seconds) unless it holds that crawl, and scores
+--queries (default there: 30) queries of each set, drawn evenly.
 
 The home-page finding set (eval/sites-home.tsv, one query per edition: 26 languages of the
 handbook and so on) is scored per site, not per language (one or two queries a language).
@@ -26,6 +31,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from results import record
+from suggest import ensure_crawl, use_tiny_crawl
 
 from filbert.config import load_settings
 from filbert.index.schema import TEXT_FIELDS
@@ -82,8 +88,11 @@ def by_site(items: list[ev.KnownItem]) -> list[ev.KnownItem]:
     return [ev.KnownItem(names.get(urlsplit(i.url).netloc, "?"), i.query, i.url) for i in items]
 
 
-def load(path: str, base: str) -> list[ev.KnownItem]:
+def load(path: str, base: str, queries: int | None = None) -> list[ev.KnownItem]:
+    """The set's queries; with `queries`, about that many, drawn evenly (every k-th)."""
     items = ev.load_queries(Path(path), base)
+    if queries:
+        items = items[:: max(1, len(items) // queries)]
     return by_site(items) if path == HOME else items
 
 
@@ -127,7 +136,17 @@ def main() -> None:
     parser.add_argument("--base", default="http://127.0.0.1:8081/")
     parser.add_argument("--no-record", action="store_true")
     parser.add_argument("--tune-pagerank", action="store_true")
+    parser.add_argument("--queries", type=int, help="about this many queries of each set")
+    parser.add_argument(
+        "--tiny",
+        action="store_true",
+        help="crawl the handbook into --dir first if needed (small); --queries 30 by default",
+    )
     args = parser.parse_args()
+    if args.tiny:
+        use_tiny_crawl()
+        ensure_crawl(Path(args.dir).resolve(), recrawl=False)
+        args.queries = args.queries or 30
     if args.tune_pagerank:
         return tune(args)
     lines = [
@@ -145,7 +164,8 @@ def main() -> None:
         if not (crawl.path / "webgraph").exists():
             compute_pagerank(crawl, load_settings(crawl.path))
         for title, path in sets.items():
-            lines += section(crawl, f"{title} ({directory})", load(path, args.base))
+            items = load(path, args.base, args.queries)
+            lines += section(crawl, f"{title} ({directory})", items)
     report = "\n".join(lines)
     print(report)
     if not args.no_record:
@@ -212,6 +232,8 @@ def tune(args: argparse.Namespace) -> None:
     if not (crawl.path / "webgraph").exists():
         compute_pagerank(crawl, load_settings(crawl.path))
     items = ev.load_queries(Path(HOME), args.base)
+    if args.queries:
+        items = items[:: max(1, len(items) // args.queries)]
     tuning = [i for i in items if tuning_half(i)]
     held_out = [i for i in items if not tuning_half(i)]
     lines = [
@@ -261,7 +283,8 @@ def tune(args: argparse.Namespace) -> None:
         if not every.index.current():
             continue
         for title, path in sets.items():
-            lines += section_against(every, f"{title} ({directory})", load(path, args.base), best)
+            items = load(path, args.base, args.queries)
+            lines += section_against(every, f"{title} ({directory})", items, best)
     report = "\n".join(lines)
     print(report)
     if not args.no_record:

@@ -7,7 +7,7 @@ once:
 
 - single process: the server of `--baseline` (the commit before the broker: HTTP and one
   worker process doing the whole search), `server.search.workers=1`, from a `git archive`
-  of that commit with this tree's compiled extensions;
+  of that commit with its C extensions compiled here (gcc);
 - broker, 1 searcher: `serve --workers 1` (a local searcher over the 4 shards);
 - broker, 2 searchers: `serve --workers 2` (two local searchers over the 4 shards: replicas);
 - broker, 2 searchers of 2 shards: `filbert searcher --shards 0,1` and `--shards 2,3`,
@@ -55,11 +55,11 @@ import math
 import os
 import platform
 import re
-import shutil
 import signal
 import socket
 import subprocess
 import sys
+import sysconfig
 import tarfile
 import time
 from collections import Counter
@@ -100,7 +100,8 @@ def free_port() -> int:
 
 
 def baseline_tree(commit: str, work: Path) -> Path:
-    """`src/` of `commit` (git archive) with this tree's compiled extensions copied in."""
+    """`src/` of `commit` (git archive) with its own C extensions compiled in place (its
+    extensions are not this tree's: `filbert.suggest._trie` there, for one)."""
     out = work / f"baseline-{commit}"
     if not (out / "src").exists():
         tar = subprocess.run(
@@ -108,9 +109,20 @@ def baseline_tree(commit: str, work: Path) -> Path:
         ).stdout
         with tarfile.open(fileobj=io.BytesIO(tar)) as archive:
             archive.extractall(out, filter="data")
-        for compiled in (ROOT / "src").rglob("*.so"):
-            shutil.copy2(compiled, out / compiled.relative_to(ROOT))
+    compile_extensions(out / "src")
     return out
+
+
+def compile_extensions(src: Path) -> None:
+    """Each C file of a source tree built into the extension module beside it (as setup.py
+    builds them: gcc and Python's headers), unless it is there."""
+    include = sysconfig.get_paths()["include"]
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    for source in sorted(src.rglob("*.c")):
+        module = source.with_suffix(suffix)
+        if not module.exists():
+            command = ["gcc", "-shared", "-fPIC", "-O2", f"-I{include}", str(source)]
+            subprocess.run([*command, "-o", str(module)], check=True)
 
 
 @dataclass

@@ -1279,7 +1279,7 @@ def summary(rows: dict[str, dict[str, Row]], wrong: list[str], broken: bool) -> 
     lines = []
     for kind, found in rows.items():
         ours, raw = found.get("filbert"), found.get(RAW[kind])
-        if ours is None or raw is None:
+        if ours is None or raw is None or not raw.files_per_s:  # no files of the kind
             continue
         quality = "item links" if kind == "feed" else "word recall"
         control = (

@@ -61,6 +61,10 @@ The report is printed and written to /tmp/phrase_check_results.md (--out).
     .venv/bin/python bench/phrase_check.py [--workdir bench/out/phrase-check] [--recrawl]
         [--en 240] [--ru 60] [--shuffled 60] [--swapped 60] [--repeat 3] [--server-cache]
         [--no-generated] [--out FILE]
+    .venv/bin/python bench/phrase_check.py --tiny --workdir DIR --out FILE   # that it runs
+
+--tiny: the handbook's three books only (bench/suggest.py's TINY_CRAWL), 20 English and 10
+Russian phrases, 10 shuffled, 10 swapped, one timed round.
 """
 
 from __future__ import annotations
@@ -89,7 +93,7 @@ import tantivy
 from results import section
 from rich.console import Console
 from rich.progress import track
-from suggest import BENCH, ensure_crawl, missing_packages, progress
+from suggest import BENCH, ensure_crawl, missing_packages, progress, use_tiny_crawl
 from templates import generation_bytes
 
 import filbert
@@ -406,7 +410,12 @@ def negatives(
 
 
 def _unchanged(
-    self: ShardSearcher, phrases: list[str], count: int, found: list, depth: int
+    self: ShardSearcher,
+    phrases: list[str],
+    count: int,
+    found: list,
+    depth: int,
+    deadline: float | None = None,
 ) -> tuple[int, list]:
     return count, found
 
@@ -1155,6 +1164,7 @@ def command_line(args: argparse.Namespace) -> str:
     if args.workdir.resolve() != DEFAULT_WORKDIR.resolve():
         words.append(f"--workdir {args.workdir}")
     words += ["--recrawl"] if args.recrawl else []
+    words += ["--tiny"] if args.tiny else []
     words.append(f"--en {args.en} --ru {args.ru} --shuffled {args.shuffled}")
     words.append(f"--swapped {args.swapped} --repeat {args.repeat}")
     words += ["--server-cache"] if args.server_cache else []
@@ -1186,7 +1196,17 @@ def main() -> None:
         default=True,
         help="the generated pages that show what the check leaves out",
     )
+    parser.add_argument(
+        "--tiny",
+        action="store_true",
+        help="a check that it runs (tests/test_benches.py): the handbook only, 2 rounds of 40 "
+        "pages (bench/suggest.py's TINY_CRAWL); 20 English and 10 Russian phrases, 10 "
+        "shuffled, 10 swapped, one timed round",
+    )
     args = parser.parse_args()
+    if args.tiny:
+        args.en, args.ru, args.shuffled, args.swapped, args.repeat = 20, 10, 10, 10, 1
+        use_tiny_crawl()
     missing = missing_packages()
     if missing:
         sys.exit(f"the sites need: sudo apt-get install {' '.join(missing)}")

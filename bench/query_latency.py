@@ -526,10 +526,10 @@ def phase_times(searcher: Searcher, query: str) -> dict[str, float]:
     analyzed = shards.analyze(query)
     marks.append(("analyze", time.perf_counter()))
     depth = max(10, ranking.rerank_depth)
-    total, candidates = shards._retrieve(analyzed, True, depth)
+    total, candidates = shards._retrieve(analyzed, True, depth, None)
     marks.append(("build + tantivy top-100 + count + columns", time.perf_counter()))
     if total == 0 and len(analyzed.clauses) > 1:
-        total, candidates = shards._retrieve(analyzed, False, depth)
+        total, candidates = shards._retrieve(analyzed, False, depth, None)
     marks.append(("fallback: any word", time.perf_counter()))
     shards._proximity(analyzed, candidates)
     marks.append(("proximity bins on the candidates", time.perf_counter()))

@@ -295,6 +295,11 @@ def link_rows(
         "kind": pa.repeat("link", len(page)),
         "score": share.astype(np.float32),
     }
+    # the other columns (focused crawling's priority and tunnel) are NULL, as parse leaves them
+    # outside a focused crawl
+    for field in s.CRAWL_PARSE:
+        if field.name not in columns:
+            columns[field.name] = pa.nulls(len(page), field.type)
     return pa.table(columns, schema=s.CRAWL_PARSE)
 
 

@@ -92,6 +92,11 @@ The report goes to bench/RESULTS.md (bench/results.py) unless --no-record.
     .venv/bin/python bench/suggest.py [--phrases 1000000] [--targets 1000]
         [--baseline-targets 100] [--repeat 3] [--cpu N] [--no-synthetic]
         [--real | --no-real] [--workdir bench/out/suggest-crawl] [--recrawl] [--no-record]
+    .venv/bin/python bench/suggest.py --tiny --workdir DIR --no-record   # that it runs
+
+--tiny: 3,000 phrases, 20 targets (5 for the baseline), one pass; the real sites are the
+handbook's three books only (TINY_CRAWL; bench/templates.py, phrase_check.py and
+ablation.py take it with their --tiny).
 """
 
 from __future__ import annotations
@@ -543,6 +548,31 @@ CRAWL_DEFINES = (
     "db.max.outlinks.per.page=-1",
 )
 MANIFEST = "suggest-bench.json"  # in a work directory this bench made
+
+
+@dataclass(frozen=True)
+class CrawlPlan:
+    """What the real-site part crawls (and templates.py and phrase_check.py with it): which of
+    eval/sites.py's sites, how many rounds, at most how many URLs a round (None: all)."""
+
+    sites: tuple[str, ...]
+    depth: int
+    top_n: int | None = None
+
+
+FULL_CRAWL = CrawlPlan(REAL_SITES, CRAWL_DEPTH)
+# --tiny (tests/test_benches.py): the handbook's three books only, 2 rounds of at most 40 URLs
+# generated (fetcher.follow.depth follows links within a round: the books take seconds)
+TINY_CRAWL = CrawlPlan(("handbook",), 2, 40)
+crawl_plan = FULL_CRAWL
+
+
+def use_tiny_crawl() -> None:
+    """From now on, the real sites are TINY_CRAWL's."""
+    global crawl_plan
+    crawl_plan = TINY_CRAWL
+
+
 # The share of a host's titles from which a repeated prefix or suffix is the site's affix: the
 # build's setting where this filbert has it, else this.
 SHARE_SETTING = "suggest.template.share"
@@ -589,7 +619,7 @@ def eval_sites() -> Any:
 
 
 def real_sites() -> list[Any]:
-    return [site for site in eval_sites().SITES if site.name in REAL_SITES]
+    return [site for site in eval_sites().SITES if site.name in crawl_plan.sites]
 
 
 def missing_packages() -> list[str]:
@@ -652,7 +682,9 @@ def finished(work: Path, seeds: list[str]) -> bool:
     if not manifest.exists() or CrawlDir(work).index.current() is None:
         return False
     made = json.loads(manifest.read_text())
-    return bool(made.get("finished")) and made.get("seeds") == seeds
+    plan = {"depth": crawl_plan.depth, "topN": crawl_plan.top_n}
+    same = made.get("seeds") == seeds and made.get("plan", plan) == plan
+    return bool(made.get("finished")) and same
 
 
 def ensure_crawl(work: Path, recrawl: bool) -> str:
@@ -669,11 +701,14 @@ def ensure_crawl(work: Path, recrawl: bool) -> str:
             sys.exit(f"{work} is not empty and this bench did not make it: pass another --workdir")
         shutil.rmtree(work)
     work.mkdir(parents=True, exist_ok=True)
-    made = {"made by": "bench/suggest.py", "seeds": seeds, "finished": False}
+    plan = {"depth": crawl_plan.depth, "topN": crawl_plan.top_n}
+    made = {"made by": "bench/suggest.py", "seeds": seeds, "plan": plan, "finished": False}
     manifest.write_text(json.dumps(made, indent=1))
     log = work / "bench-crawl.log"
-    command = [filbert_command(), "crawl", *seeds, "--dir", str(work), "--depth", str(CRAWL_DEPTH)]
-    command += ["--threads", "8", *(x for d in CRAWL_DEFINES for x in ("-D", d))]
+    command = [filbert_command(), "crawl", *seeds, "--dir", str(work)]
+    command += ["--depth", str(crawl_plan.depth), "--threads", "8"]
+    command += ["--topN", str(crawl_plan.top_n)] if crawl_plan.top_n else []
+    command += [x for d in CRAWL_DEFINES for x in ("-D", d)]
     progress(f"crawling {', '.join(seeds)} into {work} (log: {log})")
     start = time.perf_counter()
     with serving(sites), log.open("w") as out:
@@ -1245,7 +1280,16 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, default=BENCH / "out" / "suggest-crawl")
     parser.add_argument("--recrawl", action="store_true", help="crawl even if --workdir holds one")
     parser.add_argument("--no-record", action="store_true")
+    parser.add_argument(
+        "--tiny",
+        action="store_true",
+        help="a check that it runs (tests/test_benches.py): 3,000 phrases, 20 targets, 5 "
+        "for the baseline, one pass; the real sites are the handbook, 2 rounds of 40 pages",
+    )
     args = parser.parse_args()
+    if args.tiny:
+        args.phrases, args.targets, args.baseline_targets, args.repeat = 3000, 20, 5, 1
+        use_tiny_crawl()
     missing = missing_packages()
     if args.real is None:
         args.real = not missing
@@ -1265,7 +1309,9 @@ def main() -> None:
 
 def command_line(args: argparse.Namespace, synthetic: bool) -> str:
     words = [".venv/bin/python bench/suggest.py"]
-    if synthetic:
+    if args.tiny:
+        words.append("--tiny")
+    elif synthetic:
         words += [f"--phrases {args.phrases} --targets {args.targets}"]
         words += [f"--baseline-targets {args.baseline_targets} --repeat {args.repeat}"]
     else:

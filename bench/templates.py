@@ -40,7 +40,11 @@ threshold (where real content would be cut first), with how many texts each hash
 template (they keep their text) and those that lost more than half of their text.
 
     .venv/bin/python bench/templates.py [--workdir bench/out/templates-crawl] [--recrawl]
-        [--title-words 300] [--examples 6] [--no-record]
+        [--title-words 300] [--examples 6] [--queries N] [--no-record]
+    .venv/bin/python bench/templates.py --tiny --workdir DIR --no-record   # that it runs
+
+--queries N: about N queries of each set, drawn evenly. --tiny: the handbook's three books
+only (bench/suggest.py's TINY_CRAWL), --queries 30, --title-words 30.
 """
 
 from __future__ import annotations
@@ -60,7 +64,15 @@ from urllib.parse import urljoin
 
 import tantivy
 from results import record
-from suggest import BENCH, ensure_crawl, filbert_command, progress, real_sites
+from suggest import (
+    BENCH,
+    ensure_crawl,
+    filbert_command,
+    missing_packages,
+    progress,
+    real_sites,
+    use_tiny_crawl,
+)
 
 from filbert import schemas
 from filbert.analysis.analyzers import HAN_RUN
@@ -353,8 +365,9 @@ def snippet_counts(
 # --- 4. the known-item evaluation ------------------------------------------------------------
 
 
-def query_files(work: Path) -> dict[str, Path]:
-    """Each query set less the queries for pages on sites not crawled here."""
+def query_files(work: Path, per_set: int | None = None) -> dict[str, Path]:
+    """Each query set less the queries for pages on sites not crawled here; with `per_set`,
+    about that many of them, drawn evenly (every k-th)."""
     bases = tuple(site.base for site in real_sites())
     out = work / "queries"
     out.mkdir(exist_ok=True)
@@ -368,6 +381,9 @@ def query_files(work: Path) -> dict[str, Path]:
             or not line.strip()
             or urljoin(HANDBOOK_BASE, line.split("\t")[-1]).startswith(bases)
         ]
+        if per_set:
+            queries = [line for line in kept if line.strip() and not line.startswith("#")]
+            kept = queries[:: max(1, len(queries) // per_set)]
         files[name] = out / f"{name}.tsv"
         files[name].write_text("\n".join(kept) + "\n")
     return files
@@ -383,10 +399,12 @@ def run_eval(queries: Path, crawl: Path, save: Path, compare: Path | None = None
     return done.stdout
 
 
-def evaluations(work: Path, dirs: dict[str, Path]) -> dict[str, tuple[ev.Run, ev.Run]]:
-    """(before, after) runs of every query set."""
+def evaluations(
+    work: Path, dirs: dict[str, Path], per_set: int | None
+) -> dict[str, tuple[ev.Run, ev.Run]]:
+    """(before, after) runs of every query set (`per_set`: see query_files)."""
     runs = {}
-    for name, queries in query_files(work).items():
+    for name, queries in query_files(work, per_set).items():
         saved = {index: work / "queries" / f"{name}.{index}.json" for index in INDEXES}
         run_eval(queries, dirs["before"], saved["before"])
         printed = run_eval(queries, dirs["after"], saved["after"], saved["before"])
@@ -697,7 +715,7 @@ def measure(args: argparse.Namespace) -> str:
     stored = {name: stored_docs(CrawlDir(path)) for name, path in dirs.items()}
     checked = check_bodies(pages, stored, hosts, max_text)
     langs = {name: {url: doc.lang for url, doc in docs.items()} for name, docs in stored.items()}
-    runs = evaluations(work, dirs)
+    runs = evaluations(work, dirs, args.queries)
     known = sorted({item.query for before, _ in runs.values() for item in before.items})
     words = title_words(pages, args.title_words)
     queries = {
@@ -747,6 +765,8 @@ def command_line(args: argparse.Namespace) -> str:
     if args.workdir.resolve() != (BENCH / "out" / "templates-crawl").resolve():
         words.append(f"--workdir {args.workdir}")
     words += ["--recrawl"] if args.recrawl else []
+    words += ["--tiny"] if args.tiny else []
+    words += [f"--queries {args.queries}"] if args.queries else []
     words += [f"--title-words {args.title_words} --examples {args.examples}"]
     return " ".join(words)
 
@@ -757,8 +777,20 @@ def main() -> None:
     parser.add_argument("--recrawl", action="store_true", help="crawl even if one is there")
     parser.add_argument("--title-words", type=int, default=300, help="queries from titles")
     parser.add_argument("--examples", type=int, default=6, help="template blocks shown per host")
+    parser.add_argument("--queries", type=int, help="about this many of each query set")
     parser.add_argument("--no-record", action="store_true")
+    parser.add_argument(
+        "--tiny",
+        action="store_true",
+        help="a check that it runs (tests/test_benches.py): the handbook only (bench/suggest.py's "
+        "TINY_CRAWL), 30 queries of each set, 30 title words",
+    )
     args = parser.parse_args()
+    if args.tiny:
+        args.queries, args.title_words = args.queries or 30, 30
+        use_tiny_crawl()
+    if missing := missing_packages():
+        sys.exit(f"the sites need: sudo apt-get install {' '.join(missing)}")
     report = measure(args)
     print(report)
     if not args.no_record:
