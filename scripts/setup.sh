@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Create .venv and install filbert with its test dependencies (idempotent), at the versions
-# pinned in constraints.txt (scripts/lock.sh regenerates it).
+# Create .venv and install filbert with its test, lint and bench dependencies (idempotent:
+# the slow tests run every bench/ script, tests/test_benches.py), at the versions pinned in
+# constraints.txt (scripts/lock.sh regenerates it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -12,4 +13,4 @@ if [ ! -f "$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_paths()["includ
 fi
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -c constraints.txt --build-constraint constraints.txt -e '.[test,lint]'
+.venv/bin/python -m pip install -q -c constraints.txt --build-constraint constraints.txt -e '.[test,lint,bench]'
