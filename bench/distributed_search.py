@@ -2,12 +2,14 @@
 processes against the single-process server it replaced, on the 1M-document index of
 bench/query_latency.py split into 4 shards (built and cached by that script's code).
 
-Servers, each a `filbert serve` on a free 127.0.0.1 port over the same index, all started at
-once:
+Servers, each a `filbert serve` on a free 127.0.0.1 port over the same documents, all started
+at once:
 
 - single process: the server of `--baseline` (the commit before the broker: HTTP and one
   worker process doing the whole search), `server.search.workers=1`, from a `git archive`
-  of that commit with its C extensions compiled here (gcc);
+  of that commit with its C extensions compiled here (gcc), over its own index of the same
+  documents (built by its code and cached beside it: an older server cannot read today's
+  index; its total and hits differ from today's as the ranking has changed since);
 - broker, 1 searcher: `serve --workers 1` (a local searcher over the 4 shards);
 - broker, 2 searchers: `serve --workers 2` (two local searchers over the 4 shards: replicas);
 - broker, 2 searchers of 2 shards: `filbert searcher --shards 0,1` and `--shards 2,3`,
@@ -51,10 +53,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import io
+import json
 import math
 import os
 import platform
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -111,6 +115,37 @@ def baseline_tree(commit: str, work: Path) -> Path:
             archive.extractall(out, filter="data")
     compile_extensions(out / "src")
     return out
+
+
+# Run with the baseline's src first on PYTHONPATH: its own index of the documents.
+BUILD_BASELINE_INDEX = """
+import sys
+from pathlib import Path
+from filbert.config import load_settings
+from filbert.index.step import index_documents
+from filbert.storage import CrawlDir
+crawl, docs = CrawlDir(Path(sys.argv[1])), Path(sys.argv[2])
+tmp = crawl.index.begin()
+crawl.index.publish(tmp, index_documents([docs], tmp, load_settings(None, sys.argv[3:])))
+"""
+
+
+def baseline_index(tree: Path, work: Workdir, key: dict, defines: list[str]) -> CrawlDir:
+    """The documents indexed by the baseline's own code, cached beside its tree while `key`
+    (what this tree's index was built from) holds: an index of this tree's is not one an old
+    server can read (dadbe7d's searches fail on today's fields)."""
+    crawl = CrawlDir(tree / "crawl")
+    made = tree / "index.json"
+    wanted = json.dumps(key, sort_keys=True)
+    if crawl.index.current() is None or not made.exists() or made.read_text() != wanted:
+        shutil.rmtree(crawl.path, ignore_errors=True)
+        made.unlink(missing_ok=True)
+        print(f"building the baseline's own index → {crawl.path}", flush=True)
+        env = {**os.environ, "PYTHONPATH": str(tree / "src")}
+        command = [sys.executable, "-c", BUILD_BASELINE_INDEX, str(crawl.path), str(work.docs_file)]
+        subprocess.run([*command, *defines], env=env, check=True)
+        made.write_text(wanted)
+    return crawl
 
 
 def compile_extensions(src: Path) -> None:
@@ -613,12 +648,14 @@ def parse_args() -> argparse.Namespace:
 def main() -> None:
     args = parse_args()
     uvloop.install()
-    settings = load_settings(None, [f"index.writer.heap.mb={HEAP_MB}", f"index.shards={SHARDS}"])
+    defines = [f"index.writer.heap.mb={HEAP_MB}", f"index.shards={SHARDS}"]
+    settings = load_settings(None, defines)
     work = Workdir(args.workdir)
-    ensure_indexes(work, args, settings)
+    manifest = ensure_indexes(work, args, settings)
     vocab = Vocabulary.english(args.vocabulary).for_queries(stop_words("en"))
     queries = make_queries(vocab, 2000, args.seed)
     baseline = baseline_tree(args.baseline, work.path)
+    baseline_crawl = baseline_index(baseline, work, manifest["filbert"], defines)
     searcher = Searcher(work.crawl, load_settings(work.crawl.path))
     requests = identity_requests(queries[-args.identical :])
     print("reference results (in-process Searcher)…", flush=True)
@@ -635,7 +672,12 @@ def main() -> None:
     paths = [search_path(q) for q in queries]
     with ExitStack() as stack:
         print("starting the servers…", flush=True)
-        servers = [stack.enter_context(running(layout, work.crawl, baseline)) for layout in layouts]
+        servers = [
+            stack.enter_context(
+                running(layout, baseline_crawl if layout.baseline else work.crawl, baseline)
+            )
+            for layout in layouts
+        ]
         for server in servers:
             asyncio.run(in_turn(server.port, paths[: args.warmup]))
         print("latency at one client, the servers in turn…", flush=True)
