@@ -291,6 +291,7 @@ def test_past_the_total_limit_the_connection_idle_longest_is_closed(site: Site) 
     """Before: 21,000 idle connections used up a searcher's file descriptors (EMFILE, every
     search 503 for 35 s)."""
     limits = ("-D", "search.searcher.max.connections=16")
+    limits += ("-D", "search.searcher.max.connections.per.client=1000")
     with searcher_process(site.crawl.path, *limits) as running:
         oldest = connect(running.port)
         time.sleep(0.2)
@@ -300,7 +301,12 @@ def test_past_the_total_limit_the_connection_idle_longest_is_closed(site: Site) 
         assert searchable(running, site.word)  # one more: the oldest idle one goes
         assert closed(oldest, 2)
         assert not any(closed(sock, 0.01) for sock in others[1:])
-        for sock in [oldest, *others]:
+        burst = [connect(running.port) for _ in range(300)]  # accepted together: each evicts
+        time.sleep(0.5)
+        descriptors = len(list(Path(f"/proc/{running.process.pid}/fd").iterdir()))
+        assert descriptors < 16 + 40  # the connections kept, the index's files, pipes
+        assert searchable(running, site.word)
+        for sock in [oldest, *others, *burst]:
             sock.close()
 
 

@@ -255,13 +255,17 @@ class Connections:
         if self.clients.total() >= self.total:
             if not self.waiting:
                 return False
-            next(iter(self.waiting)).close()  # its reader ends: its handler lets it go
+            oldest = next(iter(self.waiting))
+            del self.waiting[oldest]  # its handler leaves later: not closed twice meanwhile
+            oldest.close()
         self.clients[client] += 1
         return True
 
     def leave(self, client: str, writer: asyncio.StreamWriter) -> None:
         self.waiting.pop(writer, None)
         self.clients[client] -= 1
+        if not self.clients[client]:
+            del self.clients[client]
 
 
 def _client(writer: asyncio.StreamWriter) -> str:
