@@ -370,7 +370,7 @@ def reference(searcher: Searcher, requests: list[tuple[str, dict]]) -> list[dict
     found = []
     for query, params in requests:
         results = searcher.search(
-            query, params["n"], params.get("offset", 0), "bm25", "explain" in params
+            query, n=params["n"], offset=params.get("offset", 0), explain="explain" in params
         )
         found.append(orjson.loads(orjson.dumps(results.to_dict())))
     return found

@@ -27,7 +27,7 @@ queries on each path, every query is timed on each path in turn (load changes hi
 - raw tantivy, in this process: `index.parse_query(q, ["title", "body"])` (any word: the
   parser's default), `search(query, 10)` (counting matches, tantivy-py's default, as filbert
   does) and fetching the 10 documents;
-- filbert in this process: `Searcher.search(q, 10)` (conjunction, proximity bins, PageRank
+- filbert in this process: `Searcher.search(q, n=10)` (conjunction, proximity bins, PageRank
   re-rank, collapsing, crowding, 10 snippets);
 - filbert over HTTP: `GET /api/search?q=…&n=10` on a uvicorn server (`run_server`, a separate
   process on a free 127.0.0.1 port) through one keep-alive `http.client` connection; the
@@ -413,7 +413,7 @@ class SearcherPath:
         self.searcher = searcher
 
     def __call__(self, query: str) -> int:
-        return len(self.searcher.search(query, 10).hits)
+        return len(self.searcher.search(query, n=10).hits)
 
 
 class HttpPath:
@@ -593,7 +593,7 @@ def profile(searcher: Searcher, queries: list[str], top: int = 25) -> str:
     profiler = cProfile.Profile()
     profiler.enable()
     for query in queries:
-        searcher.search(query, 10)
+        searcher.search(query, n=10)
     profiler.disable()
     out = io.StringIO()
     pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(top)

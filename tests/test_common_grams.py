@@ -13,8 +13,9 @@ from sites import SiteServer, html, link
 from filbert.analysis import analyzer
 from filbert.search import Searcher
 from filbert.search.query import analyze_query, checks_text, parse_query, phrase_in
+from filbert.search.searcher import SearchRequest
 from filbert.search.shards import SearchTimeout
-from filbert.web.app import SearchParams, SearchService
+from filbert.web.app import SearchService
 
 PAGES = {
     "/hamlet.html": html(
@@ -169,9 +170,9 @@ def test_phrases_whose_texts_are_checked_go_to_the_heavy_lane(loose_searcher):
     """Before, `"the use of the"` cost 308 ms p50 where a plain query cost 5, and 4 clients
     looping it moved light queries from 7.5 to 411 ms p50."""
     service = SearchService(None, None, loose_searcher.crawl, loose_searcher.settings)  # type: ignore[arg-type]
-    assert service.heavy(SearchParams(q='"how to install"'))
-    assert not service.heavy(SearchParams(q="how to install"))
-    assert not service.heavy(SearchParams(q='"walrus tools"'))
+    assert service.heavy(SearchRequest(q='"how to install"'))
+    assert not service.heavy(SearchRequest(q="how to install"))
+    assert not service.heavy(SearchRequest(q='"walrus tools"'))
 
 
 def test_the_text_check_of_a_phrase_stops_at_the_deadline(loose_searcher):
@@ -200,7 +201,9 @@ def paging_searcher(tmp_path_factory):
 
 def test_a_checked_phrase_has_the_same_total_on_every_page_of_results(paging_searcher):
     """Before, `"the use"` had 169 results at offsets 0–50, 139 at 100 and 112 at 200."""
-    pages = [paging_searcher.search('"the use"', 5, offset) for offset in (0, 5, 10, 15, 25)]
+    pages = [
+        paging_searcher.search('"the use"', n=5, offset=offset) for offset in (0, 5, 10, 15, 25)
+    ]
     assert len({results.total for results in pages}) == 1
     hits = [hit.url for results in pages for hit in results.hits]
     assert len(hits) == len(set(hits)) == 20  # the 20 pages that hold it, each once

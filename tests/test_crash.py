@@ -120,9 +120,9 @@ def snapshot(directory: Path) -> dict[object, object]:
         ]
     if crawl.index.exists():
         searcher = Searcher(crawl, SETTINGS)
-        results = [searcher.search(q, 10) for q in QUERIES]
+        results = [searcher.search(q, n=10) for q in QUERIES]
         snap["search"] = [(r.query, r.total, r.hits[0].url if r.hits else None) for r in results]
-        snap["search.common"] = searcher.search(COMMON, 10).total
+        snap["search.common"] = searcher.search(COMMON, n=10).total
     for i, segment in enumerate(crawl.segments()):
         for sub, columns in SEGMENT_COLUMNS.items():
             if segment.has(sub):
@@ -461,5 +461,5 @@ def test_killed_crawl_resumes(server: SiteServer, tmp_path: Path, point: str) ->
         url for s in segments for (url,) in read_files(s.parts("crawl_fetch"), ["url"])
     )
     assert sorted(fetches) == site and set(fetches.values()) == {1}
-    hits = Searcher(crawl, SETTINGS).search(rare_word(299), 5)
+    hits = Searcher(crawl, SETTINGS).search(rare_word(299), n=5)
     assert [h.url for h in hits.hits] == [server.url(graph_path(299))]

@@ -149,10 +149,10 @@ def broker(site: Site, searchers: list[Running], **overrides: object) -> Iterato
 def in_process(searcher: Searcher, q: str, params: dict) -> dict:
     results = searcher.search(
         q,
-        params.get("n", 10),
-        params.get("offset", 0),
-        params.get("ranking", "bm25"),
-        params.get("explain") == "true",
+        n=params.get("n", 10),
+        offset=params.get("offset", 0),
+        ranking=params.get("ranking", "bm25"),
+        explain=params.get("explain") == "true",
     )
     return orjson.loads(orjson.dumps(results.to_dict()))
 

@@ -118,9 +118,11 @@ def test_index_keeps_relevant_pages_only_when_asked(site_server, tmp_path):
     topic = write_topic(tmp_path)
     settings = [f"focus.topic={topic}", "focus.index.relevant_only=true"]
     crawl, config, _ = crawl_site(tmp_path / "c", [site.url("/")], *settings, depth=2, index=True)
-    hits = Searcher(crawl, config).search("garden", 10).hits
+    hits = Searcher(crawl, config).search("garden", n=10).hits
     assert hits == []
-    assert [h.url for h in Searcher(crawl, config).search("planner", 10).hits] == [site.url("/on0")]
+    assert [h.url for h in Searcher(crawl, config).search("planner", n=10).hits] == [
+        site.url("/on0")
+    ]
 
 
 def test_crawl_focus_adopts_the_topic_with_its_examples(site_server, tmp_path):

@@ -185,7 +185,7 @@ def searched(directory: Path) -> list[tuple]:
 
     crawl = CrawlDir(directory)
     searcher = Searcher(crawl, load_settings(directory))
-    results = [searcher.search(q, 5) for q in QUERIES]
+    results = [searcher.search(q, n=5) for q in QUERIES]
     return [(r.total, r.hits[0].url if r.hits else None) for r in results]
 
 

@@ -420,14 +420,17 @@ def search(
 ) -> None:
     """Search the index."""
     from filbert.search import Searcher
-    from filbert.search.searcher import MAX_RESULTS
+    from filbert.search.searcher import MAX_RESULTS, SearchRequest
 
     if not 1 <= n <= MAX_RESULTS:
         raise typer.BadParameter(
             f"{n}: from 1 to {MAX_RESULTS} hits at a time (--offset pages further)", param_hint="-n"
         )
     crawl_dir, settings = _open(dir, define)
-    results = Searcher(crawl_dir, settings).search(query, n, offset, ranking, explain, spell=spell)
+    request = SearchRequest.of(
+        query, n=n, offset=offset, ranking=ranking, explain=explain, spell=spell
+    )
+    results = Searcher(crawl_dir, settings).search(request)
     if as_json:
         data = results.to_dict()
         keep = ["url", "title", "lang", "score", "snippet", "description", "author"]

@@ -16,7 +16,10 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import ErrorDetails
 
 from filbert.config import Settings
 from filbert.search.cache import CachedPage
@@ -38,13 +41,48 @@ if TYPE_CHECKING:
 
 MAX_RESULTS = 100
 MAX_OFFSET = 10_000  # deeper pages cost memory in the collector and nobody reads them
-RANKINGS = ("bm25", "hits")
+
+
+class SearchRequest(BaseModel):
+    """What a search asks: its words and how to answer them. One model from the HTTP API
+    (whose parameters these are, documented in /openapi.json from here) and the CLI,
+    through the broker and the searcher protocol, to the ranking: a new parameter is a
+    field here and its use in Ranking.steps."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    q: str = Field("", description='words, "phrases", -word, -"phrase", site:host, lang:xx')
+    n: int = Field(
+        10,
+        ge=0,
+        le=MAX_RESULTS,
+        description="hits to return (0: only the total); with explain, at most "
+        "search.explain.max.results are returned",
+    )
+    offset: int = Field(0, ge=0, le=MAX_OFFSET, description="hits to skip")
+    ranking: Literal["bm25", "hits"] = Field(
+        "bm25", description="hits: the top results re-ordered by HITS authority"
+    )
+    explain: bool = Field(False, description="each hit's score as a tree of its parts")
+    spell: bool = Field(
+        True, description="correct misspelt words (false: search the words as typed)"
+    )
+
+    @classmethod
+    def of(cls, q: str, **options: Any) -> SearchRequest:
+        """The request for the words `q` with `options`; QueryError naming the first one
+        out of its bounds."""
+        try:
+            return cls(q=q, **options)
+        except ValidationError as exc:
+            raise QueryError(parameter_error(exc.errors()[0])) from None
+
 
 __all__ = [
     "MAX_OFFSET",
     "MAX_RESULTS",
     "Hit",
     "QueryError",
+    "SearchRequest",
     "SearchResults",
     "SearchTimeout",
     "Searcher",
@@ -139,6 +177,22 @@ class SearchResults:
         }
 
 
+def parameter_error(error: ErrorDetails) -> str:
+    """One line for a parameter pydantic found wrong (a SearchRequest's, an API route's),
+    in the API's words."""
+    name, kind, value = error["loc"][-1], error["type"], str(error.get("input", ""))[:20]
+    bounds = {"greater_than_equal": "at least {ge}", "less_than_equal": "at most {le}"}
+    if kind == "int_parsing":
+        return f"{name} must be an integer, not {value!r}"
+    if kind == "bool_parsing":
+        return f"{name} must be true or false, not {value!r}"
+    if kind in bounds:
+        return f"{name} must be {bounds[kind].format(**error['ctx'])}, not {value}"
+    if kind == "literal_error":
+        return f"{name} must be one of {error['ctx']['expected']}, not {value!r}"
+    return f"{name}: {error['msg']}"
+
+
 # --- the steps -----------------------------------------------------------------------
 
 
@@ -209,29 +263,17 @@ class Ranking:
         self.hits_inlinks = settings["search.hits.max.inlinks"]
         self.max_query = settings["search.max.query.length"]
 
-    def steps(
-        self,
-        query: str,
-        n: int = 10,
-        offset: int = 0,
-        ranking: str = "bm25",
-        explain: bool = False,
-        deadline: float | None = None,
-        spell: bool = True,
-    ) -> Steps:
-        """`ranking`: "bm25" (text features, then PageRank) or "hits" (the top results
-        re-ordered by HITS authority within their base set). `explain` adds each hit's score
-        as a tree of the features and weights behind it. `deadline` (time.monotonic()):
-        SearchTimeout when it has passed, checked between the steps. `spell`: correct
-        misspelt words (False: search the query as typed)."""
+    def steps(self, request: SearchRequest, deadline: float | None = None) -> Steps:
+        """The request's search (see SearchRequest): `ranking` "bm25" (text features, then
+        PageRank) or "hits" (the top results re-ordered by HITS authority within their base
+        set); `explain` adds each hit's score as a tree of the features and weights behind
+        it; `spell` corrects misspelt words (False: the query as typed). `deadline`
+        (time.monotonic()): SearchTimeout when it has passed, checked between the steps."""
         check = partial(check_deadline, deadline)
-        if ranking not in RANKINGS:
-            raise QueryError(f"ranking must be one of {', '.join(RANKINGS)}, not {ranking!r}")
+        query, n, offset, ranking = request.q, request.n, request.offset, request.ranking
         text = query_text(query, self.max_query)
-        n = max(0, min(n, MAX_RESULTS))
-        offset = max(0, offset)
         depth = max(offset + n, self.rerank_depth, self.hits_root if ranking == "hits" else 0)
-        correction: Correction | None = (yield Correct(query)) if spell else None
+        correction: Correction | None = (yield Correct(query)) if request.spell else None
         searched = correction.text if correction and correction.applied else query
         conjunction, retrieved = yield from self._retrieve(searched, depth, check)
         if correction and searched != query and retrieved.total == 0:  # no better: as typed
@@ -247,7 +289,7 @@ class Ranking:
             ranked = _by_authority(root, scores) + ranked[len(root) :]
         chosen = ranked[offset : offset + n]
         check()
-        fetched = (yield Fetch(searched, conjunction, explain, chosen)) if chosen else []
+        fetched = (yield Fetch(searched, conjunction, request.explain, chosen)) if chosen else []
         hits = [self._hit(c, found) for c, found in zip(chosen, fetched) if found is not None]
         return SearchResults(
             text,
@@ -337,17 +379,12 @@ class Searcher:
         return self._speller
 
     def search(
-        self,
-        query: str,
-        n: int = 10,
-        offset: int = 0,
-        ranking: str = "bm25",
-        explain: bool = False,
-        deadline: float | None = None,
-        spell: bool = True,
+        self, query: str | SearchRequest, deadline: float | None = None, **options: Any
     ) -> SearchResults:
-        """See Ranking.steps."""
-        steps = self.ranking.steps(query, n, offset, ranking, explain, deadline, spell)
+        """The search of a SearchRequest, or of the words `query` with `options` (n, offset,
+        ranking, explain, spell: see SearchRequest). See Ranking.steps."""
+        request = query if isinstance(query, SearchRequest) else SearchRequest.of(query, **options)
+        steps = self.ranking.steps(request, deadline)
         results = run_steps(steps, partial(self._answer, deadline=deadline))
         count, held = self.shards.shard_count, len(self.shards.shards)
         results.shards = ShardCounts(count, held, count - held)

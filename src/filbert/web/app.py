@@ -17,7 +17,7 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 from urllib.parse import urlencode
 
 import jinja2
@@ -27,8 +27,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
-from pydantic_core import ErrorDetails
+from pydantic import TypeAdapter, ValidationError
 from starlette.datastructures import QueryParams
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -37,7 +36,13 @@ from filbert.config import Settings
 from filbert.errors import public_message
 from filbert.parse import decode_html, decode_text
 from filbert.search.query import checks_text
-from filbert.search.searcher import MAX_OFFSET, MAX_RESULTS, SearchResults
+from filbert.search.searcher import (
+    MAX_OFFSET,
+    MAX_RESULTS,
+    SearchRequest,
+    SearchResults,
+    parameter_error,
+)
 from filbert.search.shards import main_languages
 from filbert.storage import CrawlDir, GenerationHolder
 from filbert.suggest import SuggestError
@@ -198,54 +203,6 @@ async def send_json(
     await send({"type": "http.response.body", "body": b"" if head else body})
 
 
-class SearchParams(BaseModel):
-    """The parameters of GET /api/search: checked by pydantic (a few microseconds) and
-    documented in /openapi.json from here."""
-
-    model_config = ConfigDict(frozen=True, extra="ignore")
-    q: str = Field("", description='words, "phrases", -word, -"phrase", site:host, lang:xx')
-    n: int = Field(
-        PAGE_SIZE,
-        ge=0,
-        le=MAX_RESULTS,
-        description="hits to return (0: only the total); with explain, at most "
-        "search.explain.max.results are returned",
-    )
-    offset: int = Field(0, ge=0, le=MAX_OFFSET, description="hits to skip")
-    ranking: Literal["bm25", "hits"] = Field(
-        "bm25", description="hits: the top results re-ordered by HITS authority"
-    )
-    explain: bool = Field(False, description="each hit's score as a tree of its parts")
-    spell: bool = Field(
-        True, description="correct misspelt words (false: search the words as typed)"
-    )
-
-    @property
-    def heavy(self) -> bool:
-        """Whether the search goes to the heavy lane: more work than a page of results."""
-        return (
-            self.explain
-            or self.ranking != "bm25"
-            or self.n > 2 * PAGE_SIZE
-            or self.offset + self.n > MAX_RESULTS
-        )
-
-
-def parameter_error(error: ErrorDetails) -> str:
-    """One line for the first parameter FastAPI found wrong, in the API's words."""
-    name, kind, value = error["loc"][-1], error["type"], str(error.get("input", ""))[:20]
-    bounds = {"greater_than_equal": "at least {ge}", "less_than_equal": "at most {le}"}
-    if kind == "int_parsing":
-        return f"{name} must be an integer, not {value!r}"
-    if kind == "bool_parsing":
-        return f"{name} must be true or false, not {value!r}"
-    if kind in bounds:
-        return f"{name} must be {bounds[kind].format(**error['ctx'])}, not {value}"
-    if kind == "literal_error":
-        return f"{name} must be {error['ctx']['expected']}, not {value!r}"
-    return f"{name}: {error['msg']}"
-
-
 def safe_media_type(value: str) -> str:
     """A crawled page's Content-Type as it may be sent again: its type and the well-formed
     parameters before anything that is not, or application/octet-stream."""
@@ -266,7 +223,7 @@ def cached_copy(url: str, content: bytes, content_type: str) -> tuple[bytes, str
 
 class SearchService:
     """Searches through the broker, each logged, each in its lane: heavy when it asks for
-    more than a page of results (SearchParams.heavy) or has a phrase whose candidates' texts
+    more than a page of results or has a phrase whose candidates' texts
     are checked (query.checks_text, in the index's main languages)."""
 
     def __init__(self, broker: Broker, log: QueryLog, crawl: CrawlDir, settings: Settings):
@@ -277,28 +234,25 @@ class SearchService:
             crawl.index, lambda _: main_languages(crawl.index.meta().get("languages", {}), share)
         )
 
-    def heavy(self, params: SearchParams) -> bool:
-        if params.heavy:
+    def heavy(self, request: SearchRequest) -> bool:
+        if (
+            request.explain
+            or request.ranking != "bm25"
+            or request.n > 2 * PAGE_SIZE
+            or request.offset + request.n > MAX_RESULTS
+        ):
             return True
         try:
             languages = self.languages.get()
         except ValueError:  # a damaged meta file: the searchers say so
             return False
-        return checks_text(params.q, languages)
+        return checks_text(request.q, languages)
 
-    async def search(self, params: SearchParams, client: str, deadline: float) -> Reply:
+    async def search(self, request: SearchRequest, client: str, deadline: float) -> Reply:
         start = time.perf_counter()
-        request = {
-            "q": params.q,
-            "n": params.n,
-            "offset": params.offset,
-            "ranking": params.ranking,
-            "explain": params.explain,
-            "spell": params.spell,
-        }
-        reply = await self.broker.search(request, self.heavy(params), deadline)
+        reply = await self.broker.search(request, self.heavy(request), deadline)
         self.log.write(
-            reply.head.get("searched") or params.q,  # a correction applied: what was searched
+            reply.head.get("searched") or request.q,  # a correction applied: what was searched
             reply.head.get("total"),
             time.perf_counter() - start,
             reply.status,
@@ -311,7 +265,7 @@ class SearchService:
 class SearchAPI:
     """GET /api/search as plain ASGI in front of the FastAPI application, which serves every
     other path: FastAPI's routing and parameter handling cost about 0.5 ms a query here (p50,
-    paired, at 1M pages). The parameters are SearchParams; the broker's JSON is sent as it
+    paired, at 1M pages). The parameters are SearchRequest; the broker's JSON is sent as it
     comes. `document` adds the endpoint to the application's /openapi.json."""
 
     PATH = "/api/search"
@@ -339,7 +293,9 @@ class SearchAPI:
             return
         query = QueryParams(scope["query_string"])
         try:
-            params = SearchParams.model_validate(dict(query))
+            params = SearchRequest.model_validate(
+                {name: value for name, value in query.items() if name in SearchRequest.model_fields}
+            )
         except ValidationError as exc:
             await send_json(send, 400, {"error": parameter_error(exc.errors()[0])}, head)
             return
@@ -356,10 +312,10 @@ class SearchAPI:
         else:
             await send_json(send, reply.status, {"error": reply.error}, head)
 
-    def problem(self, query: QueryParams, params: SearchParams) -> str:
-        """What the parameters break of their documented schema that SearchParams does not
+    def problem(self, query: QueryParams, params: SearchRequest) -> str:
+        """What the parameters break of their documented schema that SearchRequest does not
         check ("" if nothing)."""
-        repeated = [name for name in SearchParams.model_fields if len(query.getlist(name)) > 1]
+        repeated = [name for name in SearchRequest.model_fields if len(query.getlist(name)) > 1]
         if repeated:
             return f"{repeated[0]} is given more than once"
         if len(params.q) > self.max_query:  # as sent, spaces and all
@@ -368,7 +324,7 @@ class SearchAPI:
 
     @classmethod
     def document(cls, app: FastAPI, max_query: int) -> None:
-        """Adds the endpoint (parameters from SearchParams, the reply from SearchResults)
+        """Adds the endpoint (parameters from SearchRequest, the reply from SearchResults)
         to the application's OpenAPI document."""
         generate = app.openapi
 
@@ -390,7 +346,7 @@ class SearchAPI:
 def search_operation(max_query: int) -> dict[str, Any]:
     """The endpoint's OpenAPI operation: q is required, with a letter or digit (a word to
     search for: analyzers.TOKEN) and at most `max_query` characters (else 400)."""
-    properties = SearchParams.model_json_schema()["properties"]
+    properties = SearchRequest.model_json_schema()["properties"]
     properties["q"] = {key: value for key, value in properties["q"].items() if key != "default"}
     properties["q"] |= {"minLength": 1, "maxLength": max_query, "pattern": r"[^\W_]"}
     parameters = [
@@ -548,7 +504,7 @@ def create_app(crawl: CrawlDir, settings: Settings) -> ASGIApp:
         context: dict = {"query": q, "results": None, "error": None, "seconds": 0.0, "pager": None}
         status = 200
         try:  # the page takes q and offset, checked as the API checks them
-            params = SearchParams.model_validate(
+            params = SearchRequest.model_validate(
                 {
                     "q": q,
                     "offset": request.query_params.get("offset", 0),

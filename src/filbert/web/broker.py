@@ -57,6 +57,7 @@ from filbert.search.searcher import (
     Correct,
     Ranking,
     Retrieve,
+    SearchRequest,
     ShardCounts,
     Step,
     Urls,
@@ -989,7 +990,7 @@ class Broker:
 
     # --- what the server asks ----------------------------------------------------------
 
-    async def search(self, request: dict[str, Any], heavy: bool, deadline: float) -> Reply:
+    async def search(self, request: SearchRequest, heavy: bool, deadline: float) -> Reply:
         """The search's JSON (SearchResults) or the reply that says why there is none."""
         await self.start()
         try:
@@ -997,16 +998,9 @@ class Broker:
             if len(fan.groups) == 1 and not fan.failed:
                 # one searcher holds every shard: the whole search in one call, phase two
                 # where the candidates are (as Elasticsearch's query_and_fetch for one shard)
-                return await self._call(fan.groups[0], {"kind": "search", **request}, deadline)
-            steps = self.ranking.steps(
-                request["q"],
-                request["n"],
-                request["offset"],
-                request["ranking"],
-                request["explain"],
-                deadline,
-                request.get("spell", True),
-            )
+                whole = {"kind": "search", **request.model_dump()}
+                return await self._call(fan.groups[0], whole, deadline)
+            steps = self.ranking.steps(request, deadline)
             results = await self._run(steps, lambda step: self._answer(step, fan, deadline))
         except QueryError as exc:
             return Reply(400, {"error": str(exc)}, b"")

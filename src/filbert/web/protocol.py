@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from filbert.config import Settings
 from filbert.search.query import QueryError
-from filbert.search.searcher import MAX_OFFSET, MAX_RESULTS, RANKINGS
+from filbert.search.searcher import MAX_OFFSET, MAX_RESULTS, SearchRequest
 
 MAX_REQUEST = 1 << 20  # bytes: a fetch of a page of results with its query takes ~10 KB
 MAX_TEXT = 1 << 16  # characters of a query or URL, before the settings' own limits
@@ -53,14 +53,11 @@ class Info(_Request):
     kind: Literal["info"]
 
 
-class Search(_Request):
+class Search(SearchRequest, _Request):
+    """The whole search (SearchRequest's fields), to a searcher that holds every shard."""
+
+    model_config = _Request.model_config
     kind: Literal["search"]
-    q: Text
-    n: int = Field(ge=0, le=MAX_RESULTS)
-    offset: int = Field(ge=0, le=MAX_OFFSET)
-    ranking: Literal[RANKINGS]  # type: ignore[valid-type]
-    explain: bool
-    spell: bool = True
 
 
 class Retrieve(_Request):

@@ -173,15 +173,7 @@ class Shards:
         searcher = whole.shards
         head["generation"] = searcher.generation.name
         if isinstance(request, Search):  # the broker sends it when this has every shard
-            results = whole.search(
-                request.q,
-                request.n,
-                request.offset,
-                request.ranking,
-                request.explain,
-                deadline,
-                request.spell,
-            )
+            results = whole.search(request, deadline)
             head.update(
                 total=results.total, matched_all=results.matched_all, searched=results.searched
             )
