@@ -31,7 +31,8 @@ from filbert.search.query import QueryError, analyze_query, parse_query
 from filbert.storage import CrawlDir
 from filbert.web import create_app
 from filbert.web.app import safe_media_type
-from filbert.web.broker import Broker, Group, Overloaded, Replica
+from filbert.web.broker import Broker
+from filbert.web.pool import Group, Overloaded, Replica
 
 WORD = "river"
 EVIL_TYPE_PATH = "/evil-type.html"
@@ -100,7 +101,7 @@ def broker_of(client: TestClient) -> Broker:
 def searcher_pid(client: TestClient, heavy: bool = False) -> int:
     """The process id of the (first) local light or heavy searcher."""
     broker = broker_of(client)
-    replica = next(r for r in broker.replicas if (r in broker.heavy) == heavy)
+    replica = next(r for r in broker.pool.replicas if (r in broker.pool.heavy) == heavy)
     assert replica.process is not None and replica.process.pid is not None
     return replica.process.pid
 
@@ -219,7 +220,7 @@ def test_a_searcher_that_dies_is_started_again(crawled: Crawl) -> None:
         while client.get("/api/search", params={"q": WORD}).status_code != 200:
             assert time.monotonic() < deadline, "the searcher was not started again"
             time.sleep(0.1)
-        assert broker_of(client).stats()["alive"] == 1
+        assert broker_of(client).pool.stats()["alive"] == 1
 
 
 # --- item 5: slow clients ------------------------------------------------------------------

@@ -192,7 +192,7 @@ PARSERS: dict[str, Callable[[Mapping[str, Any], str], object]] = {
     "suggest.errors.lengths": error_lengths_setting,
     "search.spelling.errors.lengths": error_lengths_setting,
     "suggest.synonyms.file": _of_path("filbert.suggest.step:read_synonyms"),
-    "search.searchers": _of_settings("filbert.web.broker:searcher_addresses"),
+    "search.searchers": _of_settings("filbert.web.pool:searcher_addresses"),
     "executor.address": _of_settings("filbert.executor:scheduler_address"),
     "executor.dashboard": _of_settings("filbert.executor:dashboard_address"),
     "parser.types": _of_value("filbert.mediatypes:parse_types"),

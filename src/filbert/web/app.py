@@ -429,9 +429,9 @@ def create_app(crawl: CrawlDir, settings: Settings) -> ASGIApp:
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        await broker.start()
+        await broker.pool.start()
         yield
-        broker.close()
+        broker.pool.close()
 
     app = FastAPI(title="filbert", docs_url=None, redoc_url=None, lifespan=lifespan)
     service = SearchService(broker, QueryLog(crawl.query_log, settings), crawl, settings)
@@ -530,15 +530,15 @@ def create_app(crawl: CrawlDir, settings: Settings) -> ASGIApp:
 
     @app.get("/healthz")
     async def healthz() -> JSONResponse:
-        await broker.start()
-        problem = broker.health()
+        await broker.pool.start()
+        problem = broker.pool.health()
         content = {
             "status": problem or "ok",
-            "searchers": broker.stats(),
+            "searchers": broker.pool.stats(),
             "query_log_dropped": service.log.dropped,
         }
         if problem is None:
-            content["documents"] = crawl.index.meta().get("documents") or broker.documents()
+            content["documents"] = crawl.index.meta().get("documents") or broker.pool.documents()
         return JSONResponse(content, status_code=503 if problem else 200)
 
     max_query = settings["search.max.query.length"]
