@@ -1,3 +1,8 @@
+"""Parsing one fetched page (parse/html.py, parse/encoding.py, parse/content.py): title,
+headings, visible text, links and anchors, base and canonical URLs, robots directives from
+meta tags and X-Robots-Tag, encodings declared, wrong or undeclared, content types, and
+hostile or malformed markup, which is cut or bounded, never a crash or a slow parse."""
+
 import dataclasses
 import os
 import time

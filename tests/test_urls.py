@@ -1,3 +1,7 @@
+"""URLs (urls/): normalization (ada-url and the configurable normalizer), resolution
+against a base, host fingerprints and buckets, the regex, domain and suffix filters with
+their settings and reasons, and the traps they refuse (repeated segments, calendars)."""
+
 import socket
 from datetime import UTC, datetime
 
