@@ -25,7 +25,7 @@ from sites import GRAPH_WORDS, SiteServer, link_graph, rare_word
 from test_distributed import Running, Site, broker, in_process, searcher
 
 from filbert.search import Searcher
-from filbert.web.searchers import CANDIDATE, HEADER, frame
+from filbert.web.protocol import CANDIDATE, HEADER, frame
 
 # searcher processes: CI runs these apart (scripts/test.sh -m slow)
 pytestmark = pytest.mark.slow

@@ -26,8 +26,8 @@ from filbert.config import Settings
 from filbert.search import Searcher
 from filbert.search.query import QueryError
 from filbert.storage import CrawlDir
-from filbert.web.protocol import MAX_REQUEST, Limits
-from filbert.web.searchers import HEADER, Shards, frame
+from filbert.web.protocol import HEADER, MAX_REQUEST, Limits, frame
+from filbert.web.shard_server import ShardServer
 
 SHARDS = 2
 SEARCH = {"kind": "search", "q": "", "n": 3, "offset": 0, "ranking": "bm25", "explain": False}
@@ -84,8 +84,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
 
 
 @pytest.fixture(scope="module")
-def shards(site: Site) -> Shards:
-    return Shards(site.crawl, site.settings, None)
+def shards(site: Site) -> ShardServer:
+    return ShardServer(site.crawl, site.settings, None)
 
 
 def reply(data: bytes) -> tuple[dict, bytes]:
@@ -93,13 +93,13 @@ def reply(data: bytes) -> tuple[dict, bytes]:
     return orjson.loads(head), body
 
 
-def answer(shards: Shards, request: object) -> tuple[dict, bytes]:
+def answer(shards: ShardServer, request: object) -> tuple[dict, bytes]:
     return reply(shards.answer(orjson.dumps(request)))
 
 
 @pytest.mark.parametrize("name", PROBE)
 def test_each_probe_frame_is_a_400_with_its_reason_and_no_traceback(
-    shards: Shards, name: str, capfd: pytest.CaptureFixture[str]
+    shards: ShardServer, name: str, capfd: pytest.CaptureFixture[str]
 ) -> None:
     request, reason = PROBE[name]
     head, body = answer(shards, request)
@@ -108,12 +108,12 @@ def test_each_probe_frame_is_a_400_with_its_reason_and_no_traceback(
     assert "Traceback" not in capfd.readouterr().err
 
 
-def test_bytes_that_are_not_json_are_a_400(shards: Shards) -> None:
+def test_bytes_that_are_not_json_are_a_400(shards: ShardServer) -> None:
     head, _ = reply(shards.answer(b"\xff\xfe{not json"))
     assert head == {"status": 400, "error": "a request must be JSON"}
 
 
-def test_a_valid_search_is_answered_after_them(shards: Shards, site: Site) -> None:
+def test_a_valid_search_is_answered_after_them(shards: ShardServer, site: Site) -> None:
     for request, _ in PROBE.values():
         answer(shards, request)
     head, body = answer(shards, {**SEARCH, "q": site.word})
@@ -121,7 +121,9 @@ def test_a_valid_search_is_answered_after_them(shards: Shards, site: Site) -> No
     assert orjson.loads(body)["hits"]
 
 
-def test_candidates_the_shards_do_not_hold_are_fetched_as_none(shards: Shards, site: Site) -> None:
+def test_candidates_the_shards_do_not_hold_are_fetched_as_none(
+    shards: ShardServer, site: Site
+) -> None:
     """A segment or document number past the shard's would panic inside tantivy, or be
     reported as a damaged file."""
     fetch = {"kind": "fetch", "q": site.word, "conjunction": True, "explain": False}
@@ -132,7 +134,7 @@ def test_candidates_the_shards_do_not_hold_are_fetched_as_none(shards: Shards, s
     assert fetched[:2] == [None, None] and fetched[2]["url"].startswith("http")
 
 
-def test_explaining_a_page_the_query_does_not_match_says_so(shards: Shards) -> None:
+def test_explaining_a_page_the_query_does_not_match_says_so(shards: ShardServer) -> None:
     """A page found again by its uid in a newer generation may no longer match: tantivy
     refuses to explain it."""
     fetch = {"kind": "fetch", "q": "zqnowherex", "conjunction": False, "explain": True}
@@ -143,7 +145,7 @@ def test_explaining_a_page_the_query_does_not_match_says_so(shards: Shards) -> N
 
 
 def test_a_shard_the_searcher_does_not_serve_is_a_400(site: Site) -> None:
-    one = Shards(site.crawl, site.settings, [0])
+    one = ShardServer(site.crawl, site.settings, [0])
     head, _ = answer(one, {"kind": "urls", "generation": None, "candidates": [[1, 0, 0, 1, 0.0]]})
     assert (head["status"], head["error"]) == (400, "shard 1 is not served here")
 

@@ -553,7 +553,7 @@ def searcher(
     define: Define = None,
 ) -> None:
     """Serve some of the index's shards to `filbert serve --searchers`."""
-    from filbert.web.searchers import run_searcher
+    from filbert.web.shard_server import run_searcher
 
     crawl_dir, settings = _open(dir, define)
     crawl_dir.require_directory()

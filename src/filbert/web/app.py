@@ -2,7 +2,7 @@
 (JSON), `/cache` (a page as it was fetched), `/healthz`.
 
 Searches and cached pages are answered through the broker (broker.py) by searcher processes
-(searchers.py), local ones or those of `search.searchers`, so the event loop keeps answering
+(shard_server.py), local ones or those of `search.searchers`, so the event loop keeps answering
 while they run; they follow new index generations by themselves. Every
 request has a deadline from its arrival to its last byte: a request that cannot be answered
 in time, or finds too many waiting before it, gets a quick 503 with Retry-After. Every
@@ -49,7 +49,7 @@ from filbert.suggest import SuggestError
 from filbert.suggest.querylog import QueryLog
 from filbert.suggest.step import SuggesterHolder
 from filbert.web.broker import Broker, Reply
-from filbert.web.searchers import INTERNAL_ERROR
+from filbert.web.protocol import INTERNAL_ERROR
 
 HERE = Path(__file__).parent
 PAGE_SIZE = 10

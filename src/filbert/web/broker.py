@@ -1,5 +1,5 @@
 """The broker: each search fanned out to the searcher processes of its pool (pool.py,
-searchers.py), their candidates merged and ranked, the winning hits fetched from the
+shard_server.py), their candidates merged and ranked, the winning hits fetched from the
 searchers that hold them.
 
 A search runs the steps of search/searcher.py (`Ranking.steps`, as the in-process Searcher
@@ -49,8 +49,8 @@ from filbert.web.pool import (
     SearcherPool,
     Unavailable,
 )
+from filbert.web.protocol import refs, unpack
 from filbert.web.replies import Expect, Malformed, Reply
-from filbert.web.searchers import refs, unpack
 
 T = TypeVar("T")
 

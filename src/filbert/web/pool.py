@@ -33,8 +33,9 @@ import orjson
 
 from filbert.config import ConfigError, Settings
 from filbert.storage import CrawlDir
+from filbert.web.protocol import HEADER, frame
 from filbert.web.replies import Bounds, Expect, Malformed, Reply
-from filbert.web.searchers import HEADER, frame, local_searcher
+from filbert.web.shard_server import local_searcher
 
 log = logging.getLogger(__name__)
 HEAVY_NICE = 10  # local heavy searchers' CPU priority, below the light ones' (0)

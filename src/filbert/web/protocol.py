@@ -1,4 +1,24 @@
-"""The requests a searcher answers (searchers.py), checked before any work is done.
+"""The searcher protocol: the messages between the broker (broker.py, pool.py) and a searcher
+(shard_server.py), and the checks a searcher makes of every request before any work.
+
+The protocol, over a stream socket: each message is its length (8 bytes, big endian), then
+the message. A request is one JSON object, {"kind": ..., "timeout": seconds it may take, ...}.
+A reply is a JSON head line ({"status": 200, ...} or an "error") and a body:
+
+- "search" (SearchRequest's fields: q, n, offset, ranking, explain, spell): the whole search
+  (search/searcher.py), sent to a searcher that holds every shard; body the results' JSON;
+- "info": the shards served (`shards`), the index's shard count (`of`), `generation`,
+  `documents`, and a `problem` when the shards cannot answer (health);
+- "retrieve" (q, conjunction, depth): head `total`, `words`, `required`, `ignored` (see
+  search.shards.Retrieved), `generation`; body the
+  candidates as packed records (CANDIDATE, little endian), in shard order;
+- "fetch" (q, conjunction, explain, generation, candidates as REF rows): body a JSON list,
+  one search.shards.Fetched or null per candidate;
+- "urls" (generation, candidates): body a JSON list of URLs (or null);
+- "cache" (url): head `content_type`, `segment`; body the page as fetched; 404 if absent.
+
+Status 400 is a query error, 404 a page not there, 503 no index, a damaged file or the
+timeout, 500 a bug.
 
 A searcher trusts nothing a client sends, the broker included: every request is one JSON
 object of a known `kind` whose fields have the right types, ranges and sizes, or it is
@@ -14,14 +34,67 @@ connection before it is read.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Annotated, Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from filbert.config import Settings
 from filbert.search.query import QueryError
+from filbert.search.ranking import Candidate
 from filbert.search.searcher import MAX_OFFSET, MAX_RESULTS, SearchRequest
+
+INTERNAL_ERROR = "internal error (see the server's log)"
+HEADER = 8  # bytes of a message's length
+MAX_MESSAGE = 64 << 20  # a longer reply closes the connection (requests: MAX_REQUEST)
+# a candidate as phase one sends it: Candidate's fields in its order, up to proximity
+CANDIDATE = np.dtype(
+    [
+        ("text_score", "<f8"),
+        ("shard", "<i4"),
+        ("segment", "<i4"),
+        ("doc", "<i4"),
+        ("pagerank", "<f8"),
+        ("simhash", "<i8"),
+        ("host", "<i8"),
+        ("uid", "<i8"),
+        ("proximity", "<f8"),
+    ]
+)
+FIELDS: tuple[str, ...] = CANDIDATE.names or ()
+REF = ("shard", "segment", "doc", "uid", "proximity")  # what the fetch phase needs of one
+
+
+def frame(message: bytes) -> bytes:
+    """A message as it goes over the socket: its length (8 bytes), then itself."""
+    return len(message).to_bytes(HEADER, "big") + message
+
+
+def pack(candidates: Sequence[Candidate]) -> bytes:
+    records = np.empty(len(candidates), dtype=CANDIDATE)
+    for name in FIELDS:
+        records[name] = list(map(attrgetter(name), candidates))
+    return records.tobytes()
+
+
+def unpack(data: bytes) -> list[Candidate]:
+    records = np.frombuffer(data, dtype=CANDIDATE)
+    return list(map(Candidate, *(records[name].tolist() for name in FIELDS)))
+
+
+def refs(candidates: Sequence[Candidate]) -> list[list]:
+    return [[getattr(c, name) for name in REF] for c in candidates]
+
+
+def from_refs(rows: Sequence[Sequence]) -> list[Candidate]:
+    return [
+        Candidate(0.0, shard, segment, doc, uid=uid, proximity=proximity)
+        for shard, segment, doc, uid, proximity in rows
+    ]
+
 
 MAX_REQUEST = 1 << 20  # bytes: a fetch of a page of results with its query takes ~10 KB
 MAX_TEXT = 1 << 16  # characters of a query or URL, before the settings' own limits

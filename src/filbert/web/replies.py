@@ -1,4 +1,4 @@
-"""The broker's checks of a searcher's replies (searchers.py), before any use: a malformed
+"""The broker's checks of a searcher's replies (shard_server.py), before any use: a malformed
 one is its searcher's failure (pool.py takes it out).
 
 A head line must be a JSON object with the fields of its kind and their types; a body of
@@ -18,7 +18,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from filbert.config import Settings
-from filbert.web.searchers import CANDIDATE, MAX_MESSAGE
+from filbert.web.protocol import CANDIDATE, MAX_MESSAGE
 
 # bytes of a reply besides its hits (a head line, a query, a correction, an error), and of
 # one hit: ~1 KB; its URL (urlfilter.max.length), description (1,000 characters), snippet

@@ -6,26 +6,8 @@ with searchers on several machines. `filbert searcher --shards 0,1 --port P` is 
 `filbert serve` starts its local ones itself, on Unix sockets. A searcher answers phase one,
 the fetch phase and cached pages for its shards (search/shards.py), and follows new index
 generations by itself (a `stat` of index/CURRENT per request). It answers one request at a
-time, in the order they arrive on its connections.
-
-The protocol, over a stream socket: each message is its length (8 bytes, big endian), then
-the message. A request is one JSON object, {"kind": ..., "timeout": seconds it may take, ...}.
-A reply is a JSON head line ({"status": 200, ...} or an "error") and a body:
-
-- "search" (q, n, offset, ranking, explain, spell): the whole search (search/searcher.py), sent
-  to a searcher that holds every shard; body the results' JSON;
-- "info": the shards served (`shards`), the index's shard count (`of`), `generation`,
-  `documents`, and a `problem` when the shards cannot answer (health);
-- "retrieve" (q, conjunction, depth): head `total`, `words`, `required`, `ignored` (see
-  search.shards.Retrieved), `generation`; body the
-  candidates as packed records (CANDIDATE, little endian), in shard order;
-- "fetch" (q, conjunction, explain, generation, candidates as REF rows): body a JSON list,
-  one search.shards.Fetched or null per candidate;
-- "urls" (generation, candidates): body a JSON list of URLs (or null);
-- "cache" (url): head `content_type`, `segment`; body the page as fetched; 404 if absent.
-
-Status 400 is a query error, 404 a page not there, 503 no index, a damaged file or the
-timeout, 500 a bug.
+time, in the order they arrive on its connections, each checked first (protocol.py: the
+messages and their checks), and bounds its connections (`Connections`).
 """
 
 from __future__ import annotations
@@ -39,23 +21,22 @@ import traceback
 from collections import Counter
 from collections.abc import Sequence
 from contextlib import suppress
-from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import orjson
 
 from filbert.config import Settings
 from filbert.errors import UserError, public_message
 from filbert.index.schema import check_index
 from filbert.search.query import QueryError
-from filbert.search.ranking import Candidate
 from filbert.search.searcher import Searcher
 from filbert.search.shards import SearchTimeout, ShardSearcher
 from filbert.storage import CrawlDir, GenerationHolder
 from filbert.web.limits import connection_limit
 from filbert.web.protocol import (
+    HEADER,
+    INTERNAL_ERROR,
     MAX_REQUEST,
     BadRequest,
     Cache,
@@ -65,61 +46,17 @@ from filbert.web.protocol import (
     Request,
     Retrieve,
     Search,
+    frame,
+    from_refs,
+    pack,
     parse_request,
 )
 
-INTERNAL_ERROR = "internal error (see the server's log)"
-HEADER = 8  # bytes of a message's length
-MAX_MESSAGE = 64 << 20  # a longer reply closes the connection (requests: MAX_REQUEST)
 HEALTH_TTL = 5.0  # seconds a searcher's health check is trusted
 ORPHAN_CHECK = 1.0  # seconds between a local searcher's checks that its server still runs
-# a candidate as phase one sends it: Candidate's fields in its order, up to proximity
-CANDIDATE = np.dtype(
-    [
-        ("text_score", "<f8"),
-        ("shard", "<i4"),
-        ("segment", "<i4"),
-        ("doc", "<i4"),
-        ("pagerank", "<f8"),
-        ("simhash", "<i8"),
-        ("host", "<i8"),
-        ("uid", "<i8"),
-        ("proximity", "<f8"),
-    ]
-)
-FIELDS: tuple[str, ...] = CANDIDATE.names or ()
-REF = ("shard", "segment", "doc", "uid", "proximity")  # what the fetch phase needs of one
 
 
-def frame(message: bytes) -> bytes:
-    """A message as it goes over the socket: its length (8 bytes), then itself."""
-    return len(message).to_bytes(HEADER, "big") + message
-
-
-def pack(candidates: Sequence[Candidate]) -> bytes:
-    records = np.empty(len(candidates), dtype=CANDIDATE)
-    for name in FIELDS:
-        records[name] = list(map(attrgetter(name), candidates))
-    return records.tobytes()
-
-
-def unpack(data: bytes) -> list[Candidate]:
-    records = np.frombuffer(data, dtype=CANDIDATE)
-    return list(map(Candidate, *(records[name].tolist() for name in FIELDS)))
-
-
-def refs(candidates: Sequence[Candidate]) -> list[list]:
-    return [[getattr(c, name) for name in REF] for c in candidates]
-
-
-def from_refs(rows: Sequence[Sequence]) -> list[Candidate]:
-    return [
-        Candidate(0.0, shard, segment, doc, uid=uid, proximity=proximity)
-        for shard, segment, doc, uid, proximity in rows
-    ]
-
-
-class Shards:
+class ShardServer:
     """A searcher's shards of the current index generation, and its answers to requests."""
 
     def __init__(self, crawl: CrawlDir, settings: Settings, numbers: Sequence[int] | None):
@@ -267,7 +204,7 @@ def _client(writer: asyncio.StreamWriter) -> str:
 
 
 async def _serve_connection(
-    shards: Shards,
+    shards: ShardServer,
     connections: Connections,
     reader: asyncio.StreamReader,
     writer: asyncio.StreamWriter,
@@ -301,7 +238,7 @@ async def _serve_connection(
 
 
 async def _serve(
-    shards: Shards,
+    shards: ShardServer,
     host: str | None,
     port: int | None,
     path: str | None,
@@ -343,7 +280,7 @@ def run_searcher(
     from filbert.analysis.analyzers import set_cache_limit
 
     set_cache_limit(settings["server.cache.words"])
-    shards = Shards(crawl, settings, numbers)
+    shards = ShardServer(crawl, settings, numbers)
     with suppress(FileNotFoundError):  # no index yet: answered to each request instead
         shards.holder.get()  # open the index now, and refuse shards it lacks
     served = "all shards" if numbers is None else f"shards {','.join(map(str, numbers))}"
@@ -362,7 +299,7 @@ def local_searcher(path: str, crawl_path: str, values: dict[str, Any], nice: int
         os.nice(nice)
     settings = Settings(values)
     set_cache_limit(settings["server.cache.words"])
-    shards = Shards(CrawlDir(Path(crawl_path)), settings, None)
+    shards = ShardServer(CrawlDir(Path(crawl_path)), settings, None)
     with suppress(Exception):  # a failure is answered to each request instead
         shards.holder.get()  # open the index now, not on the first query
     _event_loop()
