@@ -425,7 +425,10 @@ def error_json(status: int, message: str) -> JSONResponse:
 
 
 def create_app(crawl: CrawlDir, settings: Settings) -> ASGIApp:
+    """The application: FastAPI's routes, each added by its own function below, behind
+    SearchAPI (GET /api/search) and the deadline."""
     broker = Broker(crawl, settings)
+    service = SearchService(broker, QueryLog(crawl.query_log, settings), crawl, settings)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -434,15 +437,27 @@ def create_app(crawl: CrawlDir, settings: Settings) -> ASGIApp:
         broker.pool.close()
 
     app = FastAPI(title="filbert", docs_url=None, redoc_url=None, lifespan=lifespan)
-    service = SearchService(broker, QueryLog(crawl.query_log, settings), crawl, settings)
     app.state.broker = broker
-    suggestions = SuggesterHolder(crawl, settings)
-    templates = make_templates()
-    explain_max = settings["search.explain.max.results"]
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     app.add_middleware(SecurityHeaders)
+    add_error_handlers(app)
+    add_suggest(app, SuggesterHolder(crawl, settings), settings, crawl)
+    add_cache(app, broker)
+    add_search_page(app, service)
+    add_health(app, crawl, service)
+    max_query = settings["search.max.query.length"]
+    SearchAPI.document(app, max_query)
+    explain_max = settings["search.explain.max.results"]
+    return Deadline(
+        SearchAPI(HeadAsGet(app), service, explain_max, max_query),
+        settings["search.deadline.seconds"],
+    )
 
-    @app.exception_handler(Exception)  # FastAPI's routes: a bug's 500 in the API's shape
+
+def add_error_handlers(app: FastAPI) -> None:
+    """Errors of FastAPI's routes in the API's shape: `{"error": ...}`, a bug's 500 too."""
+
+    @app.exception_handler(Exception)
     async def internal_error(request: Request, exc: Exception) -> JSONResponse:
         return JSONResponse({"error": INTERNAL_ERROR}, status_code=500)
 
@@ -457,18 +472,21 @@ def create_app(crawl: CrawlDir, settings: Settings) -> ASGIApp:
     async def bad_parameter(request: Request, exc: RequestValidationError) -> JSONResponse:
         return error_json(400, parameter_error(exc.errors()[0]))
 
+
+def add_suggest(
+    app: FastAPI, suggestions: SuggesterHolder, settings: Settings, crawl: CrawlDir
+) -> None:
+    """GET /api/suggest: fuzzy completions of a prefix."""
+    max_length, count = settings["search.max.query.length"], settings["suggest.count"]
+
     @app.get("/api/suggest", summary="Complete a prefix", responses=ERROR_RESPONSES)
     async def api_suggest(
         q: Annotated[str, Query(description="the prefix typed so far")] = "",
-        n: Annotated[int, Query(ge=1, le=settings["suggest.max.count"])] = settings[
-            "suggest.count"
-        ],
+        n: Annotated[int, Query(ge=1, le=settings["suggest.max.count"])] = count,
     ) -> Response:
         """Fuzzy completions of a prefix."""
-        if len(q) > settings["search.max.query.length"]:
-            return error_json(
-                400, f"the prefix is longer than {settings['search.max.query.length']} characters"
-            )
+        if len(q) > max_length:
+            return error_json(400, f"the prefix is longer than {max_length} characters")
         try:
             found = suggestions.get().suggest(q, n)
         except SuggestError as exc:
@@ -476,6 +494,10 @@ def create_app(crawl: CrawlDir, settings: Settings) -> ASGIApp:
         # orjson writes the dataclasses itself (asdict and JSONResponse cost ~0.5 ms here)
         body = orjson.dumps({"query": q, "suggestions": found})
         return Response(body, media_type="application/json")
+
+
+def add_cache(app: FastAPI, broker: Broker) -> None:
+    """GET /cache: a page as it was fetched, in a sandbox."""
 
     @app.get("/cache", summary="A page as it was fetched", responses=CACHE_RESPONSES)
     async def cache(
@@ -497,6 +519,11 @@ def create_app(crawl: CrawlDir, settings: Settings) -> ASGIApp:
                 "X-Filbert-Segment": reply.head["segment"],
             },
         )
+
+
+def add_search_page(app: FastAPI, service: SearchService) -> None:
+    """GET /: the search page, its results rendered on the server."""
+    templates = make_templates()
 
     @app.get("/", response_class=HTMLResponse)
     async def search_page(request: Request) -> HTMLResponse:
@@ -528,25 +555,23 @@ def create_app(crawl: CrawlDir, settings: Settings) -> ASGIApp:
             request, "search.html", context, status_code=status, headers=retry
         )
 
+
+def add_health(app: FastAPI, crawl: CrawlDir, service: SearchService) -> None:
+    """GET /healthz: whether every shard can be answered, and the searchers' figures."""
+    pool = service.broker.pool
+
     @app.get("/healthz")
     async def healthz() -> JSONResponse:
-        await broker.pool.start()
-        problem = broker.pool.health()
+        await pool.start()
+        problem = pool.health()
         content = {
             "status": problem or "ok",
-            "searchers": broker.pool.stats(),
+            "searchers": pool.stats(),
             "query_log_dropped": service.log.dropped,
         }
         if problem is None:
-            content["documents"] = crawl.index.meta().get("documents") or broker.pool.documents()
+            content["documents"] = crawl.index.meta().get("documents") or pool.documents()
         return JSONResponse(content, status_code=503 if problem else 200)
-
-    max_query = settings["search.max.query.length"]
-    SearchAPI.document(app, max_query)
-    return Deadline(
-        SearchAPI(HeadAsGet(app), service, explain_max, max_query),
-        settings["search.deadline.seconds"],
-    )
 
 
 def run_server(
