@@ -1,7 +1,11 @@
+import ast
 import re
+import tomllib
+from pathlib import Path
 
 import pytest
 
+import filbert
 from filbert.config import (
     DECLARATIONS,
     DEFAULTS,
@@ -197,3 +201,67 @@ def test_every_way_of_making_settings_checks_them():
         ]
         == 3.0
     )
+
+
+SRC = Path(filbert.__file__).parent
+
+
+def _sources() -> dict[Path, str]:
+    """The package's Python files but config.py (which names keys only to check them)."""
+    return {p: p.read_text("utf-8") for p in SRC.rglob("*.py") if p.name != "config.py"}
+
+
+def test_every_setting_is_read_by_its_literal_name():
+    """A key is found by grep where it is read: one read only through a name built at run
+    time (f"search.boost.{name}"), or no longer read at all, fails here."""
+    text = "\n".join(_sources().values())
+    unread = [k for k in DEFAULTS if f'"{k}"' not in text and f"'{k}'" not in text]
+    assert not unread, f"settings not named literally in src/filbert: {unread}"
+
+
+def test_no_setting_name_is_built_at_run_time():
+    """No string is the beginning of a key to be completed at run time ("db.fetch.", in an
+    f-string, a concatenation or a str.format template); a section's prefix alone
+    ("suggest.") may select a whole section."""
+    sections = "|".join(sorted({key.split(".")[0] for key in DEFAULTS}))
+    beginning = re.compile(rf"({sections})(\.[a-z_]+)+\.")
+    section = re.compile(rf"({sections})\.")
+    template = re.compile(rf"({sections})(\.[a-z_]+)*\.?\{{")
+    built = []
+    for path, source in _sources().items():
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                found = beginning.fullmatch(node.value) or template.match(node.value)
+            elif isinstance(node, ast.JoinedStr) and isinstance(node.values[0], ast.Constant):
+                found = section.fullmatch(str(node.values[0].value)) and len(node.values) > 1
+            else:
+                continue
+            if found:
+                built.append(f"{path.relative_to(SRC)}:{node.lineno}")
+    assert not built, f"setting names built at run time: {built}"
+
+
+def test_sections_are_named_by_key_prefix():
+    """defaults.toml: a key sits in the section named by its first part ("# --- http.* ...")
+    and, in a sub-section ("# -- search.boost.*, search.hits (...) --"), in one it names;
+    each section opens with a paragraph on what it configures."""
+    text = (SRC / "defaults.toml").read_text("utf-8")
+    section, patterns, misplaced, bare = "", ["*"], [], []
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if head := re.match(r"# --- ([a-z]+)\.\* ", line):
+            section, patterns = head[1], ["*"]
+            if not lines[i + 1].startswith("# "):
+                bare.append(section)
+        elif sub := re.match(r"# -- ([a-z_.*, ]+?) (\(|--)", line):
+            patterns = [p.strip() for p in sub[1].split(",")]
+        elif key := re.match(r'"([^"]+)"\s*=', line):
+            name = key[1]
+            fits = any(
+                p in ("*", name) or (p.endswith(".*") and name.startswith(p[:-1])) for p in patterns
+            )
+            if name.split(".")[0] != section or not fits:
+                misplaced.append(name)
+    assert not misplaced, misplaced
+    assert not bare, bare
+    assert set(tomllib.loads(text)) == set(DEFAULTS)

@@ -45,11 +45,19 @@ class UpdateTask(BucketTask):
     settings: Settings  # the fetch schedule's db.fetch.* settings
 
 
-ADAPTIVE = "db.fetch.schedule.adaptive."
+ADAPTIVE = {  # the adaptive schedule's SQL parameters and their settings
+    "dec_rate": "db.fetch.schedule.adaptive.dec_rate",
+    "inc_rate": "db.fetch.schedule.adaptive.inc_rate",
+    "min_interval": "db.fetch.schedule.adaptive.min_interval",
+    "max_interval": "db.fetch.schedule.adaptive.max_interval",
+}
 
 
 def _syncing(cfg: Settings) -> bool:
-    return cfg["db.fetch.schedule.class"] == "adaptive" and cfg[ADAPTIVE + "sync_delta"]
+    return (
+        cfg["db.fetch.schedule.class"] == "adaptive"
+        and cfg["db.fetch.schedule.adaptive.sync_delta"]
+    )
 
 
 def _unchanged_for_sql() -> str:
@@ -98,12 +106,9 @@ def _schedule_params(cfg: Settings) -> dict[str, object]:
         "retry_interval": cfg["db.fetch.retry.interval"],
     }
     if cfg["db.fetch.schedule.class"] != "default":
-        values |= {
-            key: cfg[ADAPTIVE + key]
-            for key in ("dec_rate", "inc_rate", "min_interval", "max_interval")
-        }
+        values |= {param: cfg[key] for param, key in ADAPTIVE.items()}
     if _syncing(cfg):
-        values["sync_delta_rate"] = cfg[ADAPTIVE + "sync_delta_rate"]
+        values["sync_delta_rate"] = cfg["db.fetch.schedule.adaptive.sync_delta_rate"]
     return values
 
 

@@ -43,7 +43,20 @@ QUERY_TOKEN = re.compile(r'(-?)(?:"([^"]*)"?|\b(site|lang):(\S+)|(\S+))', re.IGN
 QUOTES = str.maketrans(dict.fromkeys("\u201c\u201d\u201e\u201f\u00ab\u00bb\uff02", '"'))
 CJK_PHRASE_SLOP = 2
 PHRASE_MARGIN = 32  # characters around a phrase's probe analyzed, besides twice its length  # jieba's search mode puts sub-words between a phrase's words
-PROXIMITY_BINS = ("phrase", "near", "far")
+# each text field's weight (TEXT_FIELDS), and the (slop, weight) of each proximity bin
+BOOST_SETTINGS = {
+    "title": "search.boost.title",
+    "headings": "search.boost.headings",
+    "anchor": "search.boost.anchor",
+    "urlwords": "search.boost.urlwords",
+    "body": "search.boost.body",
+}
+PROXIMITY_SETTINGS = {
+    "phrase": ("search.proximity.phrase.slop", "search.proximity.phrase.weight"),
+    "near": ("search.proximity.near.slop", "search.proximity.near.weight"),
+    "far": ("search.proximity.far.slop", "search.proximity.far.weight"),
+}
+PROXIMITY_BINS = tuple(PROXIMITY_SETTINGS)
 PROXIMITY_FIELDS = ("headings", "body")  # where distances told pages apart (each field costs)
 
 
@@ -343,16 +356,13 @@ class QueryBuilder:
         self.all_field = True  # whether the index has ALL_FIELD (older indexes do not)
         self.grams_field = True  # whether it has GRAMS_FIELD (those before format 5 do not)
         self.searchers: list[tantivy.Searcher] = []  # the index's shards, when known
-        self.boosts = {name: settings[f"search.boost.{name}"] for name in TEXT_FIELDS}
+        self.boosts = {name: settings[BOOST_SETTINGS[name]] for name in TEXT_FIELDS}
         self.lang_boost = settings["search.boost.lang"]
         self.relax_min_words = settings["search.relax.min.words"]
         self.relax_share = settings["search.relax.share"]
         # proximity bins (the Google paper): words as a phrase, near each other, or far apart;
         # (slop, weight) of those that count, the loosest first
-        bins = [
-            (settings[f"search.proximity.{b}.slop"], settings[f"search.proximity.{b}.weight"])
-            for b in PROXIMITY_BINS
-        ]
+        bins = [(settings[slop], settings[weight]) for slop, weight in PROXIMITY_SETTINGS.values()]
         self.bins = sorted(((slop, weight) for slop, weight in bins if weight), reverse=True)
 
     def build(
