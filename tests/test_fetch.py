@@ -13,10 +13,11 @@ import trustme
 from pipeline import crawl_site
 from sites import Page, SiteServer, html
 
+from filbert.config import Settings
 from filbert.crawl import fetch_step
 from filbert.crawldb.generate import generate
 from filbert.crawldb.updatedb import updatedb
-from filbert.fetch.fetcher import retry_after_seconds
+from filbert.fetch.fetcher import FetcherSettings, retry_after_seconds
 from filbert.fetch.ipfilter import IpFilter
 from filbert.index import build_index
 from filbert.parse.step import parse_segment
@@ -182,3 +183,11 @@ def test_queue_by_ip_shares_politeness_across_hosts(site_server, tmp_crawl):
     crawl_site(tmp_crawl, seeds, "fetcher.server.delay=0.3", "fetcher.queue.mode=byIP", depth=1)
     times = sorted(page_times(one) + page_times(two))
     assert len(times) == 4 and min(b - a for a, b in itertools.pairwise(times)) >= 0.29
+
+
+def test_fetcher_settings_are_read_once_into_a_frozen_view():
+    settings = Settings().with_overrides({"fetcher.queue.mode": "byIP", "http.redirect.max": 0})
+    config = FetcherSettings.from_settings(settings)
+    assert (config.queue_mode, config.max_redirects, config.agent) == ("byIP", 0, "filbert")
+    with pytest.raises(AttributeError):
+        config.max_redirects = 5  # type: ignore[misc]

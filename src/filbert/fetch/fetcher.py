@@ -60,6 +60,54 @@ BACKOFF_STATUSES = {429, 503}
 
 
 @dataclass(frozen=True)
+class FetcherSettings:
+    """The http.* and fetcher.* settings a Fetcher runs with, read once (defaults.toml
+    documents each)."""
+
+    agent: str  # http.agent.name, the robots.txt product token
+    timeout: float  # http.timeout
+    connect_timeout: float  # http.connect.timeout
+    verify_tls: bool  # http.tls.certificates.check
+    content_limit: int  # http.content.limit
+    document_limit: int  # http.content.limit.documents
+    robots_limit: int  # http.robots.content.limit
+    max_redirects: int  # http.redirect.max
+    queue_mode: str  # fetcher.queue.mode
+    per_queue: int  # fetcher.threads.per.queue
+    server_delay: float  # fetcher.server.delay
+    server_min_delay: float  # fetcher.server.min.delay
+    max_crawl_delay: float  # fetcher.max.crawl.delay
+    max_exceptions: int  # fetcher.max.exceptions.per.queue
+    time_limit_mins: float  # fetcher.timelimit.mins
+    backoff_initial: float  # fetcher.backoff.initial
+    backoff_max: float  # fetcher.backoff.max
+    dns_ttl: int  # fetcher.dns.cache.ttl
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> FetcherSettings:
+        return cls(
+            agent=settings["http.agent.name"],
+            timeout=settings["http.timeout"],
+            connect_timeout=settings["http.connect.timeout"],
+            verify_tls=settings["http.tls.certificates.check"],
+            content_limit=settings["http.content.limit"],
+            document_limit=settings["http.content.limit.documents"],
+            robots_limit=settings["http.robots.content.limit"],
+            max_redirects=settings["http.redirect.max"],
+            queue_mode=settings["fetcher.queue.mode"],
+            per_queue=settings["fetcher.threads.per.queue"],
+            server_delay=settings["fetcher.server.delay"],
+            server_min_delay=settings["fetcher.server.min.delay"],
+            max_crawl_delay=settings["fetcher.max.crawl.delay"],
+            max_exceptions=settings["fetcher.max.exceptions.per.queue"],
+            time_limit_mins=settings["fetcher.timelimit.mins"],
+            backoff_initial=settings["fetcher.backoff.initial"],
+            backoff_max=settings["fetcher.backoff.max"],
+            dns_ttl=settings["fetcher.dns.cache.ttl"],
+        )
+
+
+@dataclass(frozen=True)
 class FetchItem:
     url: str
     fp: bytes
@@ -171,19 +219,14 @@ class Fetcher:
         clock: HostClock | None = None,
         more: More | None = None,
     ):
-        self.settings = settings
+        self.config = config = FetcherSettings.from_settings(settings)
         self.more = more
         self.clock = clock or HostClock()
         self.owns_host = owns_host  # redirects to other hosts are left to their own partition
         self.robots_cache = robots_cache
         self.threads = threads
         self.on_result = on_result
-        self.agent = settings["http.agent.name"]
-        self.mode = settings["fetcher.queue.mode"]
-        self.per_queue = settings["fetcher.threads.per.queue"]
-        self.max_redirects = settings["http.redirect.max"]
-        self.max_exceptions = settings["fetcher.max.exceptions.per.queue"]
-        limit = settings["fetcher.timelimit.mins"]
+        limit = config.time_limit_mins
         self.deadline = time.monotonic() + limit * 60 if limit >= 0 else float("inf")
         self.ip_filter = IpFilter.from_settings(settings)
         self.url_filter = UrlFilter.from_settings(settings)
@@ -197,14 +240,14 @@ class Fetcher:
 
     async def __aenter__(self) -> Fetcher:
         self.slots = asyncio.Semaphore(self.threads)
-        settings = self.settings
+        config = self.config
         self.http = CurlClient(
             ClientOptions(
                 headers=self.headers,
-                timeout=settings["http.timeout"],
-                connect_timeout=settings["http.connect.timeout"],
-                verify=settings["http.tls.certificates.check"],
-                dns_ttl=settings["fetcher.dns.cache.ttl"],
+                timeout=config.timeout,
+                connect_timeout=config.connect_timeout,
+                verify=config.verify_tls,
+                dns_ttl=config.dns_ttl,
                 max_connections=self.threads,
                 ip_filter=self.ip_filter,
             )
@@ -217,7 +260,7 @@ class Fetcher:
     async def fetch_all(self, items: Iterable[FetchItem]) -> None:
         """Fetch every item (and redirect targets), reporting each result to on_result."""
         items = list(items)
-        if self.mode == "byIP":
+        if self.config.queue_mode == "byIP":
             await self._resolve_hosts({item.host for item in items})
         for item in items:
             self._enqueue(item)
@@ -229,10 +272,10 @@ class Fetcher:
     # --- queues -------------------------------------------------------------------
 
     def _queue_key(self, host: str) -> str:
-        if self.mode == "byIP":
+        if self.config.queue_mode == "byIP":
             name = strip_port(host)
             return self.addresses.get(name, name)
-        if self.mode == "byDomain":
+        if self.config.queue_mode == "byDomain":
             return domain_of(host)
         return host
 
@@ -254,19 +297,19 @@ class Fetcher:
         key = self._queue_key(item.host)
         queue = self.queues.setdefault(key, FetchQueue(key))
         queue.items.append(item)
-        while queue.workers < self.per_queue:
+        while queue.workers < self.config.per_queue:
             queue.workers += 1
             task = asyncio.ensure_future(self._worker(queue))
             self.workers.add(task)
             task.add_done_callback(self.workers.discard)
 
     def _delay(self, rules: RobotRules) -> float:
-        if self.per_queue > 1:
-            return self.settings["fetcher.server.min.delay"]
-        crawl_delay = rules.crawl_delay(self.agent)
+        if self.config.per_queue > 1:
+            return self.config.server_min_delay
+        crawl_delay = rules.crawl_delay(self.config.agent)
         if crawl_delay is None:
-            return self.settings["fetcher.server.delay"]
-        return min(crawl_delay, self.settings["fetcher.max.crawl.delay"])
+            return self.config.server_delay
+        return min(crawl_delay, self.config.max_crawl_delay)
 
     async def _worker(self, queue: FetchQueue) -> None:
         try:
@@ -276,7 +319,7 @@ class Fetcher:
                     continue
                 self.seen.add(item.fp)
                 rules = await self.rules(origin_of(item.url))
-                if not rules.allowed(item.url, self.agent):
+                if not rules.allowed(item.url, self.config.agent):
                     status = schemas.FETCH_RETRY if rules.unavailable else schemas.FETCH_GONE
                     self._emit(
                         FetchResult(item, status, message=rules.reason or "denied by robots.txt")
@@ -299,10 +342,7 @@ class Fetcher:
         """Set when the queue may be asked again; back off or drop it when the server struggles."""
         delay = self._delay(rules)
         if result.http_status in BACKOFF_STATUSES:
-            initial, cap = (
-                self.settings["fetcher.backoff.initial"],
-                self.settings["fetcher.backoff.max"],
-            )
+            initial, cap = self.config.backoff_initial, self.config.backoff_max
             queue.backoff = min(cap, max(initial, queue.backoff * 2))
             delay = max(
                 delay, queue.backoff, retry_after_seconds((result.headers or {}).get("Retry-After"))
@@ -311,7 +351,7 @@ class Fetcher:
                 self._drop(queue, f"server asked to wait {delay:.0f} s")
         elif result.status == schemas.FETCH_RETRY:
             queue.exceptions += 1
-            if 0 <= self.max_exceptions <= queue.exceptions:
+            if 0 <= self.config.max_exceptions <= queue.exceptions:
                 self._drop(queue, f"queue dropped after {queue.exceptions} exceptions")
         else:
             queue.backoff = 0.0
@@ -329,7 +369,7 @@ class Fetcher:
         for item in self.more(False) if self.more else []:
             self._enqueue(item)
         target = result.redirect_url
-        if not target or result.item.redirects >= self.max_redirects:
+        if not target or result.item.redirects >= self.config.max_redirects:
             return
         fp, host = fingerprint(target), host_of(target)
         if fp not in self.seen and self.owns_host(host) and self.url_filter.accepts(target):
@@ -366,7 +406,7 @@ class Fetcher:
         return rules
 
     async def _fetch_robots(self, origin: str) -> RobotRules:
-        limit = self.settings["http.robots.content.limit"]
+        limit = self.config.robots_limit
         if not self.ip_filter.allows(strip_port(host_of(origin + "/"))):
             return rules_from_response(200, b"User-agent: *\nDisallow: /\n")
         try:
@@ -403,8 +443,8 @@ class Fetcher:
             resp = await self.http.get(
                 item.url,
                 self._request_headers(item),
-                self.settings["http.content.limit"],
-                document_limit=self.settings["http.content.limit.documents"],
+                self.config.content_limit,
+                document_limit=self.config.document_limit,
             )
         except HttpTimeout:
             return FetchResult(item, schemas.FETCH_RETRY, message="timeout")
