@@ -30,8 +30,8 @@ import zlib
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from results import record
-from suggest import ensure_crawl, use_tiny_crawl
+from doc_sites import ensure_crawl, use_tiny_crawl
+from harness import add_no_record, command_line, publish
 
 from filbert.config import load_settings
 from filbert.index.schema import TEXT_FIELDS
@@ -117,13 +117,7 @@ def section(
     ]
     others.append(("plain tantivy (body, default tokenizer)", plain))
     for name, other in others:
-        cells = []
-        for lang in langs:
-            diff = ev.compare(other, full, lang)
-            cells.append(
-                f"{ev.scores(other, lang).mrr:.3f} ({diff.mean:+.3f} "
-                f"[{diff.low:+.3f}, {diff.high:+.3f}])"
-            )
+        cells = [against(other, full, lang) for lang in langs]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return [*lines, ""]
 
@@ -134,7 +128,7 @@ def main() -> None:
     parser.add_argument("--sites-dir", default="eval-sites-crawl")
     parser.add_argument("--home-dir", default="eval-sites-home-crawl")
     parser.add_argument("--base", default="http://127.0.0.1:8081/")
-    parser.add_argument("--no-record", action="store_true")
+    add_no_record(parser)
     parser.add_argument("--tune-pagerank", action="store_true")
     parser.add_argument("--queries", type=int, help="about this many queries of each set")
     parser.add_argument(
@@ -167,13 +161,12 @@ def main() -> None:
             items = load(path, args.base, args.queries)
             lines += section(crawl, f"{title} ({directory})", items)
     report = "\n".join(lines)
-    print(report)
-    if not args.no_record:
-        record(
-            "ranking ablation (bench/ablation.py)",
-            "scripts/eval.sh && scripts/eval-sites.sh && .venv/bin/python bench/ablation.py",
-            report,
-        )
+    publish(
+        report,
+        "ranking ablation (bench/ablation.py)",
+        args,
+        "scripts/eval.sh && scripts/eval-sites.sh && " + command_line(),
+    )
 
 
 def crawls(args: argparse.Namespace) -> tuple:
@@ -286,14 +279,20 @@ def tune(args: argparse.Namespace) -> None:
             items = load(path, args.base, args.queries)
             lines += section_against(every, f"{title} ({directory})", items, best)
     report = "\n".join(lines)
-    print(report)
-    if not args.no_record:
-        record(
-            "PageRank on home-page finding (bench/ablation.py --tune-pagerank)",
-            "scripts/eval.sh && scripts/eval-sites.sh && "
-            ".venv/bin/python bench/ablation.py --tune-pagerank",
-            report,
-        )
+    publish(
+        report,
+        "PageRank on home-page finding (bench/ablation.py --tune-pagerank)",
+        args,
+        "scripts/eval.sh && scripts/eval-sites.sh && " + command_line(),
+    )
+
+
+def against(other: ev.Run, full: ev.Run, lang: str) -> str:
+    """`other`'s MRR@10 in `lang` and its change against `full` with the 95 % CI."""
+    diff = ev.compare(other, full, lang)
+    return (
+        f"{ev.scores(other, lang).mrr:.3f} ({diff.mean:+.3f} [{diff.low:+.3f}, {diff.high:+.3f}])"
+    )
 
 
 def section_against(
@@ -301,15 +300,11 @@ def section_against(
 ) -> list[str]:
     full = run(crawl, items, [], "default")
     other = run(crawl, items, overrides, "tuned")
-    langs = ev.languages(items)
-    cells = []
-    for lang in langs:
-        diff = ev.compare(other, full, lang)
-        cells.append(
-            f"{ev.scores(full, lang).mrr:.3f} → {ev.scores(other, lang).mrr:.3f} "
-            f"({diff.mean:+.3f} [{diff.low:+.3f}, {diff.high:+.3f}])"
-        )
-    return [f"- {title}: " + "; ".join(f"{lang} {cell}" for lang, cell in zip(langs, cells))]
+    cells = [
+        f"{lang} {ev.scores(full, lang).mrr:.3f} → {against(other, full, lang)}"
+        for lang in ev.languages(items)
+    ]
+    return [f"- {title}: " + "; ".join(cells)]
 
 
 if __name__ == "__main__":

@@ -28,41 +28,11 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import tantivy
-from results import record
-from selectolax.lexbor import LexborHTMLParser
+from handbook_indexing import index_filbert, index_raw, load_documents
+from harness import add_no_record, publish
 
 from filbert.analysis import analyzer
-from filbert.config import load_settings
-from filbert.index.step import ROWS_PER_GROUP, index_documents
-
-ROOT = Path("/usr/share/doc/debian-handbook/html")
-BOOKS = {"en": "en-US", "zh": "zh-CN", "ru": "ru-RU"}
-
-
-def load_documents() -> dict[str, list[dict]]:
-    docs: dict[str, list[dict]] = {}
-    for lang, book in BOOKS.items():
-        pages = sorted((ROOT / book).glob("*.html"))
-        if not pages:
-            raise SystemExit(f"{ROOT / book} is missing: apt-get install debian-handbook")
-        docs[lang] = []
-        for page in pages:
-            tree = LexborHTMLParser(page.read_bytes().decode("utf-8", "replace"))
-            title = tree.css_first("title")
-            docs[lang].append(
-                {
-                    "url": f"http://127.0.0.1/{book}/{page.name}",
-                    "host": "127.0.0.1",
-                    "title": title.text() if title else "",
-                    "headings": "",
-                    "anchor": "",
-                    "body": " ".join((tree.body.text(separator=" ") if tree.body else "").split()),
-                    "segment": "20261130000000",
-                    "score": 1.0,
-                    "simhash": 0,
-                }
-            )
-    return docs
+from filbert.index.step import ROWS_PER_GROUP
 
 
 def tantivy_tokenizer() -> tantivy.TextAnalyzer:
@@ -81,34 +51,10 @@ def chars_per_second(texts: list[str], analyze) -> float:
     return sum(map(len, texts)) / (time.perf_counter() - start)
 
 
-def index_filbert(docs_file: Path, count: int) -> float:
-    with tempfile.TemporaryDirectory() as path:
-        start = time.perf_counter()
-        index_documents([docs_file], Path(path), load_settings(None))
-        return count / (time.perf_counter() - start)
-
-
-def index_raw(docs_file: Path, count: int) -> float:
-    builder = tantivy.SchemaBuilder()
-    builder.add_text_field("url", stored=True, tokenizer_name="raw")
-    builder.add_text_field("title", stored=True)
-    builder.add_text_field("body", stored=True)
-    schema = builder.build()
-    with tempfile.TemporaryDirectory() as path:
-        start = time.perf_counter()
-        writer = tantivy.Index(schema, path).writer()
-        for batch in pq.ParquetFile(docs_file).iter_batches(columns=["url", "title", "body"]):
-            for doc in batch.to_pylist():
-                writer.add_document(tantivy.Document(**doc))
-        writer.commit()
-        writer.wait_merging_threads()
-        return count / (time.perf_counter() - start)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=3, help="indexing runs (median)")
-    parser.add_argument("--no-record", action="store_true", help="do not append to RESULTS.md")
+    add_no_record(parser)
     args = parser.parse_args()
 
     docs = load_documents()
@@ -150,14 +96,12 @@ def main() -> None:
         ),
     ]
     report = "\n".join(lines)
-    print(report)
-    if not args.no_record:
-        record(
-            "analysis and indexing throughput (bench/analysis.py)",
-            f".venv/bin/python bench/analysis.py --repeat {args.repeat}",
-            f"Python {platform.python_version()}; word caches are per process, so 'cold' is "
-            f"a first pass over a new corpus.\n\n{report}",
-        )
+    publish(
+        f"Python {platform.python_version()}; word caches are per process, so 'cold' is "
+        f"a first pass over a new corpus.\n\n{report}",
+        "analysis and indexing throughput (bench/analysis.py)",
+        args,
+    )
 
 
 if __name__ == "__main__":

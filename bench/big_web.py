@@ -17,7 +17,7 @@ requests to one host, which must be >= fetcher.server.delay.
     .venv/bin/python bench/big_web.py --hosts 50 --pages-per-host 20        # quick check
     .venv/bin/python bench/big_web.py                                       # 1,000 hosts x 101 pages
 
-A dated section is appended to bench/RESULTS.md (unless --no-record).
+The run is recorded in bench/results/history.jsonl and bench/RESULTS.md (unless --no-record).
 """
 
 from __future__ import annotations
@@ -39,14 +39,12 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
-from procs import process_tree
+import harness
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-RESULTS = HERE / "RESULTS.md"
 FILBERT = ROOT / ".venv" / "bin" / "filbert"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
@@ -206,32 +204,6 @@ def serve(args: argparse.Namespace) -> None:
 # --------------------------------------------------------------------------- measuring
 
 
-def proc_stat(pid: int) -> tuple[int, float] | None:
-    """(parent pid, user+sys seconds) of a process, None if gone."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return int(fields[1]), (int(fields[11]) + int(fields[12])) / CLK_TCK
-
-
-def memory_kb(pid: int) -> tuple[int, int]:
-    """(RSS, PSS) in kB of one process; (0, 0) if gone."""
-    rss = pss = 0
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                rss = int(line.split()[1])
-                break
-        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-            if line.startswith("Pss:"):
-                pss = int(line.split()[1])
-                break
-    except (OSError, ValueError):
-        pass
-    return rss, pss
-
-
 @dataclass
 class Sample:
     t: float
@@ -306,10 +278,10 @@ class Monitor:
     def sample(self) -> None:
         while not self.stop.is_set():
             now = time.monotonic()
-            pids = process_tree(self.crawl_pid)
-            mem = [memory_kb(p) for p in pids]
-            cpu = sum((st[1] for p in pids if (st := proc_stat(p))), 0.0)
-            server = proc_stat(self.server_pid)
+            pids = harness.process_tree(self.crawl_pid)
+            mem = [harness.memory_kb(p) for p in pids]
+            cpu = sum(harness.process_cpu(p) for p in pids)
+            server = harness.process_cpu(self.server_pid)
             if mem and mem[0][0]:
                 self.samples.append(
                     Sample(
@@ -319,7 +291,7 @@ class Monitor:
                         sum(m[0] for m in mem),
                         sum(m[1] for m in mem),
                         len(pids),
-                        server[1] if server else 0.0,
+                        server,
                         cpu,
                     )
                 )
@@ -465,13 +437,8 @@ def phase_table(samples: list[Sample]) -> list[tuple[str, float, int, int, int, 
     ]
 
 
-def md_table(header: list[str], rows: list[list]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return lines
-
-
-def run(args: argparse.Namespace) -> None:
+def prepare(args: argparse.Namespace) -> tuple[Path, Path, Path]:
+    """The work directory (its crawl removed), the crawl directory and the seed list."""
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="big-web-"))
     workdir.mkdir(parents=True, exist_ok=True)
     crawl_dir = workdir / "crawl"
@@ -481,14 +448,11 @@ def run(args: argparse.Namespace) -> None:
     seeds.write_text(
         "".join(f"http://{host_address(h)}:{args.port}/\n" for h in range(1, args.hosts + 1))
     )
-    total_pages = args.hosts * (args.pages_per_host + 1)
+    return workdir, crawl_dir, seeds
 
-    print(
-        f"workdir {workdir}: {args.hosts} hosts x {args.pages_per_host + 1} pages = {total_pages} pages",
-        file=sys.stderr,
-    )
-    server, server_log_path = start_server(args, workdir)
-    cmd = [
+
+def crawl_command(args: argparse.Namespace, seeds: Path, crawl_dir: Path) -> list[str]:
+    return [
         str(FILBERT),
         "crawl",
         str(seeds),
@@ -506,10 +470,29 @@ def run(args: argparse.Namespace) -> None:
         *(part for d in args.define for part in ("-D", d)),
         "--no-index",
     ]
+
+
+@dataclass
+class Crawled:
+    """One watched crawl: its exit code, CPU and wall seconds, the server's CPU meanwhile,
+    the load average before and after, and the monitor's samples and rounds."""
+
+    code: int
+    cpu: float
+    wall: float
+    server_cpu: float
+    load: tuple[float, float]
+    monitor: Monitor
+
+
+def watch_crawl(
+    args: argparse.Namespace, cmd: list[str], server: subprocess.Popen, workdir: Path
+) -> Crawled:
+    """Runs the crawl, its stderr followed and its process tree sampled."""
     env = {**os.environ, "COLUMNS": "240", "NO_COLOR": "1"}
-    load_before, revision = os.getloadavg()[0], code_state()
+    load_before = os.getloadavg()[0]
     started = time.monotonic()
-    server_cpu0 = proc_stat(server.pid)[1]
+    server_cpu0 = harness.process_cpu(server.pid)
     # the child keeps its own copy of the descriptor; ours can close once it has started
     with open(workdir / "crawl.out", "w") as out:
         crawl = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE, env=env)
@@ -521,39 +504,38 @@ def run(args: argparse.Namespace) -> None:
     code, crawl_cpu = wait_rusage(crawl)
     wall = time.monotonic() - started
     load_after = os.getloadavg()[0]
-    server_cpu_crawl = proc_stat(server.pid)[1] - server_cpu0
+    server_cpu = harness.process_cpu(server.pid) - server_cpu0
     monitor.stop.set()
     sampler.join()
     follower.join(timeout=5)
-    server.send_signal(signal.SIGTERM)
-    server.wait(timeout=60)
-    server_log = json.loads(server_log_path.read_text())
-    if code != 0:
-        print((workdir / "crawl.err").read_text()[-3000:], file=sys.stderr)
-        raise SystemExit(f"filbert crawl exited with {code}; see {workdir}")
+    return Crawled(code, crawl_cpu, wall, server_cpu, (load_before, load_after), monitor)
 
-    stats = json.loads(
-        subprocess.run(
-            [str(FILBERT), "readdb", "--dir", str(crawl_dir), "--stats", "--json"],
-            capture_output=True,
-            check=True,
-            text=True,
-        ).stdout
+
+def readdb_stats(crawl_dir: Path) -> dict:
+    done = subprocess.run(
+        [str(FILBERT), "readdb", "--dir", str(crawl_dir), "--stats", "--json"],
+        capture_output=True,
+        check=True,
+        text=True,
     )
-    db = crawldb_figures(crawl_dir)
+    return json.loads(done.stdout)
+
+
+def figures_table(
+    args: argparse.Namespace, crawled: Crawled, crawl_dir: Path, server_log: dict
+) -> list[tuple[str, object]]:
+    """The figure/value rows of the report."""
+    monitor, wall, crawl_cpu = crawled.monitor, crawled.wall, crawled.cpu
+    total_pages = args.hosts * (args.pages_per_host + 1)
+    stats, db = readdb_stats(crawl_dir), crawldb_figures(crawl_dir)
     round_starts = [t for t, phase in monitor.events if phase.endswith(" generate")]
     polite = politeness(server_log, args.delay, round_starts)
     peak = max(monitor.samples, key=lambda s: s.tree_rss)
-    peak_pss = max(s.tree_pss for s in monitor.samples)
-    peak_main = max(s.main_rss for s in monitor.samples)
     pages = db["pages_fetched"]
-    requests = server_log["counts"]["pages"] + server_log["counts"]["robots"]
-    for r in monitor.rounds:
-        r["bound_s"] = (max_per_host(crawl_dir / "segments" / r["segment"]) - 1) * args.delay
-    (workdir / "samples.json").write_text(json.dumps([s.__dict__ for s in monitor.samples]))
-
-    # ------------------------------------------------------------------ report
-    figures = [
+    counts = server_log["counts"]
+    requests = counts["pages"] + counts["robots"]
+    server_cpu = crawled.server_cpu
+    return [
         (
             "hosts x pages (generated web)",
             f"{args.hosts} x {args.pages_per_host + 1} = {total_pages}",
@@ -569,9 +551,8 @@ def run(args: argparse.Namespace) -> None:
         (
             "server: page / robots.txt requests",
             (
-                f"{server_log['counts']['pages']} / {server_log['counts']['robots']}"
-                f" (repeats {server_log['counts']['repeats']},"
-                f" 404 {server_log['counts']['not_found']})"
+                f"{counts['pages']} / {counts['robots']} (repeats {counts['repeats']},"
+                f" 404 {counts['not_found']})"
             ),
         ),
         ("rounds", len(monitor.rounds)),
@@ -582,20 +563,20 @@ def run(args: argparse.Namespace) -> None:
         (
             "server CPU s during the crawl",
             (
-                f"{server_cpu_crawl:.1f} ({server_cpu_crawl / wall:.0%} of one core, "
-                f"{1000 * server_cpu_crawl / max(1, requests):.2f} ms per request)"
+                f"{server_cpu:.1f} ({server_cpu / wall:.0%} of one core, "
+                f"{1000 * server_cpu / max(1, requests):.2f} ms per request)"
             ),
         ),
         (
             "load average before / after (other work on the machine)",
-            f"{load_before:.1f} / {load_after:.1f}",
+            f"{crawled.load[0]:.1f} / {crawled.load[1]:.1f}",
         ),
-        ("peak RSS, crawl process (MB)", peak_main // 1024),
+        ("peak RSS, crawl process (MB)", max(s.main_rss for s in monitor.samples) // 1024),
         (
             "peak RSS, process tree summed (MB)",
             f"{peak.tree_rss // 1024} (phase {peak.phase}, {peak.procs} processes)",
         ),
-        ("peak PSS, process tree (MB)", peak_pss // 1024),
+        ("peak PSS, process tree (MB)", max(s.tree_pss for s in monitor.samples) // 1024),
         (
             f"politeness: min gap between page requests to one host (delay {args.delay} s)",
             (
@@ -607,15 +588,18 @@ def run(args: argparse.Namespace) -> None:
             "politeness check",
             "OK"
             if polite["ok"]
-            else f"FAILED: {polite['violations']} gaps < delay ({polite['violations_within_round']} within a round), "
-            f"e.g. {polite['violations_sample'][:3]}",
+            else (
+                f"FAILED: {polite['violations']} gaps < delay "
+                f"({polite['violations_within_round']} within a round), "
+                f"e.g. {polite['violations_sample'][:3]}"
+            ),
         ),
         ("robots.txt -> first page, smallest gap", f"{polite['robots_to_first_page_min']:.3f} s"),
     ]
-    width = max(len(k) for k, _ in figures)
-    print()
-    for key, value in figures:
-        print(f"{key:<{width}}  {value}")
+
+
+def phase_tables(monitor: Monitor) -> tuple[list[str], list[str]]:
+    """The per-round table and the other phases' table, in Markdown."""
     round_rows = []
     phases = {p[0]: p for p in phase_table(monitor.samples)}
     for r in monitor.rounds:
@@ -637,7 +621,7 @@ def run(args: argparse.Namespace) -> None:
         for p in phases.values()
         if not re.match(r"r\d+ ", p[0]) or p[0].endswith(("generate", "fetched"))
     ]
-    rounds_md = md_table(
+    rounds_md = harness.md_table(
         [
             "round",
             "generated",
@@ -651,77 +635,98 @@ def run(args: argparse.Namespace) -> None:
         ],
         round_rows,
     )
-    other_md = md_table(
+    other_md = harness.md_table(
         ["phase", "s", "main RSS MB", "tree RSS MB", "tree PSS MB", "processes"], other_rows
     )
-    print()
-    print("\n".join(rounds_md))
-    print()
-    print("\n".join(other_md))
-    print(f"\nworkdir: {workdir} (samples.json has the RSS curve)", file=sys.stderr)
+    return rounds_md, other_md
 
+
+def report_body(
+    args: argparse.Namespace,
+    crawl_cmd: str,
+    revision: str,
+    figures: list[tuple[str, object]],
+    tables: tuple[list[str], list[str]],
+    samples: list[Sample],
+) -> str:
+    """What is recorded: the crawl command, the code, the figures and the tables."""
+    curve = rss_curve(samples)
+    return "\n".join(
+        [
+            f"Crawl: `{crawl_cmd}`  ",
+            f"filbert code: {revision}  ",
+            (
+                f"Machine: {os.cpu_count()} CPUs; server: one aiohttp process, {args.hosts} "
+                f"listening sockets on 127.1.x.y:{args.port}  "
+            ),
+            "",
+            *harness.md_table(["figure", "value"], [[k, v] for k, v in figures]),
+            "",
+            "Per round (peak RSS in MB: crawl process / process tree summed / tree PSS):",
+            "",
+            *tables[0],
+            "",
+            "Other phases (peak MB):",
+            "",
+            *tables[1],
+            "",
+            f"Memory over time, the peak of every {curve[0]} s: crawl process RSS MB: {curve[1]}  ",
+            f"process tree PSS MB: {curve[2]}  ",
+            (
+                "(politeness bound: (the most URLs one host has in the round's fetch list - 1) x "
+                "the delay; tree = the crawl process and its process-pool workers)"
+            ),
+        ]
+    )
+
+
+def run(args: argparse.Namespace) -> None:
+    workdir, crawl_dir, seeds = prepare(args)
+    print(
+        (
+            f"workdir {workdir}: {args.hosts} hosts x {args.pages_per_host + 1} pages = "
+            f"{args.hosts * (args.pages_per_host + 1)} pages"
+        ),
+        file=sys.stderr,
+    )
+    server, server_log_path = start_server(args, workdir)
+    cmd = crawl_command(args, seeds, crawl_dir)
+    revision = harness.code_state()
+    crawled = watch_crawl(args, cmd, server, workdir)
+    server.send_signal(signal.SIGTERM)
+    server.wait(timeout=60)
+    server_log = json.loads(server_log_path.read_text())
+    if crawled.code != 0:
+        print((workdir / "crawl.err").read_text()[-3000:], file=sys.stderr)
+        raise SystemExit(f"filbert crawl exited with {crawled.code}; see {workdir}")
+    for r in crawled.monitor.rounds:
+        r["bound_s"] = (max_per_host(crawl_dir / "segments" / r["segment"]) - 1) * args.delay
+    samples = crawled.monitor.samples
+    (workdir / "samples.json").write_text(json.dumps([s.__dict__ for s in samples]))
+
+    figures = figures_table(args, crawled, crawl_dir, server_log)
+    width = max(len(k) for k, _ in figures)
+    print()
+    for key, value in figures:
+        print(f"{key:<{width}}  {value}")
+    tables = phase_tables(crawled.monitor)
+    print("", "\n".join(tables[0]), "", "\n".join(tables[1]), sep="\n")
+    print(f"\nworkdir: {workdir} (samples.json has the RSS curve)", file=sys.stderr)
     if not args.no_record:
-        command = " ".join([".venv/bin/python bench/big_web.py", *map(shlex.quote, sys.argv[1:])])
         crawl_cmd = (
             " ".join(shlex.quote(c) for c in cmd)
             .replace(str(workdir), "$W")
             .replace(str(ROOT) + "/", "")
         )
-        curve = rss_curve(monitor.samples)
-        section = [
-            (
-                f"\n## Big web: {args.hosts} hosts x {args.pages_per_host + 1} pages, politeness "
-                f"{args.delay} s ({datetime.now(UTC):%Y-%m-%d %H:%M} UTC)\n"
-            ),
-            f"Command: `{command}`  ",
-            f"Crawl: `{crawl_cmd}`  ",
-            f"filbert code: {revision}  ",
-            (
-                f"Machine: {os.cpu_count()} CPUs; server: one aiohttp process, {args.hosts} listening sockets "
-                f"on 127.1.x.y:{args.port}  "
-            ),
-            "",
-            *md_table(["figure", "value"], [[k, v] for k, v in figures]),
-            "",
-            "Per round (peak RSS in MB: crawl process / process tree summed / tree PSS):",
-            "",
-            *rounds_md,
-            "",
-            "Other phases (peak MB):",
-            "",
-            *other_md,
-            "",
-            f"Memory over time, the peak of every {curve[0]} s: crawl process RSS MB: {curve[1]}  ",
-            f"process tree PSS MB: {curve[2]}  ",
-            (
-                "(politeness bound: (the most URLs one host has in the round's fetch list - 1) x the delay; "
-                "tree = the crawl process and its process-pool workers)"
-            ),
-        ]
-        new_file = not RESULTS.exists() or RESULTS.stat().st_size == 0
-        with open(RESULTS, "a", encoding="utf-8") as handle:
-            if new_file:
-                handle.write(
-                    "# filbert benchmarks\n\nSections are appended by the scripts in bench/.\n"
-                )
-            handle.write("\n".join(section) + "\n")
-        print(f"appended to {RESULTS.relative_to(ROOT)}", file=sys.stderr)
+        harness.record(
+            f"Big web: {args.hosts} hosts x {args.pages_per_host + 1} pages, politeness "
+            f"{args.delay} s",
+            harness.command_line(),
+            report_body(args, crawl_cmd, revision, figures, tables, samples),
+            figures=dict(figures),
+        )
     if not args.keep:
         shutil.rmtree(crawl_dir, ignore_errors=True)
-
-
-def code_state() -> str:
-    """The commit the crawl ran from, and which files under src/ differed from it."""
-
-    def git(*a: str) -> str:
-        return subprocess.run(
-            ["git", "-C", str(ROOT), *a], capture_output=True, text=True, check=False
-        ).stdout.strip()
-
-    dirty = git("status", "--porcelain", "--", "src").splitlines()
-    return git("rev-parse", "--short", "HEAD") + (
-        f" + uncommitted changes in {len(dirty)} files under src/" if dirty else " (src/ clean)"
-    )
 
 
 def rss_curve(samples: list[Sample], points: int = 40) -> tuple[int, str, str]:
@@ -748,14 +753,12 @@ def main() -> None:
     ap.add_argument("--interval", type=float, default=1.0, help="seconds between memory samples")
     ap.add_argument("--port", type=int, default=18181)
     ap.add_argument("--seed", type=int, default=42)
-    ap.add_argument(
-        "-D", dest="define", action="append", default=[], help="extra -D key=value for filbert"
-    )
+    harness.add_defines(ap, "extra filbert setting for the crawl")
     ap.add_argument(
         "--workdir", help="where the crawl, logs and samples go (default: a new temp dir)"
     )
     ap.add_argument("--keep", action="store_true", help="keep the crawl directory")
-    ap.add_argument("--no-record", action="store_true", help="do not append to bench/RESULTS.md")
+    harness.add_no_record(ap)
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--serve-log", help=argparse.SUPPRESS)
     args = ap.parse_args()

@@ -19,7 +19,7 @@
    processes it waited for (os.wait4), so nginx and this script are not counted.
    Prints pages, wall s, CPU s and pages per CPU-second for each, the ratio
    filbert/Scrapy, checks both fetched the same pages as an offline walk of the links,
-   and appends a dated section to bench/RESULTS.md (unless --no-record).
+   and records the run in bench/results/history.jsonl and bench/RESULTS.md (unless --no-record).
 
 --profile adds one filbert run under py-spy (not timed) and prints where the CPU goes,
 by crawl step and by component; the raw stacks (collapsed format, loadable in
@@ -35,11 +35,8 @@ import argparse
 import compileall
 import json
 import os
-import platform
 import re
-import shlex
 import shutil
-import socket
 import subprocess
 import sys
 import sysconfig
@@ -52,6 +49,8 @@ from pathlib import Path
 from typing import ClassVar
 from urllib.parse import urldefrag, urljoin
 
+import harness
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 HANDBOOK = Path("/usr/share/doc/debian-handbook/html")
@@ -61,7 +60,6 @@ PY_SPY = SCRAPY_VENV / "bin" / "py-spy"
 SCRAPY_REQUIREMENT = "scrapy==2.19.0"
 PY_SPY_REQUIREMENT = "py-spy==0.4.3"
 FILBERT = ROOT / ".venv" / "bin" / "filbert"
-RESULTS = HERE / "RESULTS.md"
 OUT = HERE / "out"
 CONCURRENCY = 16
 PER_HOST = 8  # Scrapy's default CONCURRENT_REQUESTS_PER_DOMAIN; filbert's default is Nutch's 1
@@ -81,10 +79,6 @@ FETCHED = ("db_fetched", "db_duplicate", "db_notmodified")
 
 def scrapy_child(seed: str, feed: str, stats_out: str, overrides: list[str]) -> None:
     """Runs inside bench/.venv-scrapy: crawl from `seed`, write items to `feed`."""
-    # this script's directory leads sys.path, and bench/incremental.py would stand in for
-    # the `incremental` package Twisted imports
-    here = Path(__file__).resolve().parent
-    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != here]
     from scrapy.crawler import CrawlerProcess
     from scrapy.linkextractors import LinkExtractor
     from scrapy.spiders import CrawlSpider, Rule
@@ -165,28 +159,6 @@ def ensure_bench_venv(with_py_spy: bool = False) -> None:
     subprocess.run([SCRAPY_PYTHON, "-m", "pip", "install", "-q", *need], check=True)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def proc_cpu(pid: int) -> float:
-    """user+sys seconds of a running process (0 if it is gone)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
-
-
-def proc_children(pid: int) -> list[int]:
-    try:
-        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except OSError:
-        return []
-
-
 class Nginx:
     """nginx serving the handbook, with a generated /index.html and /robots.txt."""
 
@@ -196,7 +168,7 @@ class Nginx:
         self.site.mkdir(parents=True)
         for path in (workdir, self.dir, self.site):
             path.chmod(0o755)  # workers run as an unprivileged user when started by root
-        self.port = free_port()
+        self.port = harness.free_port()
         links = "\n".join(f'<li><a href="{lang}/index.html">{lang}</a></li>' for lang in languages)
         (self.site / "index.html").write_text(
             '<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>Debian Administrator\'s '
@@ -245,31 +217,20 @@ http {{
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"nginx failed: {self.proc.stderr.read().decode()}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
-                    return
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError("nginx did not start listening")
+        port = self.port
+        harness.wait_ready(
+            self.proc, lambda: harness.listening(port), 10, self.dir / "error.log", poll=0.05
+        )
 
     def cpu(self) -> float:
         """CPU seconds of the master and worker processes so far."""
         if self.proc is None:
             return 0.0
-        return proc_cpu(self.proc.pid) + sum(proc_cpu(p) for p in proc_children(self.proc.pid))
+        return harness.tree_cpu(self.proc.pid)
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()  # SIGTERM: fast shutdown of master and workers
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        if self.proc is not None:
+            harness.stop(self.proc, 10)  # SIGTERM: fast shutdown of master and workers
 
 
 # --------------------------------------------------------------------------- ground truth
@@ -325,23 +286,6 @@ class Run:
     @property
     def per_cpu(self) -> float:
         return self.pages / self.cpu if self.cpu else 0.0
-
-
-def timed(cmd: list, log: Path, env: dict | None = None) -> tuple[float, float, int]:
-    """Run cmd; return (wall s, CPU s of it and its reaped descendants, exit code)."""
-    with open(log, "wb") as out:
-        start = time.perf_counter()
-        proc = subprocess.Popen(
-            [str(c) for c in cmd],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env=env,
-        )
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - start
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return wall, usage.ru_utime + usage.ru_stime, proc.returncode
 
 
 def filbert_cmd(seed: str, crawl_dir: Path, defines: list[str]) -> list:
@@ -406,7 +350,7 @@ def run_filbert(nginx: Nginx, workdir: Path, n: int, defines: list[str]) -> Run:
     crawl_dir = workdir / f"filbert-{n}"
     log = workdir / f"filbert-{n}.log"
     server0 = nginx.cpu()
-    wall, cpu, code = timed(filbert_cmd(nginx.seed, crawl_dir, defines), log, FILBERT_ENV)
+    wall, cpu, code = harness.timed(filbert_cmd(nginx.seed, crawl_dir, defines), log, FILBERT_ENV)
     server = nginx.cpu() - server0
     if code:
         sys.exit(f"filbert crawl failed ({code}); see {log}:\n{log.read_text()[-3000:]}")
@@ -446,7 +390,7 @@ def run_scrapy(nginx: Nginx, workdir: Path, n: int, overrides: list[str]) -> Run
     stats_file = workdir / f"scrapy-{n}.stats.json"
     log = workdir / f"scrapy-{n}.log"
     server0 = nginx.cpu()
-    wall, cpu, code = timed(
+    wall, cpu, code = harness.timed(
         [
             SCRAPY_PYTHON,
             Path(__file__).resolve(),
@@ -617,7 +561,7 @@ def stage_run(nginx: Nginx, workdir: Path, defines: list[str]) -> tuple[str, flo
     out = workdir / "stages.json"
     log = workdir / "filbert-stages.log"
     cmd = filbert_cmd(nginx.seed, workdir / "filbert-stages", defines)
-    wall, cpu, code = timed(
+    wall, cpu, code = harness.timed(
         [ROOT / ".venv/bin/python", Path(__file__).resolve(), "_filbert_stages", out, *cmd[1:]],
         log,
         FILBERT_ENV,
@@ -670,7 +614,7 @@ def profile_filbert(nginx: Nginx, workdir: Path, defines: list[str], rate: int) 
         "--",
         *filbert_cmd(nginx.seed, workdir / "filbert-profile", defines),
     ]
-    wall, _cpu, code = timed(cmd, log, FILBERT_ENV)
+    wall, _cpu, code = harness.timed(cmd, log, FILBERT_ENV)
     if code or not raw.exists():
         sys.exit(f"py-spy run failed ({code}); see {log}:\n{log.read_text()[-3000:]}")
     print(
@@ -751,22 +695,8 @@ def summarize_profile(raw: Path, rate: int, cpu_total: float | None = None) -> s
 
 
 def versions(filbert_src: str | None) -> dict[str, str]:
-    def git(*args: str) -> str:
-        return subprocess.run(
-            ["git", *args], cwd=ROOT, capture_output=True, text=True, check=False
-        ).stdout
-
-    if filbert_src:
-        out = {
-            "filbert code": f"from {filbert_src} (--filbert-src); working tree at "
-            f"{git('rev-parse', '--short', 'HEAD').strip()}"
-        }
-    else:
-        dirty = [line[3:] for line in git("status", "--porcelain", "--", "src").splitlines()]
-        out = {
-            "filbert code": f"working tree at {git('rev-parse', '--short', 'HEAD').strip()}"
-            + (f" + uncommitted changes in {', '.join(dirty)}" if dirty else "")
-        }
+    code = harness.code_state(filbert_src)
+    out = {"filbert code": code if filbert_src else f"working tree at {code}"}
     for name, python, mods in (
         (
             "filbert venv",
@@ -788,15 +718,7 @@ def versions(filbert_src: str | None) -> dict[str, str]:
         ["nginx", "-v"], capture_output=True, text=True, check=False
     ).stderr.strip()
     out["nginx"] = nginx.split("/")[-1]
-    cpu = next(
-        (
-            line.split(":", 1)[1].strip()
-            for line in Path("/proc/cpuinfo").read_text().splitlines()
-            if line.startswith("model name")
-        ),
-        platform.machine(),
-    )
-    out["machine"] = f"{os.cpu_count()} CPUs, {cpu}"
+    out["machine"] = f"{os.cpu_count()} CPUs, {harness.cpu_model()}"
     out["load average (1 min) at start / end"] = f"{LOAD_AT_START} / {os.getloadavg()[0]:.2f}"
     return out
 
@@ -851,13 +773,7 @@ def page_check(truth: set[str], runs: list[Run], origin: str) -> list[str]:
     return lines
 
 
-def main() -> None:
-    if len(sys.argv) > 1 and sys.argv[1] == "_scrapy":
-        scrapy_child(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:])
-        return
-    if len(sys.argv) > 1 and sys.argv[1] == "_filbert_stages":
-        filbert_stages_child(sys.argv[2], sys.argv[3:])
-        return
+def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=1, help="runs of each crawler (median reported)")
     ap.add_argument("--filbert-only", action="store_true", help="skip Scrapy")
@@ -869,13 +785,7 @@ def main() -> None:
     )
     ap.add_argument("--profile-only", action="store_true", help="only the --profile runs")
     ap.add_argument("--rate", type=int, default=250, help="py-spy samples per second")
-    ap.add_argument(
-        "-D",
-        dest="defines",
-        action="append",
-        default=[],
-        help="extra filbert setting for the timed runs (key=value)",
-    )
+    harness.add_defines(ap, "extra filbert setting for the timed runs", dest="defines")
     ap.add_argument(
         "--scrapy-set",
         action="append",
@@ -888,23 +798,41 @@ def main() -> None:
         help="run filbert from DIR (a checkout or `git archive` export; its src/ is put "
         "on PYTHONPATH) instead of the working tree",
     )
-    ap.add_argument("--no-record", action="store_true", help="do not append to bench/RESULTS.md")
+    harness.add_no_record(ap)
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
-    args = ap.parse_args()
-    global FILBERT_ENV, LOAD_AT_START
-    LOAD_AT_START = f"{os.getloadavg()[0]:.2f}"
-    FILBERT_ENV = filbert_env(args.filbert_src)
-    compile_filbert(args.filbert_src)
+    return ap.parse_args()
 
+
+def check_requirements() -> None:
     if not HANDBOOK.is_dir():
         sys.exit(f"{HANDBOOK} is missing: apt-get install debian-handbook")
     if not FILBERT.exists():
         sys.exit(f"{FILBERT} is missing: run scripts/setup.sh")
     if not shutil.which("nginx"):
         sys.exit("nginx is missing: apt-get install nginx-light")
-    scrapy = not (args.filbert_only or args.profile_only)
-    if scrapy:
-        ensure_bench_venv()
+
+
+def progress(n: int, run: Run) -> None:
+    rounds = f" ({run.detail['rounds']} rounds)" if run.crawler == "filbert" else ""
+    name = f"{run.crawler}:" if run.crawler == "filbert" else f"{run.crawler} :"
+    print(
+        f"  run {n} {name} {run.pages} pages, {run.cpu:.1f} CPU s, {run.wall:.1f} s{rounds}",
+        file=sys.stderr,
+    )
+
+
+@dataclass
+class Crawls:
+    """The timed runs, the profile (if asked for), the pages reachable and nginx's origin."""
+
+    runs: list[Run]
+    profile: str
+    truth: set[str]
+    origin: str
+
+
+def crawl_all(args: argparse.Namespace, scrapy: bool) -> Crawls:
+    """nginx started on the handbook; the timed runs, then the profile runs."""
     languages = sorted(p.name for p in HANDBOOK.iterdir() if (p / "index.html").is_file())
     workdir = Path(tempfile.mkdtemp(prefix="filbert-bench-"))
     nginx = Nginx(workdir, languages)
@@ -921,17 +849,9 @@ def main() -> None:
         for n in range(1, (0 if args.profile_only else args.repeat) + 1):
             if scrapy:
                 runs.append(run_scrapy(nginx, workdir, n, args.scrapy_set))
-                print(
-                    f"  run {n} Scrapy : {runs[-1].pages} pages, {runs[-1].cpu:.1f} CPU s, "
-                    f"{runs[-1].wall:.1f} s",
-                    file=sys.stderr,
-                )
+                progress(n, runs[-1])
             runs.append(run_filbert(nginx, workdir, n, args.defines))
-            print(
-                f"  run {n} filbert: {runs[-1].pages} pages, {runs[-1].cpu:.1f} CPU s, "
-                f"{runs[-1].wall:.1f} s ({runs[-1].detail['rounds']} rounds)",
-                file=sys.stderr,
-            )
+            progress(n, runs[-1])
         if args.profile or args.profile_only:
             stages, stage_cpu = stage_run(nginx, workdir, args.defines)
             print("\n" + stages, file=sys.stderr)
@@ -941,10 +861,12 @@ def main() -> None:
         nginx.stop()
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
+    return Crawls(runs, profile_text, truth, nginx.seed.rsplit("/", 1)[0])
 
-    if not runs:
-        print(profile_text)
-        return
+
+def report(crawls: Crawls, scrapy: bool) -> str:
+    """The runs' table, the medians and their ratio, and the check of the pages."""
+    runs = crawls.runs
     filbert_run, scrapy_run = median_of(runs, "filbert"), median_of(runs, "Scrapy")
     lines = summary_table(runs)
     lines.append("")
@@ -957,8 +879,7 @@ def main() -> None:
         ratio = filbert_run.per_cpu / scrapy_run.per_cpu
         lines.append(f"**ratio filbert/Scrapy (pages per CPU-second): {ratio:.2f}×** (target ≥ 6×)")
     lines.append("")
-    origin = nginx.seed.rsplit("/", 1)[0]
-    lines += page_check(truth, runs, origin)
+    lines += page_check(crawls.truth, runs, crawls.origin)
     lines.append(
         f"- filbert: {filbert_run.detail['rounds']} rounds; crawldb status "
         f"{json.dumps(filbert_run.detail['status'])}"
@@ -968,50 +889,70 @@ def main() -> None:
             f"- Scrapy: {json.dumps(scrapy_run.detail['stats'])}; "
             f"items with empty text: {scrapy_run.detail['empty_text']}"
         )
-    report = "\n".join(lines)
-    print()
-    print(report)
-    if profile_text:
-        print()
-        print(profile_text)
+    return "\n".join(lines)
 
-    if not args.no_record:
-        command = " ".join(
-            [".venv/bin/python bench/crawl_vs_scrapy.py", *map(shlex.quote, sys.argv[1:])]
-        )
-        code = versions(args.filbert_src)["filbert code"].split(";")[0]
-        title = f"filbert ({code}) vs Scrapy" if scrapy else f"filbert only ({code})"
-        section = [
-            f"\n## {datetime.now(UTC):%Y-%m-%d %H:%M} UTC: {title}\n",
-            f"Command: `{command}`  ",
-            f"filbert: `filbert crawl SEED --dir D --depth 50 --threads {CONCURRENCY} "
-            + " ".join(f"-D {d}" for d in FILBERT_DEFINES + args.defines)
-            + " --no-index` (fetch + parse + store, no index)  ",
+
+def record_run(args: argparse.Namespace, crawls: Crawls, text: str, scrapy: bool) -> None:
+    """The run in bench/results/history.jsonl: the two crawlers' commands, the versions, the
+    report and the profile."""
+    filbert_run, scrapy_run = median_of(crawls.runs, "filbert"), median_of(crawls.runs, "Scrapy")
+    facts = versions(args.filbert_src)
+    code = facts["filbert code"].split(";")[0]
+    title = f"filbert ({code}) vs Scrapy" if scrapy else f"filbert only ({code})"
+    body = [
+        f"filbert: `filbert crawl SEED --dir D --depth 50 --threads {CONCURRENCY} "
+        + " ".join(f"-D {d}" for d in FILBERT_DEFINES + args.defines)
+        + " --no-index` (fetch + parse + store, no index)  ",
+    ]
+    if scrapy_run:
+        scrapy_settings = dict(scrapy_run.detail["settings"])
+        body.append(f"Scrapy: CrawlSpider, settings {json.dumps(scrapy_settings)}  ")
+    body += [f"{k}: {v}  " for k, v in facts.items()]
+    body += ["", text]
+    if crawls.profile:
+        body += [
+            "",
+            "<details><summary>py-spy profile of one filbert run</summary>",
+            "",
+            crawls.profile,
+            "",
+            "</details>",
         ]
-        if scrapy:
-            scrapy_settings = dict(scrapy_run.detail["settings"])
-            section.append(f"Scrapy: CrawlSpider, settings {json.dumps(scrapy_settings)}  ")
-        section += [f"{k}: {v}  " for k, v in versions(args.filbert_src).items()]
-        section += ["", report]
-        if profile_text:
-            section += [
-                "",
-                "<details><summary>py-spy profile of one filbert run</summary>",
-                "",
-                profile_text,
-                "",
-                "</details>",
-            ]
-        new_file = not RESULTS.exists() or RESULTS.stat().st_size == 0
-        with open(RESULTS, "a", encoding="utf-8") as handle:
-            if new_file:
-                handle.write(
-                    "# Benchmark results\n\n"
-                    "Dated sections are appended by the scripts in bench/ "
-                    "(see bench/README.md).\n"
-                )
-            handle.write("\n".join(section) + "\n")
-        print(f"\nappended to {RESULTS.relative_to(ROOT)}", file=sys.stderr)
+    figures = {"filbert pages/CPU-s": round(filbert_run.per_cpu, 1)}
+    if scrapy_run:
+        figures["Scrapy pages/CPU-s"] = round(scrapy_run.per_cpu, 1)
+        figures["ratio"] = round(filbert_run.per_cpu / scrapy_run.per_cpu, 3)
+    harness.record(title, harness.command_line(), "\n".join(body), figures=figures)
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "_scrapy":
+        scrapy_child(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:])
+        return
+    if len(sys.argv) > 1 and sys.argv[1] == "_filbert_stages":
+        filbert_stages_child(sys.argv[2], sys.argv[3:])
+        return
+    args = parse_args()
+    global FILBERT_ENV, LOAD_AT_START
+    LOAD_AT_START = f"{os.getloadavg()[0]:.2f}"
+    FILBERT_ENV = filbert_env(args.filbert_src)
+    compile_filbert(args.filbert_src)
+    check_requirements()
+    scrapy = not (args.filbert_only or args.profile_only)
+    if scrapy:
+        ensure_bench_venv()
+    crawls = crawl_all(args, scrapy)
+    if not crawls.runs:
+        print(crawls.profile)
+        return
+    text = report(crawls, scrapy)
+    print()
+    print(text)
+    if crawls.profile:
+        print()
+        print(crawls.profile)
+    if not args.no_record:
+        record_run(args, crawls, text, scrapy)
 
 
 if __name__ == "__main__":

@@ -60,7 +60,6 @@ import platform
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import sysconfig
@@ -73,18 +72,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlencode
 
+import harness
 import numpy as np
 import orjson
 import uvloop
-from procs import tree_cpu
-from query_latency import HEAP_MB, Vocabulary, Workdir, ensure_indexes, make_queries
-from results import record
+from generated_docs import HEAP_MB, Vocabulary, Workdir, ensure_indexes, make_queries
+from harness import add_no_record, free_port, publish, stop, tree_cpu, wait_ready
 
 from filbert.analysis.analyzers import stop_words
 from filbert.config import load_settings
 from filbert.search import Searcher
 from filbert.storage import CrawlDir
-from filbert.web.broker import Bounds, Expect, Replica, SearcherDown
+from filbert.web.pool import Replica, SearcherDown
+from filbert.web.replies import Bounds, Expect
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -95,12 +95,6 @@ KILL_AT = 3.0  # seconds into the failover run
 
 
 # --- servers -------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def baseline_tree(commit: str, work: Path) -> Path:
@@ -181,17 +175,7 @@ class Layout:
 
 
 def wait_healthy(port: int, process: subprocess.Popen, seconds: float = 300) -> None:
-    deadline = time.monotonic() + seconds
-    while True:
-        try:
-            status, _ = asyncio.run(one_request(port, "/healthz"))
-            if status == 200:
-                return
-        except OSError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit("the filbert server did not start")
-        time.sleep(0.2)
+    wait_ready(process, lambda: harness.answers(f"http://127.0.0.1:{port}/healthz", 5), seconds)
 
 
 @contextmanager
@@ -209,7 +193,7 @@ def running(layout: Layout, crawl: CrawlDir, baseline: Path | None) -> Iterator[
             port = free_port()
             command = [*base, "searcher", "--dir", str(crawl.path), "--shards", shards]
             process = subprocess.Popen([*command, "--port", str(port)], **quiet)
-            stack.callback(stop, process)
+            stack.callback(stop, process, 20)
             addresses.append(f"127.0.0.1:{port}")
             searchers.append(process)
         port = free_port()
@@ -218,18 +202,9 @@ def running(layout: Layout, crawl: CrawlDir, baseline: Path | None) -> Iterator[
         if addresses:
             command += ["--searchers", ",".join(addresses)]
         process = subprocess.Popen(command, env=env, **quiet)
-        stack.callback(stop, process)
+        stack.callback(stop, process, 20)
         wait_healthy(port, process)
         yield Server(layout.name, port, process, searchers)
-
-
-def stop(process: subprocess.Popen) -> None:
-    process.terminate()
-    try:
-        process.wait(20)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
 
 
 def local_searchers(server: Server) -> list[int]:
@@ -506,7 +481,7 @@ def protocol_cost(crawl: CrawlDir, calls: int = 2000) -> str:
     try:
         seconds = np.array(asyncio.run(run())) * 1000
     finally:
-        stop(process)
+        stop(process, 20)
     return (
         f"the searcher protocol's round trip (an `info` call, no search, TCP on loopback): "
         f"p50 {np.median(seconds):.3f} ms, p99 {np.percentile(seconds, 99):.3f} ms over "
@@ -641,7 +616,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--identical", type=int, default=300)
     parser.add_argument("--kill-rate", type=float, default=30.0, help="queries a second")
     parser.add_argument("--kill-seconds", type=float, default=12.0)
-    parser.add_argument("--no-record", action="store_true")
+    add_no_record(parser)
     return parser.parse_args()
 
 
@@ -698,10 +673,7 @@ def main() -> None:
     protocol = protocol_cost(work.crawl)
     load_avg = (load_before, load_after)
     body = report(args, layouts, latency, runs, kill, spread, protocol, load_avg)
-    print(body)
-    if not args.no_record:
-        command = "python bench/distributed_search.py " + " ".join(sys.argv[1:])
-        record("distributed search (bench/distributed_search.py)", command.strip(), body)
+    publish(body, "distributed search (bench/distributed_search.py)", args)
 
 
 if __name__ == "__main__":

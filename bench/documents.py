@@ -35,7 +35,7 @@ Measured per candidate:
   readers do).
 
 The report ends with filbert set against the library it uses (speed ratio and quality) and
-PASS/FAIL for the broken files; it is appended to bench/RESULTS.md unless --no-record.
+PASS/FAIL for the broken files; it is recorded (bench/RESULTS.md) unless --no-record.
 
 Corpus (`prepare`, into --corpus, default bench/out/documents):
 
@@ -115,7 +115,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin
 
-from results import record
+from harness import add_no_record, publish
 
 BENCH = Path(__file__).resolve().parent
 SCRIPT = BENCH / "documents.py"
@@ -1519,7 +1519,7 @@ def main() -> None:
     run.add_argument("--kinds", default=",".join(KINDS))
     run.add_argument("--candidates", default="", help="comma-separated names (default: all)")
     run.add_argument("--no-broken", action="store_true", help="skip the broken files")
-    run.add_argument("--no-record", action="store_true", help="do not append to RESULTS.md")
+    add_no_record(run)
     child = sub.add_parser("_run")
     for name in ("kind", "name", "corpus", "reps", "budget"):
         child.add_argument(name)
@@ -1533,7 +1533,7 @@ def main() -> None:
     box.add_argument("--timeout", type=float, default=30.0, help="parser.document.timeout")
     box.add_argument("--bomb-mb", type=int, default=600, help="what the PDF bomb inflates to")
     box.add_argument("--cap-gb", type=float, default=3.0, help="address space of each bomb run")
-    box.add_argument("--no-record", action="store_true", help="do not append to RESULTS.md")
+    add_no_record(box)
     bomb = sub.add_parser("_bomb")
     for name in ("kind", "mode", "megabytes", "memory_mb", "timeout"):
         bomb.add_argument(name)
@@ -1545,18 +1545,14 @@ def main() -> None:
         prepare(args.corpus, args.alt_python)
     elif args.command == "bench":
         report = bench(args)
-        print(report)
-        if not args.no_record:
-            record("documents: parsers compared", command_line(), report)
+        publish(report, "documents: parsers compared", args)
     elif args.command == "_run":
         child_run(args.kind, args.name, Path(args.corpus), int(args.reps), float(args.budget))
     elif args.command == "_one":
         child_one(args.kind, args.name, Path(args.path))
     elif args.command == "sandbox":
         report = sandbox_bench(args)
-        print(report)
-        if not args.no_record:
-            record("documents: parsing in a sandboxed child process", command_line(), report)
+        publish(report, "documents: parsing in a sandboxed child process", args)
     elif args.command == "_bomb":
         child_bomb(
             args.kind, args.mode, int(args.megabytes), int(args.memory_mb), float(args.timeout)

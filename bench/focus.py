@@ -48,9 +48,8 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from crawl_vs_scrapy import timed
-from results import record
-from suggest import eval_sites, serving
+from doc_sites import eval_sites, serving
+from harness import add_no_record, publish, timed
 
 from filbert.storage import CrawlDir
 from filbert.tools.readdb import crawldb_stats
@@ -284,7 +283,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="runs of each --follow value")
     parser.add_argument("--delay", type=float, default=0.1, help="fetcher.server.delay, s")
     parser.add_argument("--follow", default="0,3,10", help="fetcher.follow.depth values")
-    parser.add_argument("--no-record", action="store_true")
+    add_no_record(parser)
     args = parser.parse_args()
     absent = [s for s in web_sites() if not (s.root / s.seeds[0]).exists()]
     # the focus part needs the three sites, the queues part the handbook only
@@ -300,15 +299,14 @@ def main() -> None:
             continue
         with tempfile.TemporaryDirectory() as tmp:
             report = part(args, Path(tmp))
-        print(report)
-        if not args.no_record:
-            record(
-                f"{'focused crawling' if name == 'focus' else 'per-site queues'} (bench/focus.py)",
-                f".venv/bin/python bench/focus.py --part {name} --budget {args.budget} "
-                f"--topN {args.topN} --repeat {args.repeat} --delay {args.delay} "
-                f"--follow {args.follow}",
-                report,
-            )
+        publish(
+            report,
+            f"{'focused crawling' if name == 'focus' else 'per-site queues'} (bench/focus.py)",
+            args,
+            f".venv/bin/python bench/focus.py --part {name} --budget {args.budget} "
+            f"--topN {args.topN} --repeat {args.repeat} --delay {args.delay} "
+            f"--follow {args.follow}",
+        )
 
 
 if __name__ == "__main__":

@@ -35,8 +35,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import tantivy
-from analysis import index_filbert, index_raw, load_documents
-from results import record
+from handbook_indexing import index_filbert, index_raw, load_documents
+from harness import add_no_record, publish
 
 from filbert.config import load_settings
 from filbert.index import shards, step, vocabulary
@@ -123,7 +123,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=2, help="times each configuration runs")
     parser.add_argument("--repeat", type=int, default=5, help="timed pairs in a run (median)")
-    parser.add_argument("--no-record", action="store_true", help="do not append to RESULTS.md")
+    add_no_record(parser)
     parser.add_argument("--child", choices=CONFIGS, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -151,14 +151,7 @@ def main() -> None:
             f"{raw / ours:.2f} ({ratios}) |"
         )
     report = "\n".join(lines)
-    print(report)
-    if not args.no_record:
-        record(
-            "what each part of indexing costs (bench/indexing_costs.py)",
-            f".venv/bin/python bench/indexing_costs.py --rounds {args.rounds} "
-            f"--repeat {args.repeat}",
-            report,
-        )
+    publish(report, "what each part of indexing costs (bench/indexing_costs.py)", args)
 
 
 if __name__ == "__main__":

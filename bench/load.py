@@ -47,7 +47,7 @@ at 512 clients no request waits longer than the deadline + 0.5 s and no errors o
 RSS within 10 % across the 100,000 hostile queries.
 
 Prints a table per part and a markdown summary (also written to `--summary`; `--record`
-appends it to bench/RESULTS.md).
+records it: bench/RESULTS.md).
 
     .venv/bin/python bench/load.py [--part mixed|heavy|concurrency|memory] [--quick]
         [--heavy-kind explain|phrase] [--cache bench/.load] [--dir CRAWL] [-D key=value]
@@ -65,12 +65,10 @@ import platform
 import random
 import re
 import resource
-import socket
 import string
 import subprocess
 import sys
 import time
-import urllib.request
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -81,11 +79,20 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import aiohttp
+import harness
 import numpy as np
 import tantivy
 import uvloop
-from procs import process_tree, tree_cpu
-from results import record, section
+from harness import (
+    add_defines,
+    command_line,
+    free_port,
+    md_table,
+    record,
+    section,
+    tree_cpu,
+    tree_rss,
+)
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -149,17 +156,6 @@ QUICK = Plan(2, 3, 3, 3_000, 300, 3)
 # --- the server's process tree, from /proc -----------------------------------------------------
 
 
-def tree_rss(root: int) -> int:
-    """Resident bytes of the tree, summed (pages shared after a fork count in each process)."""
-    total = 0
-    for pid in process_tree(root):
-        try:
-            total += int(Path(f"/proc/{pid}/statm").read_text().split()[1])
-        except (OSError, IndexError):
-            continue
-    return total * os.sysconf("SC_PAGE_SIZE")
-
-
 # --- data: packages, static site, crawl ----------------------------------------------------------
 
 
@@ -198,51 +194,15 @@ def site_root(cache: Path, docs: Path) -> Path:
     return root
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_until_up(url: str, process: subprocess.Popen, log: Path | None, seconds: float) -> None:
-    """Polls `url` until it answers 200; exits with the log's tail if the process ends."""
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if process.poll() is not None:
-            tail = "\n".join(log.read_text().splitlines()[-20:]) if log else ""
-            sys.exit(f"{process.args[0]} exited with {process.returncode}\n{tail}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.2)
-    sys.exit(f"{url} did not answer within {seconds:.0f} s")
-
-
 @contextmanager
 def running(
     command: list[str], env: dict, log: Path | None, ready_url: str, startup: float = 60.0
 ) -> Iterator[subprocess.Popen]:
-    """A server subprocess in its own session (Ctrl-C reaches only this script, which stops
-    it), ready once `ready_url` answers 200; stopped by SIGTERM, killed after 15 s."""
-    out = log.open("w") if log else subprocess.DEVNULL
-    process = subprocess.Popen(
-        command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-    )
-    try:
-        wait_until_up(ready_url, process, log, startup)
+    """A server subprocess in its own session, ready once `ready_url` answers 200."""
+    with harness.running(
+        command, ready_url, log=log, env=env, startup=startup, quiet=log is None
+    ) as process:
         yield process
-    finally:
-        process.terminate()
-        try:
-            process.wait(15)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, 9)
-            process.wait()
-        if log:
-            out.close()
 
 
 def ensure_crawl(crawl: Path, cache: Path, env: dict) -> None:
@@ -911,6 +871,11 @@ def part_heavy(ctx: Context) -> Report:
     return Report("2. light queries beside heavy ones", lines, verdicts)
 
 
+CROWD_COLUMNS = ["requests", "queries/s", "p50 ms", "p99 ms", "longest wait ms", "200"]
+CROWD_COLUMNS += ["503 (share)", "503 p50 ms", "503 max ms", "heavy p50 ms", "other statuses"]
+CROWD_COLUMNS += ["connection errors", "server RSS peak MB"]
+
+
 def part_concurrency(ctx: Context) -> Report:
     limit = ctx.deadline + DEADLINE_GRACE
     print(f"  {CROWD} clients for {ctx.plan.crowd_seconds:g} s…", flush=True)
@@ -931,18 +896,26 @@ def part_concurrency(ctx: Context) -> Report:
             f"the server's search.deadline.seconds = {ctx.deadline:g}."
         ),
         "",
-        (
-            "| requests | queries/s | p50 ms | p99 ms | longest wait ms | 200 | 503 (share) | "
-            "503 p50 ms | 503 max ms | heavy p50 ms | other statuses | connection errors | "
-            "server RSS peak MB |"
-        ),
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|",
-        (
-            f"| {len(all_times):,} | {len(all_times) / run.wall:,.1f} | {ms(all_times, 50)} | "
-            f"{ms(all_times, 99)} | {longest * 1000:,.0f} | {counts[200]:,} | {counts[503]:,} "
-            f"({counts[503] / len(all_times):.1%}) | {ms(shed, 50)} | {ms(shed, 'max')} | "
-            f"{ms(tally.times('heavy'), 50)} | {other_statuses(counts)} | "
-            f"{client_errors(counts)} | {mb(run.rss_peak)} |"
+        *md_table(
+            CROWD_COLUMNS,
+            [
+                (
+                    f"{len(all_times):,}",
+                    f"{len(all_times) / run.wall:,.1f}",
+                    ms(all_times, 50),
+                    ms(all_times, 99),
+                    f"{longest * 1000:,.0f}",
+                    f"{counts[200]:,}",
+                    f"{counts[503]:,} ({counts[503] / len(all_times):.1%})",
+                    ms(shed, 50),
+                    ms(shed, "max"),
+                    ms(tally.times("heavy"), 50),
+                    other_statuses(counts),
+                    client_errors(counts),
+                    mb(run.rss_peak),
+                )
+            ],
+            "rrrrrrrrrrllr",
         ),
     ]
     print(lines[-1], flush=True)
@@ -964,6 +937,29 @@ def part_concurrency(ctx: Context) -> Report:
 
 def query_log_bytes(crawl: Path) -> int:
     return sum(path.stat().st_size for path in crawl.glob(QUERY_LOGS))
+
+
+MEMORY_COLUMNS = ["queries", "seconds", "queries/s", "p50 ms", "p99 ms", "answers"]
+MEMORY_COLUMNS += ["RSS start MB", "RSS peak MB", "RSS end MB", "growth", "query log growth MB"]
+MEMORY_COLUMNS += ["client CPU"]
+MEMORY_ALIGN = "rrrrrlrrrrrr"
+
+
+def memory_row(run: Run, times: np.ndarray, counts: Counter, log_growth: int) -> tuple:
+    return (
+        f"{len(times):,}",
+        f"{run.wall:,.1f}",
+        f"{len(times) / run.wall:,.0f}",
+        ms(times, 50),
+        ms(times, 99),
+        listed(counts, lambda k: True),
+        mb(run.rss_start),
+        mb(run.rss_peak),
+        mb(run.rss_end),
+        f"{run.rss_end / run.rss_start - 1:+.1%}",
+        f"{log_growth / 2**20:,.1f}",
+        cpu_share(run.client_cpu, run.wall),
+    )
 
 
 def part_memory(ctx: Context) -> Report:
@@ -989,17 +985,8 @@ def part_memory(ctx: Context) -> Report:
             f"{plan.memory_warmup:,} of the same as warm-up."
         ),
         "",
-        (
-            "| queries | seconds | queries/s | p50 ms | p99 ms | answers | RSS start MB | "
-            "RSS peak MB | RSS end MB | growth | query log growth MB | client CPU |"
-        ),
-        "|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|",
-        (
-            f"| {len(times):,} | {run.wall:,.1f} | {len(times) / run.wall:,.0f} | "
-            f"{ms(times, 50)} | {ms(times, 99)} | "
-            f"{listed(counts, lambda k: True)} | "
-            f"{mb(run.rss_start)} | {mb(run.rss_peak)} | {mb(run.rss_end)} | {growth:+.1%} | "
-            f"{(log_end - log_start) / 2**20:,.1f} | {cpu_share(run.client_cpu, run.wall)} |"
+        *md_table(
+            MEMORY_COLUMNS, [memory_row(run, times, counts, log_end - log_start)], MEMORY_ALIGN
         ),
     ]
     print(lines[-1], flush=True)
@@ -1128,14 +1115,7 @@ def parse_args() -> argparse.Namespace:
         help="the static site's links, the crawl, logs",
     )
     parser.add_argument("--dir", type=Path, help="crawl directory (default: CACHE/crawl)")
-    parser.add_argument(
-        "-D",
-        dest="define",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="setting for filbert serve",
-    )
+    add_defines(parser, "setting for filbert serve")
     parser.add_argument(
         "--filbert-src",
         type=Path,
@@ -1149,7 +1129,11 @@ def parse_args() -> argparse.Namespace:
         default=BENCH / "out" / "load-summary.md",
         help="where the markdown summary is written",
     )
-    parser.add_argument("--record", action="store_true", help="append the summary to RESULTS.md")
+    parser.add_argument(
+        "--record",
+        action="store_true",
+        help="record the summary (bench/results/history.jsonl, bench/RESULTS.md)",
+    )
     return parser.parse_args()
 
 
@@ -1182,7 +1166,7 @@ def main() -> None:
         reports.append(PARTS[name](ctx))
     body = summary(args, code, corpus, deadline, reports, (load_start, os.getloadavg()[0]))
     title = "load on filbert serve (bench/load.py)"
-    command = " ".join([".venv/bin/python bench/load.py", *sys.argv[1:]])
+    command = command_line()
     text = section(title, command, body)
     args.summary.parent.mkdir(parents=True, exist_ok=True)
     args.summary.write_text(text)

@@ -17,7 +17,7 @@ import time
 
 import networkx as nx
 import numpy as np
-from results import record
+from harness import add_no_record, publish
 
 from filbert.links.pagerank import pagerank
 
@@ -56,7 +56,7 @@ def main() -> None:
     parser.add_argument("--links", type=int, default=10_000_000)
     parser.add_argument("--small-pages", type=int, default=100_000)
     parser.add_argument("--small-links", type=int, default=1_000_000)
-    parser.add_argument("--no-record", action="store_true")
+    add_no_record(parser)
     args = parser.parse_args()
 
     src, dst = make_graph(args.small_pages, args.small_links)
@@ -81,13 +81,11 @@ def main() -> None:
         f"Peak memory of the process: {peak_mb:,.0f} MB.",
     ]
     report = "\n".join(lines)
-    print(report)
-    if not args.no_record:
-        record(
-            "PageRank speed (bench/pagerank.py)",
-            ".venv/bin/python bench/pagerank.py",
-            f"Tolerance {TOL} (L1), damping 0.85.\n\n{report}",
-        )
+    publish(
+        f"Tolerance {TOL} (L1), damping 0.85.\n\n{report}",
+        "PageRank speed (bench/pagerank.py)",
+        args,
+    )
 
 
 if __name__ == "__main__":

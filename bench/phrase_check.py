@@ -71,7 +71,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import random
 import re
 import shutil
@@ -89,17 +88,24 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-import tantivy
-from results import section
+from doc_sites import (
+    BENCH,
+    crawled_workdir,
+    generation_bytes,
+    indexed_docs,
+    missing_packages,
+    progress,
+    use_tiny_crawl,
+)
+from generated_docs import docs_schema
+from harness import blocks, machine_line, md_table, percentiles, section
 from rich.console import Console
 from rich.progress import track
-from suggest import BENCH, ensure_crawl, missing_packages, progress, use_tiny_crawl
-from templates import generation_bytes
 
 import filbert
 from filbert.analysis.analyzers import analyzer, fold, set_cache_limit, stop_words
 from filbert.config import load_settings
-from filbert.index.schema import open_shards, stored_str, stored_text
+from filbert.index.schema import stored_str, stored_text
 from filbert.index.step import index_documents
 from filbert.search import Searcher
 from filbert.search import shards as shards_module
@@ -138,25 +144,16 @@ class Page:
 
 def read_pages(crawl: CrawlDir) -> list[Page]:
     """Every page the index holds, as stored, by URL."""
-    current = crawl.index.current()
-    assert current is not None, f"{crawl.path} has no index"
-    pages = []
-    for index in open_shards(current):
-        searcher = index.searcher()
-        if not searcher.num_docs:
-            continue
-        for _, address in searcher.search(tantivy.Query.all_query(), searcher.num_docs).hits:
-            doc = searcher.doc(address)
-            lang = doc.get_first("lang")
-            pages.append(
-                Page(
-                    stored_str(doc, "url"),
-                    lang if isinstance(lang, str) else "",
-                    stored_text(doc, "title_text"),
-                    stored_text(doc, "body_text"),
-                    stored_text(doc, "description_text"),
-                )
-            )
+    pages = [
+        Page(
+            stored_str(doc, "url"),
+            lang if isinstance(lang := doc.get_first("lang"), str) else "",
+            stored_text(doc, "title_text"),
+            stored_text(doc, "body_text"),
+            stored_text(doc, "description_text"),
+        )
+        for doc in indexed_docs(crawl)
+    ]
     return sorted(pages, key=lambda page: page.url)
 
 
@@ -581,11 +578,6 @@ def judge(answer: Answer, truth: Truth, corpus: Corpus, query: Query) -> Judged:
     )
 
 
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
-
-
 def share(part: int, whole: int) -> str:
     return f"{part / whole:.1%}" if whole else "-"
 
@@ -614,100 +606,116 @@ def groups(queries: list[Query]) -> list[tuple[str, list[int]]]:
     return [(label, picked) for label, picked in found if picked]
 
 
+LATENCY_COLUMNS = ["queries", "n", "unchecked p50 / p90 / p99 ms", "checked p50 / p90 / p99 ms"]
+LATENCY_COLUMNS += ["ratio p50 / p90 / p99", "per-query ratio, median (max)"]
+
+
+def latency_row(results: Results, kind: str, picked: list[int]) -> tuple:
+    times = {m: [results.answers[m][i].median_ms for i in picked] for m in MODES}
+    stats = {m: percentiles(times[m], (50, 90, 99)) for m in MODES}
+    ratios = [c / u for u, c in zip(times["unchecked"], times["checked"])]
+    cells = [" / ".join(f"{v:.1f}" for v in stats[m]) for m in MODES]
+    ratio = " / ".join(f"{c / u:.1f}×" for u, c in zip(stats["unchecked"], stats["checked"]))
+    median_ratio = f"{statistics.median(ratios):.1f}× ({max(ratios):.0f}×)"
+    return (kind, len(picked), cells[0], cells[1], ratio, median_ratio)
+
+
 def latency_table(results: Results) -> list[str]:
-    rows = [
-        (
-            "| queries | n | unchecked p50 / p90 / p99 ms | checked p50 / p90 / p99 ms | "
-            "ratio p50 / p90 / p99 | per-query ratio, median (max) |"
-        ),
-        "|---|---:|---|---|---|---|",
-    ]
-    for kind, picked in groups(results.queries):
-        times = {m: [results.answers[m][i].median_ms for i in picked] for m in MODES}
-        stats = {m: [percentile(times[m], s) for s in (0.5, 0.9, 0.99)] for m in MODES}
-        ratios = [c / u for u, c in zip(times["unchecked"], times["checked"])]
-        cells = [" / ".join(f"{v:.1f}" for v in stats[m]) for m in MODES]
-        ratio = " / ".join(f"{c / u:.1f}×" for u, c in zip(stats["unchecked"], stats["checked"]))
-        rows.append(
-            f"| {kind} | {len(picked)} | {cells[0]} | {cells[1]} | {ratio} | "
-            f"{statistics.median(ratios):.1f}× ({max(ratios):.0f}×) |"
-        )
-    return rows
+    rows = (latency_row(results, kind, picked) for kind, picked in groups(results.queries))
+    return md_table(LATENCY_COLUMNS, rows, "lrllll")
+
+
+QUALITY_COLUMNS = ["queries", "n", "mode", "hits", "right (as indexed)", "right (verbatim)"]
+QUALITY_COLUMNS += ["queries with a wrong hit", "source page in top 10"]
+QUALITY_COLUMNS += ["short of min(10, pages holding it)"]
+
+
+def quality_row(results: Results, kind: str, picked: list[int], m: str) -> tuple:
+    judged = [results.judged[m][i] for i in picked]
+    hits = sum(j.hits for j in judged)
+    sources = [j.source_found for i, j in zip(picked, judged) if _verbatim(results, i)]
+    short = sum(j.right < min(K, len(results.truths[i].pages)) for i, j in zip(picked, judged))
+    return (
+        kind,
+        len(picked),
+        m,
+        f"{hits:,}",
+        share(sum(j.right for j in judged), hits),
+        share(sum(j.right_verbatim for j in judged), hits),
+        sum(j.right < j.hits for j in judged),
+        f"{sum(sources)} of {len(sources)}" if sources else "-",
+        short,
+    )
 
 
 def quality_table(results: Results) -> list[str]:
-    rows = [
-        (
-            "| queries | n | mode | hits | right (as indexed) | right (verbatim) | queries with a "
-            "wrong hit | source page in top 10 | short of min(10, pages holding it) |"
-        ),
-        "|---|---:|---|---:|---:|---:|---:|---:|---:|",
-    ]
-    for kind, picked in groups(results.queries):
-        for m in MODES:
-            judged = [results.judged[m][i] for i in picked]
-            hits = sum(j.hits for j in judged)
-            right = sum(j.right for j in judged)
-            verbatim = sum(j.right_verbatim for j in judged)
-            wrong = sum(j.right < j.hits for j in judged)
-            sources = [j.source_found for i, j in zip(picked, judged) if _verbatim(results, i)]
-            short = sum(
-                j.right < min(K, len(results.truths[i].pages)) for i, j in zip(picked, judged)
-            )
-            rows.append(
-                f"| {kind} | {len(picked)} | {m} | {hits:,} | {share(right, hits)} | "
-                f"{share(verbatim, hits)} | {wrong} | "
-                f"{f'{sum(sources)} of {len(sources)}' if sources else '-'} | {short} |"
-            )
-    return rows
+    rows = (
+        quality_row(results, kind, picked, m)
+        for kind, picked in groups(results.queries)
+        for m in MODES
+    )
+    return md_table(QUALITY_COLUMNS, rows, "lrlrrrrrr")
 
 
 def _verbatim(results: Results, i: int) -> bool:
     return results.queries[i].kind == "verbatim"
 
 
-def change_table(results: Results) -> list[str]:
-    rows = [
-        "| queries | n | top 10 changed (list) | (set) | fewer right hits checked | more |",
-        "|---|---:|---:|---:|---:|---:|",
+CHANGE_COLUMNS = ["queries", "n", "top 10 changed (list)", "(set)", "fewer right hits checked"]
+CHANGE_COLUMNS += ["more"]
+
+
+def change_row(results: Results, kind: str, picked: list[int]) -> tuple:
+    before = [results.answers["unchecked"][i].urls for i in picked]
+    after = [results.answers["checked"][i].urls for i in picked]
+    rights = [
+        (results.judged["unchecked"][i].right, results.judged["checked"][i].right) for i in picked
     ]
-    for kind, picked in groups(results.queries):
-        before = [results.answers["unchecked"][i].urls for i in picked]
-        after = [results.answers["checked"][i].urls for i in picked]
-        rights = [
-            (results.judged["unchecked"][i].right, results.judged["checked"][i].right)
-            for i in picked
-        ]
-        rows.append(
-            f"| {kind} | {len(picked)} | {sum(a != b for a, b in zip(before, after))} | "
-            f"{sum(set(a) != set(b) for a, b in zip(before, after))} | "
-            f"{sum(c < u for u, c in rights)} | {sum(c > u for u, c in rights)} |"
-        )
-    return rows
+    return (
+        kind,
+        len(picked),
+        sum(a != b for a, b in zip(before, after)),
+        sum(set(a) != set(b) for a, b in zip(before, after)),
+        sum(c < u for u, c in rights),
+        sum(c > u for u, c in rights),
+    )
+
+
+def change_table(results: Results) -> list[str]:
+    rows = (change_row(results, kind, picked) for kind, picked in groups(results.queries))
+    return md_table(CHANGE_COLUMNS, rows, "lrrrrr")
+
+
+TOTALS_COLUMNS = ["queries", "n", "pages holding the phrase (as indexed)", "total unchecked"]
+TOTALS_COLUMNS += ["total checked", "checked = truth", "checked < truth", "checked > truth"]
+TOTALS_COLUMNS += ["|checked − truth| median / max", "unchecked = truth"]
+
+
+def totals_row(results: Results, kind: str, picked: list[int]) -> tuple:
+    truth = [len(results.truths[i].pages) for i in picked]
+    totals = {m: [results.answers[m][i].total for i in picked] for m in MODES}
+    checked = totals["checked"]
+    errors = [abs(c - t) for c, t in zip(checked, truth)]
+    return (
+        kind,
+        len(picked),
+        f"{sum(truth):,}",
+        f"{sum(totals['unchecked']):,}",
+        f"{sum(checked):,}",
+        sum(c == t for c, t in zip(checked, truth)),
+        sum(c < t for c, t in zip(checked, truth)),
+        sum(c > t for c, t in zip(checked, truth)),
+        f"{statistics.median(errors):.0f} / {max(errors)}",
+        sum(u == t for u, t in zip(totals["unchecked"], truth)),
+    )
 
 
 def totals_table(results: Results) -> list[str]:
-    rows = [
-        (
-            "| queries | n | pages holding the phrase (as indexed) | total unchecked | total checked | "
-            "checked = truth | checked < truth | checked > truth | |checked − truth| median / "
-            "max | unchecked = truth |"
-        ),
-        "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|",
-    ]
-    for kind, picked in groups(results.queries):
-        truth = [len(results.truths[i].pages) for i in picked]
-        totals = {m: [results.answers[m][i].total for i in picked] for m in MODES}
-        checked = totals["checked"]
-        errors = [abs(c - t) for c, t in zip(checked, truth)]
-        rows.append(
-            f"| {kind} | {len(picked)} | {sum(truth):,} | {sum(totals['unchecked']):,} | "
-            f"{sum(checked):,} | {sum(c == t for c, t in zip(checked, truth))} | "
-            f"{sum(c < t for c, t in zip(checked, truth))} | "
-            f"{sum(c > t for c, t in zip(checked, truth))} | "
-            f"{statistics.median(errors):.0f} / {max(errors)} | "
-            f"{sum(u == t for u, t in zip(totals['unchecked'], truth))} |"
-        )
+    rows = md_table(
+        TOTALS_COLUMNS,
+        (totals_row(results, kind, picked) for kind, picked in groups(results.queries)),
+        "lrrrrrrrlr",
+    )
     worst = max(
         range(len(results.queries)),
         key=lambda i: abs(results.answers["checked"][i].total - len(results.truths[i].pages)),
@@ -731,22 +739,23 @@ def slowest_table(results: Results) -> list[str]:
         key=lambda i: results.answers["checked"][i].median_ms,
         reverse=True,
     )
-    rows = [
+    checked, unchecked = results.answers["checked"], results.answers["unchecked"]
+    header = ["query", "kind", "checked ms", "unchecked ms", "candidates checked"]
+    header += ["text analyzed", "total unchecked → checked", "pages holding it"]
+    rows = (
         (
-            "| query | kind | checked ms | unchecked ms | candidates checked | text analyzed | "
-            "total unchecked → checked | pages holding it |"
-        ),
-        "|---|---|---:|---:|---:|---:|---|---:|",
-    ]
-    for i in order[:SHOWN]:
-        q, work = results.queries[i], results.work[i]
-        rows.append(
-            f"| `{q.text}` | {q.kind} | {results.answers['checked'][i].median_ms:.0f} | "
-            f"{results.answers['unchecked'][i].median_ms:.1f} | {work.candidates} | "
-            f"{work.chars / 1e6:.1f} MB | {results.answers['unchecked'][i].total} → "
-            f"{results.answers['checked'][i].total} | {len(results.truths[i].pages)} |"
+            f"`{results.queries[i].text}`",
+            results.queries[i].kind,
+            f"{checked[i].median_ms:.0f}",
+            f"{unchecked[i].median_ms:.1f}",
+            results.work[i].candidates,
+            f"{results.work[i].chars / 1e6:.1f} MB",
+            f"{unchecked[i].total} → {checked[i].total}",
+            len(results.truths[i].pages),
         )
-    return rows
+        for i in order[:SHOWN]
+    )
+    return md_table(header, rows, "llrrrrlr")
 
 
 def short_queries(results: Results) -> list[int]:
@@ -783,22 +792,33 @@ def short_table(results: Results) -> list[str]:
     picked = short_queries(results)
     if not picked:
         return ["Every checked top 10 holds min(10, pages holding the phrase) right hits."]
-    rows = [
+    header = [
+        "query",
+        "right hits checked (unchecked)",
+        "pages holding it",
+        "total unchecked → checked",
+        "candidates checked",
         (
-            "| query | right hits checked (unchecked) | pages holding it | total unchecked → "
-            "checked | candidates checked | pages holding it not shown: not matched by the "
-            "loose query / matched, not among the candidates checked |"
+            "pages holding it not shown: not matched by the loose query / matched, not among "
+            "the candidates checked"
         ),
-        "|---|---|---:|---|---:|---|",
     ]
-    for i in picked[:SHOWN]:
-        q, why = results.queries[i], results.missed[i]
-        rows.append(
-            f"| `{q.text}` ({q.lang}) | {results.judged['checked'][i].right} "
-            f"({results.judged['unchecked'][i].right}) | {len(results.truths[i].pages)} | "
-            f"{results.answers['unchecked'][i].total} → {results.answers['checked'][i].total} | "
-            f"{results.work[i].candidates} | {why.unmatched} / {why.unchecked} |"
-        )
+    judged, answers = results.judged, results.answers
+    rows = md_table(
+        header,
+        (
+            (
+                f"`{results.queries[i].text}` ({results.queries[i].lang})",
+                f"{judged['checked'][i].right} ({judged['unchecked'][i].right})",
+                len(results.truths[i].pages),
+                f"{answers['unchecked'][i].total} → {answers['checked'][i].total}",
+                results.work[i].candidates,
+                f"{results.missed[i].unmatched} / {results.missed[i].unchecked}",
+            )
+            for i in picked[:SHOWN]
+        ),
+        "llrlrl",
+    )
     beyond = sum(results.missed[i].unchecked > 0 for i in picked)
     return [
         (
@@ -826,23 +846,22 @@ def worse_table(results: Results) -> list[str]:
     ]
     if not picked:
         return ["No query lost a right hit or its source page to the check."]
-    rows = [
+    header = ["query", "right hits unchecked → checked", "source in top 10"]
+    header += ["total unchecked → checked", "pages holding it", "candidates checked"]
+    unchecked, checked = results.judged["unchecked"], results.judged["checked"]
+    answers = results.answers
+    rows = (
         (
-            "| query | right hits unchecked → checked | source in top 10 | total unchecked → "
-            "checked | pages holding it | candidates checked |"
-        ),
-        "|---|---|---|---|---:|---:|",
-    ]
-    for i in picked[:SHOWN]:
-        q = results.queries[i]
-        u, c = results.judged["unchecked"][i], results.judged["checked"][i]
-        rows.append(
-            f"| `{q.text}` ({q.lang}) | {u.right} → {c.right} | {u.source_found} → "
-            f"{c.source_found} | {results.answers['unchecked'][i].total} → "
-            f"{results.answers['checked'][i].total} | {len(results.truths[i].pages)} | "
-            f"{results.work[i].candidates} |"
+            f"`{results.queries[i].text}` ({results.queries[i].lang})",
+            f"{unchecked[i].right} → {checked[i].right}",
+            f"{unchecked[i].source_found} → {checked[i].source_found}",
+            f"{answers['unchecked'][i].total} → {answers['checked'][i].total}",
+            len(results.truths[i].pages),
+            results.work[i].candidates,
         )
-    return [f"{len(picked)} queries:", "", *rows]
+        for i in picked[:SHOWN]
+    )
+    return [f"{len(picked)} queries:", "", *md_table(header, rows, "llllrr")]
 
 
 # --- the generated part: cases made to show what the check leaves out --------------------
@@ -854,21 +873,7 @@ GENERATED_TITLE = (
     f'One page per case and {FILLERS} filler pages ("note" three times, never after "of"), '
     "English, indexed by filbert's index step (`index_documents`) into --workdir/generated."
 )
-DOCS = pa.schema(
-    [
-        ("url", pa.string()),
-        ("host", pa.string()),
-        ("title", pa.string()),
-        ("headings", pa.string()),
-        ("anchor", pa.string()),
-        ("body", pa.string()),
-        ("description", pa.string()),
-        ("lang", pa.string()),
-        ("segment", pa.string()),
-        ("score", pa.float32()),
-        ("simhash", pa.int64()),
-    ]
-)
+DOCS = docs_schema(("description", pa.string()), ("lang", pa.string()))
 
 
 @dataclass(frozen=True)
@@ -991,19 +996,6 @@ def generated_part(path: Path) -> list[str]:
 # --- the report ------------------------------------------------------------------------------
 
 
-def machine() -> str:
-    cpu = next(
-        (
-            line.split(":", 1)[1].strip()
-            for line in Path("/proc/cpuinfo").read_text().splitlines()
-            if line.startswith("model name")
-        ),
-        platform.machine(),
-    )
-    load = os.getloadavg()[0]
-    return f"{os.cpu_count()} CPUs ({cpu}), Python {platform.python_version()}, load average {load:.2f}"
-
-
 def code_version() -> str:
     """Which filbert this ran: the working tree (its commit, and whether src/ differs) or
     another tree on PYTHONPATH."""
@@ -1030,93 +1022,82 @@ def query_counts(queries: list[Query]) -> str:
     return ", ".join(f"{kind} {lang} {n}" for (kind, lang), n in sorted(counts.items()))
 
 
-def format_report(
+PRECISION = (
+    "Right: the hit's stored title or body holds the phrase (as indexed: the same terms "
+    "and stop words in a row, over the whole index; verbatim: the same words, case-"
+    "folded, punctuation as spaces). Shuffled and other-stop-word queries are held by "
+    "no page: every hit is wrong."
+)
+
+
+def setup_lines(
     args: argparse.Namespace, results: Results, drawn: Drawn, corpus: Corpus, crawled: str
-) -> str:
+) -> list[str]:
+    """The machine, the index and the queries: the report's first paragraphs."""
     crawl = CrawlDir(args.workdir / "crawl")
     meta = crawl.index.meta()
     langs = Counter(page.lang or "unknown" for page in corpus.pages)
     shown_langs = ", ".join(f"{lang} {n}" for lang, n in langs.most_common(4))
     corrected = {m: sum(a.corrected for a in results.answers[m]) for m in MODES}
-    described = sum(len(t.described_only) > 0 for t in results.truths)
     with_description = sum(bool(page.description) for page in corpus.pages)
-    lines = [
-        f"Machine: {machine()}. {code_version()}.",
-        "",
+    caches = (
+        f", word caches bounded as a server's (`server.cache.words` {args.cache_limit:,})."
+        if args.server_cache
+        else ", word caches unbounded as in `filbert search` (a server bounds them)."
+    )
+    return [
+        f"Machine: {machine_line()}. {code_version()}.",
         (
-            f"Index: {meta.get('documents', len(corpus.pages)):,} documents "
-            f"({shown_langs}, ...), "
+            f"Index: {meta.get('documents', len(corpus.pages)):,} documents ({shown_langs}, ...), "
             f"{generation_bytes(crawl) / 1e6:.1f} MB, {meta.get('shards', '?')} shard(s): the Debian "
             f"handbook (en, zh, ru), Python 3.11 and PostgreSQL 15 docs on loopback ({crawled}). "
             f"{with_description} pages have a meta description."
         ),
-        "",
-        f"Queries: {len(results.queries)} quoted phrases ({query_counts(results.queries)}); "
-        f"drawn windows left out because the searcher does not check them (their grams "
-        f"match them exactly, or no stop word in its analysis): "
-        f"{sum(drawn.not_loose.values())} (e.g. "
-        f"{', '.join(f'`{p}`' for p in drawn.examples_not_loose[:4])}). "
-        f"Spelling corrections applied: unchecked {corrected['unchecked']}, checked "
-        f"{corrected['checked']}. Timing: median of {args.repeat} rounds per query and mode, "
-        f"modes back to back, in-process `Searcher.search(q, n={K})`"
-        + (
-            f", word caches bounded as a server's (`server.cache.words` {args.cache_limit:,})."
-            if args.server_cache
-            else ", word caches unbounded as in `filbert search` (a server bounds them)."
-        ),
-        "",
-        "### Latency",
-        "",
-        *latency_table(results),
-        "",
-        "### Precision of the top 10",
-        "",
         (
-            "Right: the hit's stored title or body holds the phrase (as indexed: the same terms "
-            "and stop words in a row, over the whole index; verbatim: the same words, case-"
-            "folded, punctuation as spaces). Shuffled and other-stop-word queries are held by "
-            "no page: every hit is wrong."
+            f"Queries: {len(results.queries)} quoted phrases ({query_counts(results.queries)}); "
+            f"drawn windows left out because the searcher does not check them (their grams "
+            f"match them exactly, or no stop word in its analysis): "
+            f"{sum(drawn.not_loose.values())} (e.g. "
+            f"{', '.join(f'`{p}`' for p in drawn.examples_not_loose[:4])}). "
+            f"Spelling corrections applied: unchecked {corrected['unchecked']}, checked "
+            f"{corrected['checked']}. Timing: median of {args.repeat} rounds per query and mode, "
+            f"modes back to back, in-process `Searcher.search(q, n={K})`{caches}"
         ),
-        "",
-        *quality_table(results),
-        "",
-        *change_table(results),
-        "",
-        "### Totals (the match count reported)",
-        "",
-        *totals_table(results),
-        "",
-        (
-            f"Queries where some page holds the phrase only in its meta description (matched "
-            f"as body text, not checked): {described}."
-        ),
-        "",
-        "### Slowest checked queries",
-        "",
-        *slowest_table(results),
-        "",
-        "### Where the check lost right hits",
-        "",
-        *worse_table(results),
-        "",
-        "Checked top 10s short of min(10, pages holding the phrase):",
-        "",
-        *short_table(results),
-        "",
-        "### Excluded phrases (not checked)",
-        "",
-        *exclusion_lines(results.excluded),
     ]
-    return "\n".join(lines)
+
+
+def format_report(
+    args: argparse.Namespace, results: Results, drawn: Drawn, corpus: Corpus, crawled: str
+) -> str:
+    described = sum(len(t.described_only) > 0 for t in results.truths)
+    return blocks(
+        *setup_lines(args, results, drawn, corpus, crawled),
+        "### Latency",
+        latency_table(results),
+        "### Precision of the top 10",
+        PRECISION,
+        quality_table(results),
+        change_table(results),
+        "### Totals (the match count reported)",
+        totals_table(results),
+        f"Queries where some page holds the phrase only in its meta description (matched "
+        f"as body text, not checked): {described}.",
+        "### Slowest checked queries",
+        slowest_table(results),
+        "### Where the check lost right hits",
+        worse_table(results),
+        "Checked top 10s short of min(10, pages holding the phrase):",
+        short_table(results),
+        "### Excluded phrases (not checked)",
+        exclusion_lines(results.excluded),
+    )
 
 
 # --- main ------------------------------------------------------------------------------------
 
 
 def measure(args: argparse.Namespace) -> str:
-    args.workdir = args.workdir.resolve()
-    args.workdir.mkdir(parents=True, exist_ok=True)
-    crawled = ensure_crawl(args.workdir / "crawl", args.recrawl)
+    args.workdir, crawled = crawled_workdir(args.workdir, args.recrawl)
     crawl = CrawlDir(args.workdir / "crawl")
     settings = load_settings(crawl.path)
     args.cache_limit = settings["server.cache.words"]

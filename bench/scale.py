@@ -66,8 +66,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from procs import cpu_ticks, process_tree
-from results import record
+from harness import add_no_record, process_cpu, process_tree, publish
 
 from filbert import schemas as s
 from filbert.buckets import connect
@@ -410,8 +409,8 @@ def cpu_seconds() -> tuple[float, float]:
     """CPU seconds of this process (with its reaped children) and of its live descendants
     (with the children they reaped)."""
     own = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    ticks = sum(cpu_ticks(pid, reaped=True) for pid in process_tree(os.getpid())[1:])
-    return sum(r.ru_utime + r.ru_stime for r in own), ticks / os.sysconf("SC_CLK_TCK")
+    descendants = sum(process_cpu(pid, reaped=True) for pid in process_tree(os.getpid())[1:])
+    return sum(r.ru_utime + r.ru_stime for r in own), descendants
 
 
 class PeakMemory(threading.Thread):
@@ -798,7 +797,7 @@ def parse_args() -> argparse.Namespace:
         help="then PageRank over the whole graph (one task: in the driver locally, on one "
         "worker with Dask), reported apart from the round",
     )
-    parser.add_argument("--no-record", action="store_true", help="do not append to RESULTS.md")
+    add_no_record(parser)
     # one executor's round, run by the benchmark in a process of its own
     parser.add_argument("--round", help=argparse.SUPPRESS)
     parser.add_argument("--crawl-dir", type=Path, help=argparse.SUPPRESS)
@@ -819,10 +818,7 @@ def main() -> None:
         return
     sizes = [run_size(args, urls) for urls in sorted({*args.also} - {args.urls})]
     body = report(args, sizes, run_size(args, args.urls))
-    print(body)
-    if not args.no_record:
-        command = " ".join([".venv/bin/python bench/scale.py", *sys.argv[1:]])
-        record(f"scale: one crawl round at {args.urls:,} URLs (bench/scale.py)", command, body)
+    publish(body, f"scale: one crawl round at {args.urls:,} URLs (bench/scale.py)", args)
 
 
 if __name__ == "__main__":

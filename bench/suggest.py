@@ -87,7 +87,7 @@ Targets (PASS/FAIL): ≥ 90 % for (a) and (b) in English and Russian and for the
 prefixes in Chinese; ≥ 95 % for (c) in each language; p99 over HTTP ≤ 5 ms. A few failing
 examples of each kind are printed and recorded (name, what was typed, what came back).
 
-The report goes to bench/RESULTS.md (bench/results.py) unless --no-record.
+The report is recorded (bench/RESULTS.md, by bench/harness.py) unless --no-record.
 
     .venv/bin/python bench/suggest.py [--phrases 1000000] [--targets 1000]
         [--baseline-targets 100] [--repeat 3] [--cpu N] [--no-synthetic]
@@ -103,35 +103,35 @@ from __future__ import annotations
 
 import argparse
 import bisect
-import functools
 import gc
 import http.client
 import json
 import os
 import random
 import re
-import shutil
-import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-import urllib.request
 from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from http.server import ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlencode
 
 import numpy as np
-from results import record
+from doc_sites import (
+    BENCH,
+    ensure_crawl,
+    fetched_pages,
+    filbert_command,
+    missing_packages,
+    progress,
+    real_sites,
+    use_tiny_crawl,
+)
+from harness import add_no_record, free_port, publish, running
 from wordfreq import top_n_list, word_frequency
 
 from filbert import schemas
@@ -538,39 +538,7 @@ def format_report(
 
 # --- the real sites ----------------------------------------------------------------------------
 
-BENCH = Path(__file__).resolve().parent
-REAL_SITES = ("handbook", "python", "postgresql")  # eval/sites.py's narrow crawl, less one
 REAL_LANGS = ("en", "ru", "zh")
-CRAWL_DEPTH = 20
-CRAWL_DEFINES = (
-    "fetcher.server.delay=0",
-    "db.ignore.external.links=true",
-    "db.max.outlinks.per.page=-1",
-)
-MANIFEST = "suggest-bench.json"  # in a work directory this bench made
-
-
-@dataclass(frozen=True)
-class CrawlPlan:
-    """What the real-site part crawls (and templates.py and phrase_check.py with it): which of
-    eval/sites.py's sites, how many rounds, at most how many URLs a round (None: all)."""
-
-    sites: tuple[str, ...]
-    depth: int
-    top_n: int | None = None
-
-
-FULL_CRAWL = CrawlPlan(REAL_SITES, CRAWL_DEPTH)
-# --tiny (tests/test_benches.py): the handbook's three books only, 2 rounds of at most 40 URLs
-# generated (fetcher.follow.depth follows links within a round: the books take seconds)
-TINY_CRAWL = CrawlPlan(("handbook",), 2, 40)
-crawl_plan = FULL_CRAWL
-
-
-def use_tiny_crawl() -> None:
-    """From now on, the real sites are TINY_CRAWL's."""
-    global crawl_plan
-    crawl_plan = TINY_CRAWL
 
 
 # The share of a host's titles from which a repeated prefix or suffix is the site's affix: the
@@ -609,119 +577,6 @@ KINDS = {
 }
 
 
-@functools.cache
-def eval_sites() -> Any:
-    """eval/sites.py, which knows the sites, their packages and their languages."""
-    sys.path.insert(0, str(BENCH.parent / "eval"))
-    import sites
-
-    return sites
-
-
-def real_sites() -> list[Any]:
-    return [site for site in eval_sites().SITES if site.name in crawl_plan.sites]
-
-
-def missing_packages() -> list[str]:
-    narrow = eval_sites().NARROW
-    return [
-        site.package
-        for site in real_sites()
-        if not all((site.root / seed).exists() for seed in narrow[site.name])
-    ]
-
-
-def answers(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            response.read()
-            return response.status == 200
-    except OSError:
-        return False
-
-
-@contextmanager
-def serving(sites: list[Any]) -> Iterator[None]:
-    """Each site's files on its own loopback address, as `eval/sites.py serve` does; a site
-    already served there (scripts/eval-sites.sh running) is crawled from that server."""
-    handler = eval_sites().QuietHandler
-    servers: list[ThreadingHTTPServer] = []
-    try:
-        for site in sites:
-            try:
-                server = ThreadingHTTPServer(
-                    site.address, functools.partial(handler, directory=str(site.root))
-                )
-            except OSError as exc:
-                if not answers(site.base + site.seeds[0]):
-                    sys.exit(f"cannot serve {site.name} at {site.base}: {exc}")
-                continue
-            servers.append(server)
-            threading.Thread(target=server.serve_forever, daemon=True).start()
-        yield
-    finally:
-        for server in servers:
-            server.shutdown()
-            server.server_close()
-
-
-def filbert_command() -> str:
-    return str(Path(sys.executable).with_name("filbert"))
-
-
-def progress(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
-
-
-def tail(path: Path, lines: int = 20) -> str:
-    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-
-
-def finished(work: Path, seeds: list[str]) -> bool:
-    manifest = work / MANIFEST
-    if not manifest.exists() or CrawlDir(work).index.current() is None:
-        return False
-    made = json.loads(manifest.read_text())
-    plan = {"depth": crawl_plan.depth, "topN": crawl_plan.top_n}
-    same = made.get("seeds") == seeds and made.get("plan", plan) == plan
-    return bool(made.get("finished")) and same
-
-
-def ensure_crawl(work: Path, recrawl: bool) -> str:
-    """Crawls the sites into `work` unless it holds a finished crawl of them (or `recrawl`);
-    says which, for the report."""
-    sites = real_sites()
-    narrow = eval_sites().NARROW
-    seeds = [site.base + seed for site in sites for seed in narrow[site.name]]
-    manifest = work / MANIFEST
-    if not recrawl and finished(work, seeds):
-        return f"reused from {json.loads(manifest.read_text())['date']}"
-    if work.exists() and any(work.iterdir()):
-        if not manifest.exists():
-            sys.exit(f"{work} is not empty and this bench did not make it: pass another --workdir")
-        shutil.rmtree(work)
-    work.mkdir(parents=True, exist_ok=True)
-    plan = {"depth": crawl_plan.depth, "topN": crawl_plan.top_n}
-    made = {"made by": "bench/suggest.py", "seeds": seeds, "plan": plan, "finished": False}
-    manifest.write_text(json.dumps(made, indent=1))
-    log = work / "bench-crawl.log"
-    command = [filbert_command(), "crawl", *seeds, "--dir", str(work)]
-    command += ["--depth", str(crawl_plan.depth), "--threads", "8"]
-    command += ["--topN", str(crawl_plan.top_n)] if crawl_plan.top_n else []
-    command += [x for d in CRAWL_DEFINES for x in ("-D", d)]
-    progress(f"crawling {', '.join(seeds)} into {work} (log: {log})")
-    start = time.perf_counter()
-    with serving(sites), log.open("w") as out:
-        done = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, check=False)
-    seconds = time.perf_counter() - start
-    if done.returncode or CrawlDir(work).index.current() is None:
-        sys.exit(f"the crawl failed ({done.returncode}):\n{tail(log)}")
-    date = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    made |= {"finished": True, "seconds": round(seconds, 1), "date": date}
-    manifest.write_text(json.dumps(made, indent=1))
-    return f"crawled in {seconds:.0f} s"
-
-
 def build_dictionary(work: Path) -> float:
     """`filbert suggest-build` on the crawl; its wall time."""
     start = time.perf_counter()
@@ -757,10 +612,7 @@ def indexed_pages(work: Path) -> list[tuple[str, str, str, str]]:
     db = parquet_relation("crawldb", db_files, schemas.CRAWLDB)
     data = parquet_relation("parse_data", data_files, schemas.PARSE_DATA, segment=True)
     sql = f"""
-    WITH pages AS (
-        SELECT fp, url, host FROM {db.sql}
-        WHERE status IN ('{schemas.DB_FETCHED}', '{schemas.DB_NOTMODIFIED}')
-    ), latest AS (
+    WITH {fetched_pages(db)}, latest AS (
         SELECT fp, title, headings, noindex FROM {data.sql}
         WHERE status = '{schemas.PARSE_SUCCESS}'
         {latest_per_page()}
@@ -985,36 +837,6 @@ def outcomes(
     return table
 
 
-@contextmanager
-def running(command: list[str], log: Path, ready_url: str) -> Iterator[None]:
-    """A server subprocess in its own session, ready once `ready_url` answers 200; stopped by
-    SIGTERM, its process group killed after 15 s."""
-    with log.open("w") as out:
-        process = subprocess.Popen(
-            command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        try:
-            end = time.monotonic() + 60
-            while not answers(ready_url):
-                if process.poll() is not None or time.monotonic() > end:
-                    sys.exit(f"{' '.join(command)} did not come up:\n{tail(log)}")
-                time.sleep(0.2)
-            yield
-        finally:
-            process.terminate()
-            try:
-                process.wait(15)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def ask(conn: http.client.HTTPConnection, prefix: str) -> bytes:
     conn.request("GET", "/api/suggest?" + urlencode({"q": prefix, "n": N}))
     response = conn.getresponse()
@@ -1032,7 +854,7 @@ def over_http(work: Path, probes: list[Probe], found: list[list[str]]) -> tuple[
     command = [filbert_command(), "serve", "--dir", str(work), "--host", "127.0.0.1"]
     command += ["--port", str(port)]
     times, differ = [], 0
-    with running(command, work / "bench-serve.log", f"http://127.0.0.1:{port}/healthz"):
+    with running(command, f"http://127.0.0.1:{port}/healthz", log=work / "bench-serve.log"):
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
         for probe in probes[:WARM_UP]:
             ask(conn, probe.typed)
@@ -1279,7 +1101,7 @@ def main() -> None:
     )
     parser.add_argument("--workdir", type=Path, default=BENCH / "out" / "suggest-crawl")
     parser.add_argument("--recrawl", action="store_true", help="crawl even if --workdir holds one")
-    parser.add_argument("--no-record", action="store_true")
+    add_no_record(parser)
     parser.add_argument(
         "--tiny",
         action="store_true",
@@ -1302,9 +1124,7 @@ def main() -> None:
     if args.real:
         parts.append(run_real(args))
     report = "\n\n".join(parts)
-    print(report)
-    if report and not args.no_record:
-        record("autocomplete (bench/suggest.py)", command_line(args, synthetic), report)
+    publish(report, "autocomplete (bench/suggest.py)", args, command_line(args, synthetic))
 
 
 def command_line(args: argparse.Namespace, synthetic: bool) -> str:

@@ -62,23 +62,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urljoin
 
-import tantivy
-from results import record
-from suggest import (
+from doc_sites import (
     BENCH,
-    ensure_crawl,
+    crawled_workdir,
+    fetched_pages,
     filbert_command,
+    generation_bytes,
+    indexed_docs,
     missing_packages,
     progress,
     real_sites,
     use_tiny_crawl,
 )
+from harness import add_no_record, blocks, publish
 
 from filbert import schemas
 from filbert.analysis.analyzers import HAN_RUN
 from filbert.buckets import connect, latest_per_page, params, parquet_relation
 from filbert.config import Settings, load_settings
-from filbert.index.schema import open_shards, stored_str, stored_text
+from filbert.index.schema import stored_str, stored_text
 from filbert.parse.templates import without_template
 from filbert.search import Searcher
 from filbert.storage import CrawlDir, Segment, reading
@@ -162,10 +164,7 @@ def read_pages(crawl: CrawlDir) -> list[Page]:
     data = parquet_relation("parse_data", data_files, schemas.PARSE_DATA, segment=True)
     text = parquet_relation("parse_text", text_files, schemas.PARSE_TEXT, segment=True)
     sql = f"""
-    WITH pages AS (
-        SELECT fp, url, host FROM {db.sql}
-        WHERE status IN ('{schemas.DB_FETCHED}', '{schemas.DB_NOTMODIFIED}')
-    ), latest AS (
+    WITH {fetched_pages(db)}, latest AS (
         SELECT fp, segment, title, noindex, refresh, block_hashes, block_lengths
         FROM {data.sql} WHERE status = '{schemas.PARSE_SUCCESS}' {latest_per_page()}
     )
@@ -237,12 +236,6 @@ def build(crawl: Path, to: Path, defines: list[str]) -> float:
     return time.perf_counter() - start
 
 
-def generation_bytes(crawl: CrawlDir) -> int:
-    current = crawl.index.current()
-    assert current is not None, f"{crawl.path} has no index"
-    return sum(path.stat().st_size for path in current.rglob("*") if path.is_file())
-
-
 @dataclass(frozen=True)
 class Stored:
     lang: str  # as the index step identified it
@@ -251,19 +244,12 @@ class Stored:
 
 def stored_docs(crawl: CrawlDir) -> dict[str, Stored]:
     """Every page the index holds, by URL."""
-    current = crawl.index.current()
-    assert current is not None, f"{crawl.path} has no index"
     found = {}
-    for index in open_shards(current):
-        searcher = index.searcher()
-        if not searcher.num_docs:
-            continue
-        for _, address in searcher.search(tantivy.Query.all_query(), searcher.num_docs).hits:
-            doc = searcher.doc(address)
-            lang = doc.get_first("lang")
-            found[stored_str(doc, "url")] = Stored(
-                lang if isinstance(lang, str) else "", stored_text(doc, "body_text")
-            )
+    for doc in indexed_docs(crawl):
+        lang = doc.get_first("lang")
+        found[stored_str(doc, "url")] = Stored(
+            lang if isinstance(lang, str) else "", stored_text(doc, "body_text")
+        )
     return found
 
 
@@ -633,69 +619,44 @@ class Figures:
 def format_report(figures: Figures, pages: list[Page], hosts: Hosts, examples: int) -> str:
     indexed, before_ok, after_ok = figures.checked
     sizes, seconds = figures.sizes, figures.seconds
-    out = [
-        (
-            f"Crawl: {figures.crawl}; {figures.pages:,} indexed pages ({indexed:,} in both indexes); "
-            f"{figures.settings}. Stored bodies as the blocks imply: before {before_ok:,}, after "
-            f"{after_ok:,} of {indexed:,}."
-        ),
-        "",
+    kind = figures.kinds[0]
+    return blocks(
+        f"Crawl: {figures.crawl}; {figures.pages:,} indexed pages ({indexed:,} in both indexes); "
+        f"{figures.settings}. Stored bodies as the blocks imply: before {before_ok:,}, after "
+        f"{after_ok:,} of {indexed:,}.",
         "### 1. Indexed body text in repeated blocks",
-        "",
-        *chars_table(figures.shares, hosts, {p.site: p.host for p in pages}),
-        "",
-        (
-            "A site with a third of its host's pages or less (a handbook language) has no block "
-            "repeated on more than a third of the host's pages by itself: its own navigation "
-            "shows only in the last column."
-        ),
-        "",
+        chars_table(figures.shares, hosts, {p.site: p.host for p in pages}),
+        "A site with a third of its host's pages or less (a handbook language) has no block "
+        "repeated on more than a third of the host's pages by itself: its own navigation "
+        "shows only in the last column.",
         "### 2. Snippets (top 10 of each query) that begin with template text",
-        "",
-        *snippets_table(figures.snippets, figures.kinds),
-        "",
-        *(
-            f"- before, e.g. {url}: {shown(snippet)}"
-            for url, snippet in figures.snippets["before", figures.kinds[0], ALL].examples
-        ),
-        *(
-            f"- after, e.g. {url}: {shown(snippet)}"
-            for url, snippet in figures.snippets["after", figures.kinds[0], ALL].examples
-        ),
-        "",
+        snippets_table(figures.snippets, figures.kinds),
+        [
+            *(
+                f"- {when}, e.g. {url}: {shown(snippet)}"
+                for when in ("before", "after")
+                for url, snippet in figures.snippets[when, kind, ALL].examples
+            )
+        ],
         "### 3. Index size (current generation)",
-        "",
-        (
-            f"before {sizes['before']:,} B → after {sizes['after']:,} B "
-            f"({100 * (sizes['after'] / sizes['before'] - 1):+.1f} %); `filbert index --rebuild` "
-            f"{seconds['before']:.1f} s → {seconds['after']:.1f} s wall"
-        ),
-        "",
+        f"before {sizes['before']:,} B → after {sizes['after']:,} B "
+        f"({100 * (sizes['after'] / sizes['before'] - 1):+.1f} %); `filbert index --rebuild` "
+        f"{seconds['before']:.1f} s → {seconds['after']:.1f} s wall",
         "### 4. Known-item evaluation (`filbert eval`), after vs before",
-        "",
-        *eval_table(figures.runs),
-        "",
+        eval_table(figures.runs),
         "Queries whose page fell:",
-        "",
-        *figures.lost,
-        "",
+        figures.lost,
         "### Language identified by the index step, before → after",
-        "",
-        *language_changes(figures.langs, pages),
-        "",
-        "### What was cut, per host",
-        *template_examples(pages, hosts, examples),
-    ]
-    return "\n".join(out)
+        language_changes(figures.langs, pages),
+        ["### What was cut, per host", *template_examples(pages, hosts, examples)],
+    )
 
 
 # --- main ------------------------------------------------------------------------------------
 
 
 def measure(args: argparse.Namespace) -> str:
-    work = args.workdir.resolve()
-    work.mkdir(parents=True, exist_ok=True)
-    crawled = ensure_crawl(work / "crawl", args.recrawl)
+    work, crawled = crawled_workdir(args.workdir, args.recrawl)
     dirs = {name: work / name for name in INDEXES}
     seconds = {
         "before": build(work / "crawl", dirs["before"], ["index.template.share=0"]),
@@ -778,7 +739,7 @@ def main() -> None:
     parser.add_argument("--title-words", type=int, default=300, help="queries from titles")
     parser.add_argument("--examples", type=int, default=6, help="template blocks shown per host")
     parser.add_argument("--queries", type=int, help="about this many of each query set")
-    parser.add_argument("--no-record", action="store_true")
+    add_no_record(parser)
     parser.add_argument(
         "--tiny",
         action="store_true",
@@ -792,9 +753,7 @@ def main() -> None:
     if missing := missing_packages():
         sys.exit(f"the sites need: sudo apt-get install {' '.join(missing)}")
     report = measure(args)
-    print(report)
-    if not args.no_record:
-        record("site templates (bench/templates.py)", command_line(args), report)
+    publish(report, "site templates (bench/templates.py)", args, command_line(args))
 
 
 if __name__ == "__main__":

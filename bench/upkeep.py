@@ -26,7 +26,7 @@ import threading
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 
-from results import record
+from harness import add_no_record, publish
 
 BENCH = Path(__file__).resolve().parent
 PARTS = ("segments", "crawldb", "linkdb", "hostdb", "webgraph", "index", "suggest")
@@ -130,13 +130,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--workdir", type=Path, default=BENCH / "out" / "upkeep")
-    parser.add_argument("--no-record", action="store_true")
+    add_no_record(parser)
     args = parser.parse_args()
     body = run(args)
-    print(body)
-    if not args.no_record:
-        command = " ".join([".venv/bin/python bench/upkeep.py", *sys.argv[1:]])
-        record(f"crawl-directory upkeep, {args.rounds} runs (bench/upkeep.py)", command, body)
+    publish(body, f"crawl-directory upkeep, {args.rounds} runs (bench/upkeep.py)", args)
 
 
 if __name__ == "__main__":

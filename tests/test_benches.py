@@ -1,12 +1,15 @@
 """Every benchmark script in bench/ runs: each is started as a subprocess at a tiny size (its
 `--tiny`, `--quick` or small size options), its files in a temporary directory and nothing
-recorded in bench/RESULTS.md, and must exit 0 having printed its result table or ratio.
+recorded (bench/results/history.jsonl and bench/RESULTS.md untouched), and must exit 0 having
+printed its result table or ratio.
 
 The figures at these sizes mean nothing; what is tested is that the scripts still run the
 real code paths against filbert as it is (a benchmark that no longer runs is a broken test).
 The scripts that serve the Debian handbook need it installed (CI installs it: .ci/run);
 bench/crawl_vs_scrapy.py runs its filbert half only (Scrapy lives in a venv of its own).
-bench/procs.py and bench/results.py are modules the scripts share, not benchmarks.
+bench/harness.py (ports, servers, timing, percentiles, machine facts, recording) and the
+shared data modules (doc_sites, generated_docs, handbook_indexing) are imported by the
+scripts, not benchmarks.
 """
 
 from __future__ import annotations
@@ -27,8 +30,10 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
 RESULTS = BENCH / "RESULTS.md"
+HISTORY = BENCH / "results" / "history.jsonl"
 HANDBOOK = Path("/usr/share/doc/debian-handbook/html/en-US")
-SHARED = {"procs", "results"}  # imported by the scripts, not run
+# imported by the scripts, not run (harness.py also renders RESULTS.md: --render)
+SHARED = {"harness", "doc_sites", "generated_docs", "handbook_indexing"}
 TIMEOUT = 280
 
 
@@ -126,7 +131,7 @@ RUNS = {
         r"\| fetcher\.follow\.depth \| rounds run \|",
         handbook=True,
     ),
-    "incremental": Run(
+    "incremental_indexing": Run(
         (
             (
                 "--docs=2000",
@@ -219,8 +224,35 @@ def python_docs() -> bool:
 def test_every_script_in_bench_has_a_tiny_run_here() -> None:
     scripts = {path.stem for path in BENCH.glob("*.py")}
     assert scripts - SHARED == set(RUNS)
-    for name in SHARED:  # modules, not scripts
+    for name in SHARED - {"harness"}:  # modules, not scripts
         assert "__main__" not in (BENCH / f"{name}.py").read_text()
+
+
+def test_results_md_is_rendered_from_the_history() -> None:
+    sys.path.insert(0, str(BENCH))
+    try:
+        import harness
+    finally:
+        sys.path.remove(str(BENCH))
+    assert RESULTS.read_text() == harness.render(), (
+        "run: .venv/bin/python bench/harness.py --render"
+    )
+    assert {run["benchmark"] for run in harness.history()} == set(RUNS)
+
+
+def test_the_one_percentile_is_numpys_linear_one() -> None:
+    import numpy as np
+
+    sys.path.insert(0, str(BENCH))
+    try:
+        import harness
+    finally:
+        sys.path.remove(str(BENCH))
+    rng = np.random.default_rng(0)
+    for size in (1, 2, 7, 100):
+        values = rng.random(size)
+        for q in (0, 50, 90, 99, 100):
+            assert harness.percentile(values, q) == pytest.approx(np.percentile(values, q))
 
 
 @pytest.mark.timeout(TIMEOUT * 2)
@@ -235,7 +267,7 @@ def test_the_benchmark_runs_at_a_tiny_size_and_prints_its_results(
         pytest.skip("needs nginx: apt-get install nginx-light")
     if script == "load" and not python_docs() and os.geteuid() != 0:
         pytest.skip("needs python3-doc (bench/load.py installs it as root)")
-    results = RESULTS.stat().st_size if RESULTS.exists() else 0
+    results = [path.stat().st_size if path.exists() else 0 for path in (RESULTS, HISTORY)]
     env = {**os.environ, "TMPDIR": str(tmp_path)}  # the scripts' temporary directories too
     for command in run.commands:
         args = [arg.replace("{tmp}", str(tmp_path)) for arg in command]
@@ -255,4 +287,5 @@ def test_the_benchmark_runs_at_a_tiny_size_and_prints_its_results(
             f"exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
         )
     assert re.search(run.printed, done.stdout), done.stdout[-3000:]
-    assert (RESULTS.stat().st_size if RESULTS.exists() else 0) == results, "RESULTS.md changed"
+    after = [path.stat().st_size if path.exists() else 0 for path in (RESULTS, HISTORY)]
+    assert after == results, "RESULTS.md or results/history.jsonl changed"

@@ -20,7 +20,7 @@ documents deleted in place while they are at most `index.merge.deletes`, 5 %, of
 Then --rounds rounds are applied one after another (defaults), and query latency (Searcher.search, 10 hits, bench/query_latency.py's query set) is compared
 with a fresh build of the same final pages, the queries interleaved.
 
-    .venv/bin/python bench/incremental.py [--docs 100000] [--shards 2] [--rounds 10]
+    .venv/bin/python bench/incremental_indexing.py [--docs 100000] [--shards 2] [--rounds 10]
         [--queries 300] [--workdir bench/out/incremental] [--no-record]
 """
 
@@ -29,20 +29,19 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from query_latency import ROWS_PER_GROUP, Meter, Vocabulary, doc_chunk, make_queries
-from results import record
+from generated_docs import Vocabulary, doc_chunk, make_queries
+from harness import Meter, add_no_record, publish
 
 from filbert.analysis.analyzers import stop_words
 from filbert.config import Settings, load_settings
 from filbert.index.shards import hash_shard
-from filbert.index.step import index_documents
+from filbert.index.step import ROWS_PER_GROUP, index_documents
 from filbert.search import Searcher
 from filbert.storage import CrawlDir
 from filbert.urls import fingerprint
@@ -277,13 +276,12 @@ def main() -> None:
     parser.add_argument(
         "--workdir", type=Path, default=Path(__file__).parent / "out" / "incremental"
     )
-    parser.add_argument("--no-record", action="store_true")
+    add_no_record(parser)
     args = parser.parse_args()
     body = run(args)
-    print(body)
-    if not args.no_record:
-        command = " ".join([".venv/bin/python bench/incremental.py", *sys.argv[1:]])
-        record(f"incremental indexing, {args.docs:,} pages (bench/incremental.py)", command, body)
+    publish(
+        body, f"incremental indexing, {args.docs:,} pages (bench/incremental_indexing.py)", args
+    )
 
 
 if __name__ == "__main__":
