@@ -220,20 +220,10 @@ def per_query(crawl: CrawlDir, items: list[ev.KnownItem]) -> list[str]:
     return lines
 
 
-def tune(args: argparse.Namespace) -> None:
-    crawl = CrawlDir(Path(args.home_dir))
-    if not (crawl.path / "webgraph").exists():
-        compute_pagerank(crawl, load_settings(crawl.path))
-    items = ev.load_queries(Path(HOME), args.base)
-    if args.queries:
-        items = items[:: max(1, len(items) // args.queries)]
-    tuning = [i for i in items if tuning_half(i)]
-    held_out = [i for i in items if not tuning_half(i)]
+def grid(crawl: CrawlDir, tuning: list[ev.KnownItem]) -> tuple[list[str], list[str]]:
+    """The grid of weights and halves on the tuning half: its table and paragraph, and the
+    best setting (the smallest weight of the best MRR, ties to the lighter)."""
     lines = [
-        f"Home-page finding (eval/sites-home.tsv, {len(items)} queries), per query:",
-        "",
-        *per_query(crawl, items),
-        "",
         (
             f"Grid on the tuning half ({len(tuning)} queries, crc32 of the line even), "
             f"MRR@10 (default: weight 1, half 1):"
@@ -250,7 +240,7 @@ def tune(args: argparse.Namespace) -> None:
             overrides = [f"search.pagerank.weight={weight}", f"search.pagerank.half={half}"]
             mrr = ev.scores(run(crawl, tuning, overrides, "grid")).mrr
             cells.append(f"{mrr:.3f}")
-            if mrr > best_mrr + 1e-9:  # the smallest weight of the best, ties to the lighter
+            if mrr > best_mrr + 1e-9:
                 best, best_mrr = overrides, mrr
         lines.append(f"| {weight} | " + " | ".join(cells) + " |")
     lines += [
@@ -259,9 +249,13 @@ def tune(args: argparse.Namespace) -> None:
             f"Without PageRank on the tuning half: {base_mrr:.3f}; best: "
             f"{' '.join(best)} ({best_mrr:.3f})."
         ),
-        "",
     ]
+    return lines, best
+
+
+def held_out_lines(crawl: CrawlDir, held_out: list[ev.KnownItem], best: list[str]) -> list[str]:
     default_run = run(crawl, held_out, [], "default")
+    lines = []
     for name, overrides in (("without PageRank", ["search.pagerank.weight=0"]), ("best", best)):
         other = run(crawl, held_out, overrides, name)
         diff = ev.compare(other, default_run)
@@ -270,7 +264,31 @@ def tune(args: argparse.Namespace) -> None:
             f"vs default {ev.scores(default_run).mrr:.3f} ({diff.mean:+.3f} "
             f"[{diff.low:+.3f}, {diff.high:+.3f}])"
         )
-    lines += ["", f"The best setting ({' '.join(best)}) against the defaults on every set:", ""]
+    return lines
+
+
+def tune(args: argparse.Namespace) -> None:
+    crawl = CrawlDir(Path(args.home_dir))
+    if not (crawl.path / "webgraph").exists():
+        compute_pagerank(crawl, load_settings(crawl.path))
+    items = ev.load_queries(Path(HOME), args.base)
+    if args.queries:
+        items = items[:: max(1, len(items) // args.queries)]
+    tuning = [i for i in items if tuning_half(i)]
+    held_out = [i for i in items if not tuning_half(i)]
+    grid_lines, best = grid(crawl, tuning)
+    lines = [
+        f"Home-page finding (eval/sites-home.tsv, {len(items)} queries), per query:",
+        "",
+        *per_query(crawl, items),
+        "",
+        *grid_lines,
+        "",
+        *held_out_lines(crawl, held_out, best),
+        "",
+        f"The best setting ({' '.join(best)}) against the defaults on every set:",
+        "",
+    ]
     for directory, sets in crawls(args):
         every = CrawlDir(Path(directory))
         if not every.index.current():
@@ -278,9 +296,8 @@ def tune(args: argparse.Namespace) -> None:
         for title, path in sets.items():
             items = load(path, args.base, args.queries)
             lines += section_against(every, f"{title} ({directory})", items, best)
-    report = "\n".join(lines)
     publish(
-        report,
+        "\n".join(lines),
         "PageRank on home-page finding (bench/ablation.py --tune-pagerank)",
         args,
         "scripts/eval.sh && scripts/eval-sites.sh && " + command_line(),

@@ -40,6 +40,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, ClassVar
 
 import harness
 
@@ -129,76 +130,87 @@ class Web:
 # --------------------------------------------------------------------------- the server
 
 
-def serve(args: argparse.Namespace) -> None:
-    """Server process: listen on every host address, log request times per host."""
-    from aiohttp import web
+class Served:
+    """The server's side of the web: answers each request from the generated site and logs
+    its time per host (pages and robots.txt apart), repeats and misses."""
 
-    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    site = Web(args.hosts, args.pages_per_host, args.port, args.seed)
-    by_address = {host_address(h): h for h in range(1, args.hosts + 1)}
-    page_times: list[list[float]] = [[] for _ in range(args.hosts + 1)]
-    robots_times: list[list[float]] = [[] for _ in range(args.hosts + 1)]
-    counts = {"pages": 0, "robots": 0, "not_found": 0, "repeats": 0}
-    served: list[set[int]] = [set() for _ in range(args.hosts + 1)]
-    page_re = re.compile(r"^/p/(\d+)\.html$")
-    html = {"Content-Type": "text/html; charset=utf-8"}
+    PAGE = re.compile(r"^/p/(\d+)\.html$")
+    HTML: ClassVar[dict[str, str]] = {"Content-Type": "text/html; charset=utf-8"}
 
-    async def handler(request: web.BaseRequest) -> web.Response:
+    def __init__(self, args: argparse.Namespace):
+        self.site = Web(args.hosts, args.pages_per_host, args.port, args.seed)
+        self.pages_per_host = args.pages_per_host
+        self.by_address = {host_address(h): h for h in range(1, args.hosts + 1)}
+        self.page_times: list[list[float]] = [[] for _ in range(args.hosts + 1)]
+        self.robots_times: list[list[float]] = [[] for _ in range(args.hosts + 1)]
+        self.counts = {"pages": 0, "robots": 0, "not_found": 0, "repeats": 0}
+        self.served: list[set[int]] = [set() for _ in range(args.hosts + 1)]
+
+    async def handler(self, request: Any) -> Any:
+        from aiohttp import web
+
         now = time.monotonic()
-        host = by_address.get(request.transport.get_extra_info("sockname")[0], 0)
+        host = self.by_address.get(request.transport.get_extra_info("sockname")[0], 0)
         path = request.path
         if path == "/robots.txt":
-            robots_times[host].append(now)
-            counts["robots"] += 1
-            return web.Response(body=site.robots, content_type="text/plain")
+            self.robots_times[host].append(now)
+            self.counts["robots"] += 1
+            return web.Response(body=self.site.robots, content_type="text/plain")
         page = -1 if path == "/" else None
-        if page is None and (m := page_re.match(path)) and int(m[1]) < args.pages_per_host:
+        if page is None and (m := self.PAGE.match(path)) and int(m[1]) < self.pages_per_host:
             page = int(m[1])
         if page is None or not host:
-            counts["not_found"] += 1
+            self.counts["not_found"] += 1
             return web.Response(status=404, text="not found")
-        page_times[host].append(now)
-        counts["pages"] += 1
-        if page in served[host]:
-            counts["repeats"] += 1
-        served[host].add(page)
-        return web.Response(body=site.page(host, page), headers=html)
+        self.page_times[host].append(now)
+        self.counts["pages"] += 1
+        if page in self.served[host]:
+            self.counts["repeats"] += 1
+        self.served[host].add(page)
+        return web.Response(body=self.site.page(host, page), headers=self.HTML)
 
-    async def main() -> None:
-        loop = asyncio.get_running_loop()
-        stop = asyncio.Event()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
-        server = web.Server(handler, access_log=None)
-        listeners = []
-        for address in by_address:
-            listeners.append(
-                await loop.create_server(
-                    server, address, args.port, backlog=1024, reuse_address=True
-                )
-            )
-        print("READY", flush=True)
-        await stop.wait()
-        for listener in listeners:
-            listener.close()
-        await server.shutdown(1.0)
+    def log(self) -> dict:
+        return {
+            "counts": self.counts,
+            "pages": {h: t for h, t in enumerate(self.page_times) if t},
+            "robots": {h: t for h, t in enumerate(self.robots_times) if t},
+        }
 
+
+async def listen(served: Served, port: int) -> None:
+    """Listens on every host address until SIGTERM or SIGINT; READY on stdout once up."""
+    from aiohttp import web
+
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    server = web.Server(served.handler, access_log=None)
+    listeners = [
+        await loop.create_server(server, address, port, backlog=1024, reuse_address=True)
+        for address in served.by_address
+    ]
+    print("READY", flush=True)
+    await stop.wait()
+    for listener in listeners:
+        listener.close()
+    await server.shutdown(1.0)
+
+
+def serve(args: argparse.Namespace) -> None:
+    """Server process: listen on every host address, log request times per host."""
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    served = Served(args)
     started = time.monotonic()
-    asyncio.run(main())
+    asyncio.run(listen(served, args.port))
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    Path(args.serve_log).write_text(
-        json.dumps(
-            {
-                "seconds": time.monotonic() - started,
-                "cpu": usage.ru_utime + usage.ru_stime,
-                "maxrss_mb": usage.ru_maxrss / 1024,
-                "counts": counts,
-                "pages": {h: t for h, t in enumerate(page_times) if t},
-                "robots": {h: t for h, t in enumerate(robots_times) if t},
-            }
-        )
-    )
+    figures = {
+        "seconds": time.monotonic() - started,
+        "cpu": usage.ru_utime + usage.ru_stime,
+        "maxrss_mb": usage.ru_maxrss / 1024,
+    }
+    Path(args.serve_log).write_text(json.dumps({**figures, **served.log()}))
 
 
 # --------------------------------------------------------------------------- measuring
@@ -521,20 +533,16 @@ def readdb_stats(crawl_dir: Path) -> dict:
     return json.loads(done.stdout)
 
 
-def figures_table(
-    args: argparse.Namespace, crawled: Crawled, crawl_dir: Path, server_log: dict
-) -> list[tuple[str, object]]:
-    """The figure/value rows of the report."""
-    monitor, wall, crawl_cpu = crawled.monitor, crawled.wall, crawled.cpu
+Figures = list[tuple[str, object]]
+
+
+def coverage_figures(
+    args: argparse.Namespace, crawl_dir: Path, server_log: dict, pages: int, db: dict
+) -> Figures:
+    """What was fetched: pages, statuses, hosts, the server's requests."""
     total_pages = args.hosts * (args.pages_per_host + 1)
-    stats, db = readdb_stats(crawl_dir), crawldb_figures(crawl_dir)
-    round_starts = [t for t, phase in monitor.events if phase.endswith(" generate")]
-    polite = politeness(server_log, args.delay, round_starts)
-    peak = max(monitor.samples, key=lambda s: s.tree_rss)
-    pages = db["pages_fetched"]
+    stats = readdb_stats(crawl_dir)
     counts = server_log["counts"]
-    requests = counts["pages"] + counts["robots"]
-    server_cpu = crawled.server_cpu
     return [
         (
             "hosts x pages (generated web)",
@@ -555,6 +563,19 @@ def figures_table(
                 f" 404 {counts['not_found']})"
             ),
         ),
+    ]
+
+
+def cost_figures(crawled: Crawled, pages: int, requests: int) -> Figures:
+    """What it cost: rounds, time, CPU of the crawl and the server, memory."""
+    monitor, wall, crawl_cpu, server_cpu = (
+        crawled.monitor,
+        crawled.wall,
+        crawled.cpu,
+        crawled.server_cpu,
+    )
+    peak = max(monitor.samples, key=lambda s: s.tree_rss)
+    return [
         ("rounds", len(monitor.rounds)),
         ("wall s", f"{wall:.1f}"),
         ("crawl CPU s (user+sys, with workers)", f"{crawl_cpu:.1f}"),
@@ -577,6 +598,14 @@ def figures_table(
             f"{peak.tree_rss // 1024} (phase {peak.phase}, {peak.procs} processes)",
         ),
         ("peak PSS, process tree (MB)", max(s.tree_pss for s in monitor.samples) // 1024),
+    ]
+
+
+def politeness_figures(args: argparse.Namespace, monitor: Monitor, server_log: dict) -> Figures:
+    """The smallest gaps between two requests to one host, against the delay."""
+    round_starts = [t for t, phase in monitor.events if phase.endswith(" generate")]
+    polite = politeness(server_log, args.delay, round_starts)
+    return [
         (
             f"politeness: min gap between page requests to one host (delay {args.delay} s)",
             (
@@ -595,6 +624,20 @@ def figures_table(
             ),
         ),
         ("robots.txt -> first page, smallest gap", f"{polite['robots_to_first_page_min']:.3f} s"),
+    ]
+
+
+def figures_table(
+    args: argparse.Namespace, crawled: Crawled, crawl_dir: Path, server_log: dict
+) -> Figures:
+    """The figure/value rows of the report."""
+    db = crawldb_figures(crawl_dir)
+    pages = db["pages_fetched"]
+    requests = server_log["counts"]["pages"] + server_log["counts"]["robots"]
+    return [
+        *coverage_figures(args, crawl_dir, server_log, pages, db),
+        *cost_figures(crawled, pages, requests),
+        *politeness_figures(args, crawled.monitor, server_log),
     ]
 
 

@@ -625,6 +625,29 @@ def profile_filbert(nginx: Nginx, workdir: Path, defines: list[str], rate: int) 
     return raw
 
 
+def step_of(frames: list[str]) -> str:
+    """The crawl step a sampled stack is in."""
+    if any(PARSE_STEP.search(f) for f in frames):
+        return "parse"
+    step = next((name for f in frames for name, rx in STEPS if rx.search(f)), None)
+    if step is not None:
+        return step
+    if any("_process_worker" in f or "multiprocessing" in f for f in frames):
+        return "process-pool worker (idle/start)"
+    if any("_find_and_load" in f for f in frames):
+        return "startup imports"
+    return "other (CLI, main loop)"
+
+
+def component_of(frames: list[str]) -> str:
+    """The leaf-most frame's component that names one."""
+    for f in reversed(frames):
+        hit = next((name for name, rx in COMPONENTS if rx.search(f)), None)
+        if hit:
+            return hit
+    return "other"
+
+
 def summarize_profile(raw: Path, rate: int, cpu_total: float | None = None) -> str:
     """Tables of CPU by crawl step, by component and by leaf function, from py-spy raw output."""
     by_step, by_comp, by_pair, by_leaf = Counter(), Counter(), Counter(), Counter()
@@ -640,31 +663,13 @@ def summarize_profile(raw: Path, rate: int, cpu_total: float | None = None) -> s
         frames = [f for f in frames if not f.startswith("process ")] or [
             "(no Python frame: stack unreadable)"
         ]
-        proc = "pool worker" if len(procs_seen) > 1 else "main"
         total += n
-        step = (
-            "parse"
-            if any(PARSE_STEP.search(f) for f in frames)
-            else next((name for f in frames for name, rx in STEPS if rx.search(f)), None)
-        )
-        if step is None:
-            if any("_process_worker" in f or "multiprocessing" in f for f in frames):
-                step = "process-pool worker (idle/start)"
-            elif any("_find_and_load" in f for f in frames):
-                step = "startup imports"
-            else:
-                step = "other (CLI, main loop)"
-        comp = "other"
-        for f in reversed(frames):
-            hit = next((name for name, rx in COMPONENTS if rx.search(f)), None)
-            if hit:
-                comp = hit
-                break
+        step, comp = step_of(frames), component_of(frames)
         by_step[step] += n
         by_comp[comp] += n
         by_pair[step, comp] += n
         by_leaf[re.sub(r"^.*/(site-packages|lib/python3\.\d+)/", "", frames[-1])] += n
-        procs[proc][step] += n
+        procs["pool worker" if len(procs_seen) > 1 else "main"][step] += n
 
     # py-spy counts a thread while it runs or waits for a CPU, and slows what it samples:
     # its seconds overstate CPU. Shares are what counts; seconds are scaled to the exact

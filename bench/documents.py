@@ -1498,7 +1498,7 @@ def command_line() -> str:
     return shlex.join([python, os.path.relpath(SCRIPT), *sys.argv[1:]])
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -1540,7 +1540,11 @@ def main() -> None:
     maker = sub.add_parser("_make")
     maker.add_argument("part", choices=sorted(MAKE_NEEDS))
     maker.add_argument("corpus", type=Path)
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = parse_args()
     if args.command == "prepare":
         prepare(args.corpus, args.alt_python)
     elif args.command == "bench":

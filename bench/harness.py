@@ -332,12 +332,12 @@ def blocks(*parts: str | Sequence[str]) -> str:
 
 def md_table(header: Sequence[str], rows: Iterable[Sequence[Any]], align: str = "") -> list[str]:
     """A Markdown table's lines; `align` has an l or r a column (left by default)."""
+
+    def line(cells: Iterable[Any]) -> str:
+        return "|" + "|".join(f" {cell} " if str(cell) else " " for cell in cells) + "|"
+
     marks = [("---:" if a == "r" else "---") for a in align.ljust(len(header), "l")]
-    return [
-        "| " + " | ".join(header) + " |",
-        "|" + "|".join(marks) + "|",
-        *("| " + " | ".join(str(cell) for cell in row) + " |" for row in rows),
-    ]
+    return [line(header), "|" + "|".join(marks) + "|", *(line(row) for row in rows)]
 
 
 def tables(markdown: str) -> list[dict[str, Any]]:

@@ -35,8 +35,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from generated_docs import Vocabulary, doc_chunk, make_queries
-from harness import Meter, add_no_record, publish
+from generated_docs import Vocabulary, dir_size, doc_chunk, make_queries
+from harness import Meter, add_no_record, blocks, md_table, percentiles, publish
 
 from filbert.analysis.analyzers import stop_words
 from filbert.config import Settings, load_settings
@@ -127,10 +127,6 @@ def linked_copy(source: CrawlDir, target: Path) -> CrawlDir:
     return CrawlDir(target)
 
 
-def dir_size(path: Path) -> int:
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
-
-
 def latencies(searchers: dict[str, Searcher], queries: list[str]) -> dict[str, np.ndarray]:
     """Seconds per query on each searcher, the searchers taking turns query by query."""
     for searcher in searchers.values():
@@ -195,8 +191,50 @@ def run(args: argparse.Namespace) -> str:
 
 
 def ms(values: np.ndarray) -> str:
-    p50, p99 = np.percentile(values, [50, 99]) * 1000
+    p50, p99 = (1000 * value for value in percentiles(values, (50, 99)))
     return f"p50 {p50:.2f} ms, p99 {p99:.2f} ms"
+
+
+def cost_table(
+    args: argparse.Namespace, full: float, updates: dict[str, float], rounds: list[float]
+) -> list[str]:
+    """A round's time against a full rebuild's, for each way of updating."""
+    rows = [
+        ("full rebuild (`update_shards` from nothing)", f"{full:.1f} s", "1.00", ""),
+        *(
+            (
+                f"one round (1 % new, changed or gone), {mode}",
+                f"{seconds:.1f} s",
+                f"**{seconds / full:.3f}**",
+                "≤ 0.05",
+            )
+            for mode, seconds in updates.items()
+        ),
+        (
+            f"{args.rounds} rounds one after another, the defaults: mean (max)",
+            f"{np.mean(rounds):.1f} s ({max(rounds):.1f} s)",
+            f"{np.mean(rounds) / full:.3f} ({max(rounds) / full:.3f})",
+            "",
+        ),
+    ]
+    return md_table(["", "time", "× rebuild", "target"], rows, "lrrl")
+
+
+def after_rounds(
+    args: argparse.Namespace, seconds: dict[str, np.ndarray], chain: CrawlDir, fresh: CrawlDir
+) -> str:
+    """The updated index against a fresh one: deletions, segments, size, query times."""
+    meta = chain.index.meta()
+    chain_index, fresh_index = chain.index.current(), fresh.index.current()
+    assert chain_index is not None and fresh_index is not None
+    segments = [s.num_segments for s in Searcher(chain, load_settings(None)).shards.shards.values()]
+    return (
+        f"After {args.rounds} rounds (the defaults): documents deleted in place per "
+        f"shard {meta['deleted']}, tantivy segments per shard {segments}, index "
+        f"{dir_size(chain_index) / 1e6:,.0f} MB (forward index included) against "
+        f"{dir_size(fresh_index) / 1e6:,.0f} MB fresh. {len(seconds['fresh']):,} queries taking "
+        f"turns: updated {ms(seconds['updated'])}; fresh {ms(seconds['fresh'])}."
+    )
 
 
 def report(
@@ -208,30 +246,12 @@ def report(
     chain: CrawlDir,
     fresh: CrawlDir,
 ) -> str:
-    ratio = {mode: t / full for mode, t in updates.items()}
-    p50 = {name: float(np.median(values)) for name, values in seconds.items()}
-    slower = p50["updated"] / p50["fresh"]
-    meta = chain.index.meta()
-    chain_index, fresh_index = chain.index.current(), fresh.index.current()
-    assert chain_index is not None and fresh_index is not None
-    segments = [s.num_segments for s in Searcher(chain, load_settings(None)).shards.shards.values()]
-    rows = [
-        ("full rebuild (`update_shards` from nothing)", f"{full:.1f} s", "1.00", ""),
-        *(
-            (
-                f"one round (1 % new, changed or gone), {mode}",
-                f"{updates[mode]:.1f} s",
-                f"**{ratio[mode]:.3f}**",
-                "≤ 0.05",
-            )
-            for mode in updates
-        ),
-    ]
+    defaults = updates["the defaults"] / full
+    slower = float(np.median(seconds["updated"])) / float(np.median(seconds["fresh"]))
     verdicts = [
         verdict(
-            ratio["the defaults"] <= 0.05,
-            f"a 1 % round with the defaults takes {ratio['the defaults']:.3f} of a rebuild "
-            "(target ≤ 0.05)",
+            defaults <= 0.05,
+            f"a 1 % round with the defaults takes {defaults:.3f} of a rebuild (target ≤ 0.05)",
         ),
         verdict(
             slower <= 1.10,
@@ -243,24 +263,12 @@ def report(
         f"{args.docs:,} generated pages, {args.shards} shards; {os.cpu_count()} cores, load "
         f"{os.getloadavg()[0]:.2f} at the end."
     )
-    after = (
-        f"After {args.rounds} rounds (the defaults): documents deleted in place per "
-        f"shard {meta['deleted']}, tantivy segments per shard {segments}, index "
-        f"{dir_size(chain_index) / 1e6:,.0f} MB (forward index included) against "
-        f"{dir_size(fresh_index) / 1e6:,.0f} MB fresh. {len(seconds['fresh']):,} queries taking "
-        f"turns: updated {ms(seconds['updated'])}; fresh {ms(seconds['fresh'])}."
+    return blocks(
+        setup,
+        cost_table(args, full, updates, rounds),
+        after_rounds(args, seconds, chain, fresh),
+        verdicts,
     )
-    rows.append(
-        (
-            f"{args.rounds} rounds one after another, the defaults: mean (max)",
-            f"{np.mean(rounds):.1f} s ({max(rounds):.1f} s)",
-            f"{np.mean(rounds) / full:.3f} ({max(rounds) / full:.3f})",
-            "",
-        )
-    )
-    table = ["| | time | × rebuild | target |", "|---|---:|---:|---|"]
-    table += [f"| {' | '.join(row)} |" for row in rows]
-    return "\n".join([setup, "", *table, "", after, "", *verdicts])
 
 
 def verdict(passed: bool, text: str) -> str:

@@ -88,8 +88,10 @@ from harness import (
     command_line,
     free_port,
     md_table,
+    percentile,
     record,
     section,
+    tail,
     tree_cpu,
     tree_rss,
 )
@@ -205,6 +207,12 @@ def running(
         yield process
 
 
+def crawl_command(crawl: Path, seeds: list[str]) -> list[str]:
+    command = [str(filbert_command()), "crawl", *seeds, "--dir", str(crawl)]
+    command += ["--depth", str(CRAWL_DEPTH), "--threads", "8"]
+    return command + [x for d in CRAWL_DEFINES for x in ("-D", d)]
+
+
 def ensure_crawl(crawl: Path, cache: Path, env: dict) -> None:
     """Crawls the handbook and the Python docs into `crawl` unless it holds an index."""
     from filbert.storage import CrawlDir
@@ -215,32 +223,12 @@ def ensure_crawl(crawl: Path, cache: Path, env: dict) -> None:
         sys.exit(f"{crawl} holds no index: remove it, or pass another --dir")
     root = site_root(cache, ensure_packages())
     port = free_port()
-    static = [
-        sys.executable,
-        "-m",
-        "http.server",
-        str(port),
-        "--bind",
-        "127.0.0.1",
-        "--directory",
-        str(root),
-    ]
+    static = [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"]
+    static += ["--directory", str(root)]
     base = f"http://127.0.0.1:{port}"
     seeds = [
         f"{base}/python/index.html",
         *(f"{base}/handbook/{lang}/index.html" for lang in HANDBOOK_LANGS),
-    ]
-    command = [
-        str(filbert_command()),
-        "crawl",
-        *seeds,
-        "--dir",
-        str(crawl),
-        "--depth",
-        str(CRAWL_DEPTH),
-        "--threads",
-        "8",
-        *(x for d in CRAWL_DEFINES for x in ("-D", d)),
     ]
     log = cache / "crawl.log"
     print(
@@ -252,24 +240,19 @@ def ensure_crawl(crawl: Path, cache: Path, env: dict) -> None:
         start = time.perf_counter()
         with log.open("w") as out:
             done = subprocess.run(
-                command, env=env, stdout=out, stderr=subprocess.STDOUT, check=False
+                crawl_command(crawl, seeds),
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                check=False,
             )
     if done.returncode or CrawlDir(crawl).index.current() is None:
-        tail = "\n".join(log.read_text().splitlines()[-20:])
-        sys.exit(f"the crawl failed ({done.returncode}):\n{tail}")
+        sys.exit(f"the crawl failed ({done.returncode}):\n{tail(log)}")
     documents = CrawlDir(crawl).index.meta().get("documents")
-    (crawl / MANIFEST).write_text(
-        json.dumps(
-            {
-                "made by": "bench/load.py",
-                "seeds": seeds,
-                "documents": documents,
-                "seconds": round(time.perf_counter() - start, 1),
-                "date": datetime.now(UTC).isoformat(timespec="seconds"),
-            },
-            indent=1,
-        )
-    )
+    made = {"made by": "bench/load.py", "seeds": seeds, "documents": documents}
+    made["seconds"] = round(time.perf_counter() - start, 1)
+    made["date"] = datetime.now(UTC).isoformat(timespec="seconds")
+    (crawl / MANIFEST).write_text(json.dumps(made, indent=1))
     print(f"  {documents} documents indexed", flush=True)
 
 
@@ -593,14 +576,10 @@ class Report:
     verdicts: list[Verdict] = field(default_factory=list)
 
 
-def percentile(values: np.ndarray, q: float) -> float:
-    return float(np.percentile(values, q)) if len(values) else math.inf
-
-
 def ms(values: np.ndarray, q: float | str) -> str:
     if not len(values):
         return "–"
-    value = values.max() if q == "max" else np.percentile(values, q)
+    value = values.max() if q == "max" else percentile(values, q)
     return f"{value * 1000:,.1f}"
 
 
@@ -736,7 +715,7 @@ def heavy_row(heavy: int, run: Run, unloaded: np.ndarray, kind: str) -> str:
     light = run.groups["light"].times(outcome=200)
     health = run.groups["healthz"].times() if heavy else np.array([])
     heavy_tally = run.groups["heavy"] if heavy else Tally()
-    ratios = (percentile(light, q) / percentile(unloaded, q) for q in (50, 99))
+    ratios = (percentile(light, q, math.inf) / percentile(unloaded, q, math.inf) for q in (50, 99))
     probe = f" {answered_refused_p50(heavy_tally, 'probe')} |" if kind == "phrase" else ""
     failed = (
         "; ".join(
@@ -804,10 +783,9 @@ def unquote_query(path: str) -> str:
     return parse_qs(urlsplit(path).query)["q"][0]
 
 
-def part_heavy(ctx: Context) -> Report:
-    phrases = ctx.heavy_kind == "phrase"
-    costs = search_costs(ctx) if phrases else []
-    lines = [
+def heavy_header(phrases: bool) -> list[str]:
+    """The heavy part's table head (with the probe's columns for phrases)."""
+    return [
         (
             "| heavy clients | light queries | light p50 ms | light p99 ms | p50 / unloaded | "
             "p99 / unloaded | heavy answered | heavy 503 (p50 ms) | heavy p50 ms |"
@@ -818,6 +796,31 @@ def part_heavy(ctx: Context) -> Report:
         + ("---:|" * 3 if phrases else "")
         + "---:|---:|---|",
     ]
+
+
+def heavy_intro(ctx: Context, phrases: bool) -> str:
+    """What the heavy part runs."""
+    heavy = (
+        f"quoted phrases of stop words and other words, n=10: {PROBE_SHARE:.0%} the probe's "
+        f"`{PROBE_PHRASE}`, the others one of {len(ctx.corpus.phrases)} phrases of "
+        f"{PHRASE_WORDS[0]}–{PHRASE_WORDS[1]} words of the English texts (seed {SEED}, e.g. "
+        f"{', '.join(f'`{p}`' for p in ctx.corpus.phrases[:: max(1, PHRASES // 5)][:5])})"
+        if phrases
+        else f"{HEAVY_WORDS} words, {urlencode(HEAVY_PARAMS)}"
+    )
+    return (
+        f"One client looping light queries, alone, then beside 1 and 4 clients looping heavy "
+        f"queries ({heavy}) and a client polling "
+        f"`/healthz` ({HEALTHZ_PAUSE * 1000:.0f} ms between requests), "
+        f"{ctx.plan.heavy_seconds:g} s each; light figures of its 200 answers; heavy p50 "
+        f"of the answered (200) ones."
+    )
+
+
+def part_heavy(ctx: Context) -> Report:
+    phrases = ctx.heavy_kind == "phrase"
+    costs = search_costs(ctx) if phrases else []
+    lines = heavy_header(phrases)
     runs: dict[int, Run] = {}
     with ctx.server.started():
         ctx.warm()
@@ -827,9 +830,9 @@ def part_heavy(ctx: Context) -> Report:
             unloaded = runs[0].groups["light"].times(outcome=200)
             lines.append(heavy_row(heavy, runs[heavy], unloaded, ctx.heavy_kind))
             print(lines[-1], flush=True)
-    unloaded = percentile(runs[0].groups["light"].times(outcome=200), 50)
-    loaded = percentile(runs[4].groups["light"].times(outcome=200), 50)
-    health = percentile(runs[4].groups["healthz"].times(), 99)
+    unloaded = percentile(runs[0].groups["light"].times(outcome=200), 50, math.inf)
+    loaded = percentile(runs[4].groups["light"].times(outcome=200), 50, math.inf)
+    health = percentile(runs[4].groups["healthz"].times(), 99, math.inf)
     verdicts = [
         Verdict(
             "4 heavy clients: light p50 ≤ 3× unloaded",
@@ -840,22 +843,7 @@ def part_heavy(ctx: Context) -> Report:
             "4 heavy clients: `/healthz` p99 ≤ 50 ms", f"{health * 1000:,.1f} ms", health <= 0.050
         ),
     ]
-    heavy = (
-        f"quoted phrases of stop words and other words, n=10: {PROBE_SHARE:.0%} the probe's "
-        f"`{PROBE_PHRASE}`, the others one of {len(ctx.corpus.phrases)} phrases of "
-        f"{PHRASE_WORDS[0]}–{PHRASE_WORDS[1]} words of the English texts (seed {SEED}, e.g. "
-        f"{', '.join(f'`{p}`' for p in ctx.corpus.phrases[:: max(1, PHRASES // 5)][:5])})"
-        if phrases
-        else f"{HEAVY_WORDS} words, {urlencode(HEAVY_PARAMS)}"
-    )
-    intro = (
-        f"One client looping light queries, alone, then beside 1 and 4 clients looping heavy "
-        f"queries ({heavy}) and a client polling "
-        f"`/healthz` ({HEALTHZ_PAUSE * 1000:.0f} ms between requests), "
-        f"{ctx.plan.heavy_seconds:g} s each; light figures of its 200 answers; heavy p50 "
-        f"of the answered (200) ones."
-    )
-    lines = [intro, "", *lines]
+    lines = [heavy_intro(ctx, phrases), "", *lines]
     if phrases:
         lines = [
             *lines,

@@ -86,7 +86,7 @@ from generated_docs import (
     make_queries,
     warm_page_cache,
 )
-from harness import add_defines, add_no_record, free_port, publish, running
+from harness import add_defines, add_no_record, free_port, percentiles, publish, running
 
 from filbert.analysis.analyzers import stop_words
 from filbert.config import Settings, load_settings
@@ -207,9 +207,7 @@ def run_interleaved(
 def stats_ms(seconds: np.ndarray) -> dict[str, float]:
     ms = seconds * 1000
     return {
-        "p50": float(np.percentile(ms, 50)),
-        "p90": float(np.percentile(ms, 90)),
-        "p99": float(np.percentile(ms, 99)),
+        **dict(zip(("p50", "p90", "p99"), percentiles(ms, (50, 90, 99)))),
         "max": float(ms.max()),
         "mean": float(ms.mean()),
     }

@@ -131,7 +131,16 @@ from doc_sites import (
     real_sites,
     use_tiny_crawl,
 )
-from harness import add_no_record, free_port, publish, running
+from harness import (
+    add_no_record,
+    blocks,
+    free_port,
+    md_table,
+    percentile,
+    percentiles,
+    publish,
+    running,
+)
 from wordfreq import top_n_list, word_frequency
 
 from filbert import schemas
@@ -299,7 +308,7 @@ def latencies(
         for errors, values in times.items():
             wall_ms, cpu_ms = (np.array(v) * 1000 for v in zip(*values))
             runs.setdefault(errors, []).append(
-                (*np.percentile(wall_ms, [50, 99]), wall_ms.max(), *np.percentile(cpu_ms, [50, 99]))
+                (*percentiles(wall_ms, (50, 99)), wall_ms.max(), *percentiles(cpu_ms, (50, 99)))
             )
     return {
         e: tuple(statistics.median(r[i] for r in rs) for i in range(5))
@@ -463,6 +472,14 @@ def _synthetic(args: argparse.Namespace) -> str:
     )
 
 
+def latency_cell(table: dict, errors: int) -> str:
+    """p50 / p99 (CPU too) and the maximum of the keystrokes allowed `errors` typos."""
+    if errors not in table:
+        return "–"
+    p50, p99, most, cpu50, cpu99 = table[errors]
+    return f"**{p50:.3f} / {p99:.3f}** ms (CPU {cpu50:.3f} / {cpu99:.3f}), max {most:.1f} ms"
+
+
 def format_report(
     args: argparse.Namespace,
     strokes: int,
@@ -481,13 +498,6 @@ def format_report(
     load_avg: tuple[float, float],
 ) -> str:
     n = len(suggester)
-
-    def lat(table: dict, errors: int) -> str:
-        if errors not in table:
-            return "–"
-        p50, p99, most, cpu50, cpu99 = table[errors]
-        return f"**{p50:.3f} / {p99:.3f}** ms (CPU {cpu50:.3f} / {cpu99:.3f}), max {most:.1f} ms"
-
     ours_q, seed_q = ours_quality.cells(), seed_quality.cells()
     rows = [
         ("build", f"{build:.1f} s (load {load:.2f} s)", f"{seed_build:.1f} s", "≤ 30 s"),
@@ -497,17 +507,22 @@ def format_report(
             f"{seed_memory / n:,.0f} B RSS",
             "≤ 200 B",
         ),
-        ("p50 / p99, no error allowed (< 4 chars)", lat(ours_latency, 0), lat(seed_latency, 0), ""),
+        (
+            "p50 / p99, no error allowed (< 4 chars)",
+            latency_cell(ours_latency, 0),
+            latency_cell(seed_latency, 0),
+            "",
+        ),
         (
             "p50 / p99, 1 error allowed (4-7 chars)",
-            lat(ours_latency, 1),
-            lat(seed_latency, 1),
+            latency_cell(ours_latency, 1),
+            latency_cell(seed_latency, 1),
             "p99 ≤ 1 ms",
         ),
         (
             "p50 / p99, 2 errors allowed (8+ chars)",
-            lat(ours_latency, 2),
-            lat(seed_latency, 2),
+            latency_cell(ours_latency, 2),
+            latency_cell(seed_latency, 2),
             "p99 ≤ 5 ms",
         ),
         ("one typo, ≥ 5 chars: intended phrase in top 10", ours_q[0], seed_q[0], "≥ 90 %"),
@@ -523,16 +538,10 @@ def format_report(
         f"core (cpu {args.cpu}); latency medians of {args.repeat} passes for filbert, 1 for "
         f"the baseline; load average {load_avg[0]:.2f} before, {load_avg[1]:.2f} after."
     )
-    return "\n".join(
-        [
-            f"### Synthetic: {n:,} generated phrases",
-            "",
-            summary,
-            "",
-            "| | filbert.suggest | seed's algorithm | target |",
-            "|---|---:|---:|---|",
-            *(f"| {' | '.join(row)} |" for row in rows),
-        ]
+    return blocks(
+        f"### Synthetic: {n:,} generated phrases",
+        summary,
+        md_table(["", "filbert.suggest", "seed's algorithm", "target"], rows, "lrrl"),
     )
 
 
@@ -962,7 +971,7 @@ def verdicts(run: RealRun) -> list[str]:
                 f"- {'PASS' if passed else 'FAIL'}: ({kind}) {lang} {outcome.share:.1%} "
                 f"(target ≥ {least:.0%})"
             )
-    p99 = float(np.percentile(run.http, 99))
+    p99 = percentile(run.http, 99)
     mark = "PASS" if p99 <= P99_TARGET_MS else "FAIL"
     lines.append(f"- {mark}: p99 over HTTP {p99:.2f} ms (target ≤ {P99_TARGET_MS:g} ms)")
     return lines
@@ -1009,24 +1018,14 @@ def _ceiling(run: RealRun, lang: str, kind: str, what: str) -> str:
     return f"**{share:.1%}** of {ceiling.reachable:,}"
 
 
-def format_real(run: RealRun, work: Path) -> str:
-    def ms(values: np.ndarray) -> str:
-        p50, p99 = np.percentile(values, [50, 99])
-        return f"p50 {p50:.2f} ms, p99 {p99:.2f} ms, max {values.max():.1f} ms"
+def ms_summary(values: np.ndarray) -> str:
+    p50, p99 = percentiles(values, (50, 99))
+    return f"p50 {p50:.2f} ms, p99 {p99:.2f} ms, max {values.max():.1f} ms"
 
-    pages = ", ".join(f"{lang} {count:,}" for lang, count in sorted(run.pages.items()))
-    summary = (
-        "The Debian handbook (en, ru, zh), the Python and the PostgreSQL docs from their "
-        f"Debian packages, served on loopback and crawled into {shown(work)} ({run.crawl}); "
-        "indexed "
-        f"pages: {pages}. Dictionary: {run.phrases:,} phrases ({run.entries:,} entries from "
-        f"word starts), `filbert suggest-build` {run.build:.1f} s. Page names: "
-        f"`phrases.clean` with each host's `site_affixes(titles, {run.share[0]:g})` "
-        f"({run.share[1]}). Typos: seeded substitution, insertion, deletion or "
-        "transposition, on the 5th character or later; names whose first word is shorter than "
-        "5 characters (a), or which have no later non-stop word of 5 or more (b), are skipped."
-    )
-    rows = [
+
+def real_rows(run: RealRun) -> list[tuple[str, ...]]:
+    """The real-site table: pages, each kind's share against its target, the ceilings."""
+    return [
         ("indexed pages", *(f"{run.pages[lang]:,}" for lang in REAL_LANGS), ""),
         *(
             (label, *(cell(run.table[lang, kind]) for lang in REAL_LANGS), target)
@@ -1050,6 +1049,21 @@ def format_real(run: RealRun, work: Path) -> str:
             ]
         ),
     ]
+
+
+def format_real(run: RealRun, work: Path) -> str:
+    pages = ", ".join(f"{lang} {count:,}" for lang, count in sorted(run.pages.items()))
+    summary = (
+        "The Debian handbook (en, ru, zh), the Python and the PostgreSQL docs from their "
+        f"Debian packages, served on loopback and crawled into {shown(work)} ({run.crawl}); "
+        "indexed "
+        f"pages: {pages}. Dictionary: {run.phrases:,} phrases ({run.entries:,} entries from "
+        f"word starts), `filbert suggest-build` {run.build:.1f} s. Page names: "
+        f"`phrases.clean` with each host's `site_affixes(titles, {run.share[0]:g})` "
+        f"({run.share[1]}). Typos: seeded substitution, insertion, deletion or "
+        "transposition, on the 5th character or later; names whose first word is shorter than "
+        "5 characters (a), or which have no later non-stop word of 5 or more (b), are skipped."
+    )
     found = "; ".join(
         f"{host}: {quoted(a.prefixes)} … {quoted(a.suffixes)}"
         for host, a in sorted(run.affixes.items())
@@ -1057,29 +1071,18 @@ def format_real(run: RealRun, work: Path) -> str:
     )
     latency = (
         f"/api/suggest over HTTP, the {len(run.http):,} (a), (b), (w) prefixes one after another on "
-        f"one keep-alive connection (after {WARM_UP} untimed): {ms(run.http)}; in process "
-        f"{ms(run.in_process)}; answers unlike the in-process ones: {run.differ}."
+        f"one keep-alive connection (after {WARM_UP} untimed): {ms_summary(run.http)}; in process "
+        f"{ms_summary(run.in_process)}; answers unlike the in-process ones: {run.differ}."
     )
-    return "\n".join(
-        [
-            "### Real sites: five documentation sites on loopback",
-            "",
-            summary,
-            "",
-            f"Affixes found (prefixes … suffixes): {found or 'none'}.",
-            "",
-            "| | en | ru | zh | target |",
-            "|---|---:|---:|---:|---|",
-            *(f"| {' | '.join(row)} |" for row in rows),
-            "",
-            latency,
-            "",
-            *verdicts(run),
-            "",
-            "Failing examples (page name or word, what was typed → what came back):",
-            "",
-            *examples(run),
-        ]
+    return blocks(
+        "### Real sites: five documentation sites on loopback",
+        summary,
+        f"Affixes found (prefixes … suffixes): {found or 'none'}.",
+        md_table(["", "en", "ru", "zh", "target"], real_rows(run), "lrrrl"),
+        latency,
+        verdicts(run),
+        "Failing examples (page name or word, what was typed → what came back):",
+        examples(run),
     )
 
 
