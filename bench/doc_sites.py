@@ -28,14 +28,8 @@ from filbert.index.schema import open_shards
 from filbert.storage import CrawlDir
 
 BENCH = Path(__file__).resolve().parent
-
-
 REAL_SITES = ("handbook", "python", "postgresql")  # eval/sites.py's narrow crawl, less one
-
-
 CRAWL_DEPTH = 20
-
-
 CRAWL_DEFINES = (
     "fetcher.server.delay=0",
     "db.ignore.external.links=true",
@@ -57,8 +51,6 @@ class CrawlPlan:
 
 
 FULL_CRAWL = CrawlPlan(REAL_SITES, CRAWL_DEPTH)
-
-
 # --tiny (tests/test_benches.py): the handbook's three books only, 2 rounds of at most 40 URLs
 # generated (fetcher.follow.depth follows links within a round: the books take seconds)
 TINY_CRAWL = CrawlPlan(("handbook",), 2, 40)

@@ -25,23 +25,11 @@ from filbert.index.step import ROWS_PER_GROUP, index_documents
 from filbert.storage import CrawlDir
 
 FORMAT = 1  # bump when generation changes, to invalidate cached indexes
-
-
 CHUNK = 16_384  # documents generated at a time (the random draws follow it)
-
-
 SEGMENT = "20261130000000"
-
-
 QUERY_WORDS = (0.35, 0.40, 0.25)  # share of 1-, 2- and 3-word queries
-
-
 QUERY_SKIP_TOP = 100  # query words: not the most frequent (the … much)
-
-
 PHRASE_TOP = 100  # --phrases: quoted pairs of the most frequent words (not stop words)
-
-
 # both indexes' writer memory (index.writer.heap.mb, unless -D sets it): enough for each to
 # end in 2 segments, one per indexing thread, as few as tantivy-py can make them (it cannot
 # force-merge); at 1,024 MB filbert's larger documents left 4 segments and raw tantivy's 2

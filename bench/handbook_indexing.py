@@ -16,8 +16,6 @@ from filbert.config import load_settings
 from filbert.index.step import index_documents
 
 ROOT = Path("/usr/share/doc/debian-handbook/html")
-
-
 BOOKS = {"en": "en-US", "zh": "zh-CN", "ru": "ru-RU"}
 
 

@@ -184,6 +184,40 @@ def timed(
     return wall, usage.ru_utime + usage.ru_stime, process.returncode
 
 
+REPORT_SECONDS = 5.0
+
+
+class Meter:
+    """Prints progress (docs and docs/s) every few seconds: readable in a log file too."""
+
+    def __init__(self, what: str, total: int, unit: str = "docs"):
+        self.what, self.total, self.unit, self.done_count = what, total, unit, 0
+        self.start = self.shown = time.perf_counter()
+
+    def add(self, count: int) -> None:
+        self.done_count += count
+        now = time.perf_counter()
+        if now - self.shown >= REPORT_SECONDS:
+            self.shown = now
+            rate = self.done_count / (now - self.start)
+            eta = (self.total - self.done_count) / rate if rate else 0
+            print(
+                f"  {self.what} {self.done_count:,}/{self.total:,} {self.unit}, "
+                f"{rate:,.0f} {self.unit}/s, "
+                f"ETA {eta:,.0f} s, load {os.getloadavg()[0]:.2f}",
+                flush=True,
+            )
+
+    def done(self) -> float:
+        seconds = time.perf_counter() - self.start
+        print(
+            f"  {self.what} {self.done_count:,} {self.unit} in {seconds:,.1f} s "
+            f"({self.done_count / seconds:,.0f} {self.unit}/s)",
+            flush=True,
+        )
+        return seconds
+
+
 def percentile(values: Iterable[float], q: float, empty: float = math.nan) -> float:
     """The q-th percentile (0-100) of the values, interpolated linearly between the two
     nearest ranks (numpy's default, so `percentile(v, 50)` is the median); `empty` when there
@@ -450,33 +484,52 @@ def render(runs: list[dict[str, Any]] | None = None) -> str:
         "do not edit by hand (`.venv/bin/python bench/harness.py --render` writes it again).",
         f"The append-only file of the sessions before the harness is [{ARCHIVE}]({ARCHIVE}).",
         "",
-        *(f"- [{name}](#{name}): {newest[name]['date']}" for name in sorted(newest)),
+        *md_table(
+            ["benchmark", "newest figures", "commit", "recorded"],
+            (
+                (
+                    f"[{name}](#{name})",
+                    run["date"],
+                    run.get("commit") or "",
+                    "not since the harness" if run.get("migrated_from") else "by the harness",
+                )
+                for name, run in sorted(newest.items())
+            ),
+        ),
     ]
-    for name in sorted(newest):
-        run = newest[name]
-        machine_facts = run.get("machine") or {}
-        facts = ", ".join(
-            f"{machine_facts[k]} {label}".strip()
-            for k, label in (("cores", "cores"), ("cpu", ""), ("memory_gb", "GB"))
-            if machine_facts.get(k)
-        )
+    for name, run in sorted(newest.items()):
+        lines += ["", f"## {name}", "", *run_head(run), "", run["report"].strip()]
+    return "\n".join(lines) + "\n"
+
+
+def run_head(run: dict[str, Any]) -> list[str]:
+    """When, from which commit, by which command and on which machine a run was made."""
+    commit = f", commit {run['commit']}" if run.get("commit") else ""
+    command = run.get("command")
+    lines = [
+        f"{run['date']}{commit}: {run['title']}",
+        "",
+        f"Command: `{command}`" if command else "Command: not given in the section",
+    ]
+    if run.get("migrated_from"):
+        again = f"`{command}`" if command else "its command in bench/README.md"
         lines += [
             "",
-            f"## {name}",
-            "",
-            f"{run['date']}"
-            + (f", commit {run['commit']}" if run.get("commit") else "")
-            + f": {run['title']}",
-            "",
-            f"Command: `{run['command']}`"
-            if run.get("command")
-            else "Command: not given in the section (see its text)",
-            "",
+            (
+                f"Not recorded since the harness: the newest section of {run['migrated_from']}; "
+                f"{again} records it anew."
+            ),
         ]
-        if facts:
-            lines += [f"Machine: {facts}; load average {machine_facts.get('load', '?')}.", ""]
-        lines += [run["report"].strip()]
-    return "\n".join(lines) + "\n"
+    facts = run.get("machine") or {}
+    if facts:
+        lines += [
+            "",
+            (
+                f"Machine: {facts.get('cores')} cores, {facts.get('cpu')}, "
+                f"{facts.get('memory_gb')} GB; load average {facts.get('load', '?')}."
+            ),
+        ]
+    return lines
 
 
 def main() -> None:
@@ -493,37 +546,3 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
-
-
-REPORT_SECONDS = 5.0
-
-
-class Meter:
-    """Prints progress (docs and docs/s) every few seconds: readable in a log file too."""
-
-    def __init__(self, what: str, total: int, unit: str = "docs"):
-        self.what, self.total, self.unit, self.done_count = what, total, unit, 0
-        self.start = self.shown = time.perf_counter()
-
-    def add(self, count: int) -> None:
-        self.done_count += count
-        now = time.perf_counter()
-        if now - self.shown >= REPORT_SECONDS:
-            self.shown = now
-            rate = self.done_count / (now - self.start)
-            eta = (self.total - self.done_count) / rate if rate else 0
-            print(
-                f"  {self.what} {self.done_count:,}/{self.total:,} {self.unit}, "
-                f"{rate:,.0f} {self.unit}/s, "
-                f"ETA {eta:,.0f} s, load {os.getloadavg()[0]:.2f}",
-                flush=True,
-            )
-
-    def done(self) -> float:
-        seconds = time.perf_counter() - self.start
-        print(
-            f"  {self.what} {self.done_count:,} {self.unit} in {seconds:,.1f} s "
-            f"({self.done_count / seconds:,.0f} {self.unit}/s)",
-            flush=True,
-        )
-        return seconds

@@ -85,6 +85,7 @@ import tantivy
 import uvloop
 from harness import (
     add_defines,
+    code_state,
     command_line,
     free_port,
     md_table,
@@ -1017,19 +1018,6 @@ def server_deadline(crawl: Path, defines: list[str]) -> float:
     return float(load_settings(crawl, defines)["search.deadline.seconds"])
 
 
-def code_version(src: Path | None) -> str:
-    def git(*args: str) -> str:
-        return subprocess.run(
-            ["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=False
-        ).stdout.strip()
-
-    if src is not None:
-        return f"server from {src} (--filbert-src); working tree at {git('rev-parse', '--short', 'HEAD')}"
-    changed = git("status", "--porcelain", "--", "src").splitlines()
-    head = git("rev-parse", "--short", "HEAD")
-    return f"{head} + uncommitted changes in {len(changed)} file(s) of src/" if changed else head
-
-
 def imported_from(env: dict) -> str:
     """Where a Python of filbert's with the server's environment imports filbert from."""
     done = subprocess.run(
@@ -1146,7 +1134,7 @@ def main() -> None:
         args.heavy_kind,
     )
     # before the parts: the servers load the code as it is when they start
-    code = f"{code_version(args.filbert_src)} (the server's filbert: {imported_from(env)})"
+    code = f"server {code_state(args.filbert_src)} (the server's filbert: {imported_from(env)})"
     load_start = os.getloadavg()[0]
     reports = []
     for name in args.part or PARTS:
