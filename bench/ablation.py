@@ -25,12 +25,11 @@ and the best setting's effect on every set of both crawls (paired-bootstrap CIs)
 from __future__ import annotations
 
 import argparse
-import sys
 import zlib
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from doc_sites import ensure_crawl, use_tiny_crawl
+from doc_sites import ensure_crawl, eval_sites, use_tiny_crawl
 from harness import add_no_record, command_line, publish
 
 from filbert.config import load_settings
@@ -81,10 +80,7 @@ def run(crawl: CrawlDir, items: list[ev.KnownItem], overrides: list[str], name: 
 
 def by_site(items: list[ev.KnownItem]) -> list[ev.KnownItem]:
     """The items with their site's name (eval/sites.py) in the language column."""
-    sys.path.insert(0, str(HERE.parent / "eval"))
-    import sites  # eval/sites.py
-
-    names = {urlsplit(site.base).netloc: site.name for site in sites.SITES}
+    names = {urlsplit(site.base).netloc: site.name for site in eval_sites().SITES}
     return [ev.KnownItem(names.get(urlsplit(i.url).netloc, "?"), i.query, i.url) for i in items]
 
 

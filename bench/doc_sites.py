@@ -1,7 +1,8 @@
 """The documentation sites of eval/sites.py (the Debian handbook, the Python and PostgreSQL
 docs), each served on its own loopback address and crawled once into a work directory that
 several benchmarks share (bench/suggest.py, templates.py, phrase_check.py, ablation.py,
-focus.py): TINY_CRAWL, the handbook's three books, for the tiny runs."""
+focus.py; upkeep.py serves the handbook through eval_sites): TINY_CRAWL, the handbook's
+three books, for the tiny runs."""
 
 from __future__ import annotations
 

@@ -26,6 +26,7 @@ import threading
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 
+from doc_sites import eval_sites
 from harness import add_no_record, publish
 
 BENCH = Path(__file__).resolve().parent
@@ -37,8 +38,7 @@ TARGET = 1.3
 
 def handbook() -> tuple[ThreadingHTTPServer, str]:
     """The English handbook served on its loopback address; the seed URL."""
-    sys.path.insert(0, str(BENCH.parent / "eval"))
-    import sites
+    sites = eval_sites()
 
     class Unconditional(sites.QuietHandler):
         """Answers every request in full: a re-fetch stores the page again, as it does
