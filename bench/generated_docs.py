@@ -20,7 +20,7 @@ from harness import Meter
 
 from filbert.config import Settings
 from filbert.index.schema import FIELD_NAMES
-from filbert.index.shards import index_writer
+from filbert.index.shard_writer import index_writer
 from filbert.index.step import ROWS_PER_GROUP, index_documents
 from filbert.storage import CrawlDir
 

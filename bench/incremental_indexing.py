@@ -6,7 +6,7 @@ Documents: generated as bench/query_latency.py generates them (fixed seed; wordf
 titles of 4-8 words, bodies of 100-300, 40 % with anchor text). A round: 0.5 % of the pages
 get a new title and body (same URL), 0.25 % are new, 0.25 % are gone (seeded).
 
-What is timed is the index's own work on those documents: `update_shards` (index/shards.py)
+What is timed is the index's own work on those documents: `update_shards` (index/shard_writer.py)
 given the new and changed pages (their analysis included, in parallel as in `filbert index`)
 and the uids to delete, against `update_shards` from nothing given all the pages (what
 `filbert index --rebuild` does once it has gathered them). Not timed: listing the crawl's
@@ -40,7 +40,7 @@ from harness import Meter, add_no_record, blocks, md_table, percentiles, publish
 
 from filbert.analysis.analyzers import stop_words
 from filbert.config import Settings, load_settings
-from filbert.index.shards import hash_shard
+from filbert.index.shard_writer import hash_shard
 from filbert.index.step import ROWS_PER_GROUP, index_documents
 from filbert.search import Searcher
 from filbert.storage import CrawlDir

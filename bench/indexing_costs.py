@@ -39,7 +39,7 @@ from handbook_indexing import index_filbert, index_raw, load_documents
 from harness import add_no_record, publish
 
 from filbert.config import load_settings
-from filbert.index import shards, step, vocabulary
+from filbert.index import shard_writer, step, vocabulary
 from filbert.index.schema import index_schema
 
 CONFIGS = (
@@ -56,11 +56,11 @@ CONFIGS = (
 def switch_off(config: str) -> None:
     """Patches this process's filbert modules for the configuration."""
     if config == "threaded":
-        writer = shards.index_writer
-        shards.index_writer = lambda index, settings, threads=None: writer(index, settings)
+        writer = shard_writer.index_writer
+        shard_writer.index_writer = lambda index, settings, threads=None: writer(index, settings)
     if config in ("no-vocabulary", "bare"):
-        shards.count_words = lambda table: vocabulary.WORDS.empty_table()
-        shards.write_vocabulary = lambda out, files: None
+        shard_writer.count_words = lambda table: vocabulary.WORDS.empty_table()
+        shard_writer.write_vocabulary = lambda out, files: None
     if config in ("no-grams", "bare"):
         from filbert.analysis.analyzers import Analyzer
 
@@ -81,7 +81,7 @@ def timer(config: str, docs_file: Path, count: int, tmp: Path) -> Callable[[], f
         out = tmp / f"generation-{next(runs)}"
         out.mkdir()
         start = time.perf_counter()
-        shards.update_shards(None, {}, out, {0: [Path(analyzed[0])]}, {}, settings)
+        shard_writer.update_shards(None, {}, out, {0: [Path(analyzed[0])]}, {}, settings)
         return time.perf_counter() - start
 
     rows = pq.read_table(analyzed[0]).sort_by("uid").to_pylist()
@@ -90,9 +90,9 @@ def timer(config: str, docs_file: Path, count: int, tmp: Path) -> Callable[[], f
         path = tmp / f"tantivy-{next(runs)}"
         path.mkdir()
         start = time.perf_counter()
-        writer = shards.index_writer(tantivy.Index(index_schema(), str(path)), settings, 1)
+        writer = shard_writer.index_writer(tantivy.Index(index_schema(), str(path)), settings, 1)
         for row in rows:
-            writer.add_document(shards.tantivy_document(row))
+            writer.add_document(shard_writer.tantivy_document(row))
         writer.commit()
         writer.wait_merging_threads()
         return time.perf_counter() - start

@@ -739,7 +739,7 @@ def search_costs(ctx: Context) -> list[str]:
     unquoted, light queries and the corpus's phrases."""
     from filbert.config import load_settings
     from filbert.search.searcher import Searcher
-    from filbert.search.shards import SearchTimeout
+    from filbert.search.shard_searcher import SearchTimeout
     from filbert.storage import CrawlDir
 
     crawl = ctx.server.crawl

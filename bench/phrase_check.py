@@ -107,10 +107,9 @@ from filbert.analysis.analyzers import analyzer, fold, set_cache_limit, stop_wor
 from filbert.config import load_settings
 from filbert.index.schema import stored_str, stored_text
 from filbert.index.step import index_documents
-from filbert.search import Searcher
-from filbert.search import shards as shards_module
+from filbert.search import Searcher, shard_searcher
 from filbert.search.searcher import SearchResults
-from filbert.search.shards import ShardSearcher
+from filbert.search.shard_searcher import ShardSearcher
 from filbert.storage import CrawlDir
 
 REPO = BENCH.parent
@@ -423,13 +422,13 @@ def mode(name: str) -> Iterator[None]:
     if name == "checked":
         yield
         return
-    saved = ShardSearcher._with_phrases, shards_module.LOOSE_DEPTH
+    saved = ShardSearcher._with_phrases, shard_searcher.LOOSE_DEPTH
     ShardSearcher._with_phrases = _unchanged
-    shards_module.LOOSE_DEPTH = 1
+    shard_searcher.LOOSE_DEPTH = 1
     try:
         yield
     finally:
-        ShardSearcher._with_phrases, shards_module.LOOSE_DEPTH = saved
+        ShardSearcher._with_phrases, shard_searcher.LOOSE_DEPTH = saved
 
 
 @dataclass
@@ -477,7 +476,7 @@ class Work:
 def check_work(searcher: Searcher, queries: list[Query]) -> list[Work]:
     """What each checked search did: the candidates checked and the text analyzed (an
     untimed pass with ShardSearcher._holds and phrase_in counted)."""
-    holds, phrase_in = ShardSearcher._holds, shards_module.phrase_in
+    holds, phrase_in = ShardSearcher._holds, shard_searcher.phrase_in
     work = Work()
 
     def counted_holds(self: ShardSearcher, candidate, phrases: list[str]) -> bool:
@@ -490,7 +489,7 @@ def check_work(searcher: Searcher, queries: list[Query]) -> list[Work]:
 
     found = []
     ShardSearcher._holds = counted_holds
-    shards_module.phrase_in = counted_phrase_in
+    shard_searcher.phrase_in = counted_phrase_in
     try:
         for query in queries:
             work.candidates = work.chars = 0
@@ -498,7 +497,7 @@ def check_work(searcher: Searcher, queries: list[Query]) -> list[Work]:
             found.append(Work(work.candidates, work.chars))
     finally:
         ShardSearcher._holds = holds
-        shards_module.phrase_in = phrase_in
+        shard_searcher.phrase_in = phrase_in
     return found
 
 

@@ -93,7 +93,7 @@ from filbert.config import Settings, load_settings
 from filbert.index.schema import open_shards
 from filbert.search.query import AnalyzedQuery
 from filbert.search.searcher import Searcher, SearchResults
-from filbert.search.shards import PENALTY_MARGIN
+from filbert.search.shard_searcher import PENALTY_MARGIN
 from filbert.storage import CrawlDir
 
 WARM_COMPARED = 50  # searches that warm up the compared Searcher

@@ -19,7 +19,7 @@ block_lengths; parse_text's text is the blocks one space apart). Measured:
    language); beside it the share in the host's template as the index step learns it
    (blocks on index.template.share of its pages and index.template.min.pages at least).
    The stored bodies are checked against the bodies the blocks imply
-   (`filbert.parse.templates.without_template`, cut at parser.text.max.length).
+   (`filbert.parse.boilerplate.without_template`, cut at parser.text.max.length).
 2. snippets: every known-item query of the query sets below and --title-words words drawn
    from the pages' titles, top 10 through filbert.search.Searcher on each index; a snippet
    begins with template text when at least half of its first 40 characters (after "… ")
@@ -81,7 +81,7 @@ from filbert.analysis.analyzers import HAN_RUN
 from filbert.buckets import connect, latest_per_page, params, parquet_relation
 from filbert.config import Settings, load_settings
 from filbert.index.schema import stored_str, stored_text
-from filbert.parse.templates import without_template
+from filbert.parse.boilerplate import without_template
 from filbert.search import Searcher
 from filbert.storage import CrawlDir, Segment, reading
 from filbert.tools import evaluation as ev

@@ -14,7 +14,7 @@ from filbert.analysis import analyzer
 from filbert.search import Searcher
 from filbert.search.query import analyze_query, checks_text, parse_query, phrase_in
 from filbert.search.searcher import SearchRequest
-from filbert.search.shards import SearchTimeout
+from filbert.search.shard_searcher import SearchTimeout
 from filbert.web.app import SearchService
 
 PAGES = {

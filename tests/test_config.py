@@ -78,7 +78,7 @@ def test_index_writer_memory(tmp_path):
     import tantivy
 
     from filbert.index.schema import index_schema
-    from filbert.index.shards import index_writer
+    from filbert.index.shard_writer import index_writer
 
     index = tantivy.Index(index_schema(), str(tmp_path))
     with pytest.raises(

@@ -17,7 +17,7 @@ from sites import Page, SiteServer
 
 from filbert.config import load_settings
 from filbert.crawldb.inject import inject
-from filbert.index import build_index, shards
+from filbert.index import build_index, shard_writer
 from filbert.search import Searcher
 from filbert.storage import CrawlDir, attempt_path
 
@@ -296,7 +296,7 @@ class _EveryTaskTwice:
 def test_a_shard_task_run_twice_writes_its_shard_once(rounds, tmp_path, monkeypatch):
     crawl, settings, _ = rounds
     copy = copy_of(crawl, tmp_path / "crawl")
-    monkeypatch.setattr(shards, "make_executor", lambda _: _EveryTaskTwice())
+    monkeypatch.setattr(shard_writer, "make_executor", lambda _: _EveryTaskTwice())
     build_index(copy, settings, rebuild=True)
     generation = copy.index.current()
     assert generation is not None

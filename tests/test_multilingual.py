@@ -13,8 +13,7 @@ from typer.testing import CliRunner
 
 from filbert.cli import app
 from filbert.index.schema import ALL_FIELD, has_field, index_schema
-from filbert.search import Searcher
-from filbert.search import shards as shards_module
+from filbert.search import Searcher, shard_searcher
 from filbert.search.query import QueryBuilder
 from filbert.tools import evaluation as ev
 
@@ -179,7 +178,7 @@ def test_language_penalty_after_tantivy_ranks_the_same(site, monkeypatch, depth)
     queries = ("html", "ru html", "html notes", "walrus", "tusk html")
 
     def ranked(margin: float) -> list[tuple[str, float, str]]:
-        monkeypatch.setattr(shards_module, "PENALTY_MARGIN", margin)
+        monkeypatch.setattr(shard_searcher, "PENALTY_MARGIN", margin)
         fresh = Searcher(crawl, settings)
         return [
             (h.url, h.signals["text"], h.lang)
@@ -337,7 +336,7 @@ def test_explain_adds_up_to_the_score(site):
 
 def test_site_names_and_query_languages():
     from filbert.index.step import parent_domains
-    from filbert.search.shards import main_languages
+    from filbert.search.shard_searcher import main_languages
 
     assert parent_domains("www.debian.org") == ["www.debian.org", "debian.org"]
     assert parent_domains("a.b.example.org:8080") == [

@@ -13,7 +13,7 @@ from sites import SiteServer, html, link, title_word
 
 from filbert.config import load_settings
 from filbert.index.step import build_index
-from filbert.parse.templates import block_hash, own_headings, without_template
+from filbert.parse.boilerplate import block_hash, own_headings, without_template
 from filbert.search import Searcher
 from filbert.segments.mergesegs import merge_segments
 from filbert.storage import CrawlDir, Segment

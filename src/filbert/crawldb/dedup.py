@@ -32,7 +32,7 @@ from filbert.buckets import (
 )
 from filbert.config import ConfigError, Settings
 from filbert.executor import make_executor
-from filbert.parse.templates import cuts_sql, own_text, templates_sql
+from filbert.parse.boilerplate import cuts_sql, own_text, templates_sql
 from filbert.storage import CrawlDir, Segment, reading
 from filbert.urls import bucket_of
 

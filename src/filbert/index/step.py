@@ -5,10 +5,10 @@
    of (URL, title, headings, text signature, simhash, anchor text), reading no text.
 2. Against the previous generation's holdings (HOLDINGS_FILE), a page is new, changed (its
    key), gone (no longer listed) or unchanged. PageRank is no part of the key: the searcher
-   reads it from the columns, written anew from the crawldb every time (shards.py).
+   reads it from the columns, written anew from the crawldb every time (shard_writer.py).
 3. Bucket tasks gather the documents of the new and changed pages (their text from the
    segments of their latest parse); analysis tasks analyze them in parallel into files by
-   shard; then a task per shard updates it (shards.py).
+   shard; then a task per shard updates it (shard_writer.py).
 4. The new generation is published atomically. A rebuild (`--rebuild`, a first index, or
    settings that change what is indexed: INDEXED_WITH) starts from nothing.
 """
@@ -40,8 +40,8 @@ from filbert.buckets import (
 from filbert.config import Settings
 from filbert.executor import make_executor
 from filbert.index.schema import FILLER, GRAMS_FIELD, INDEX_FORMAT, shard_name
-from filbert.index.shards import FORWARD, LIVE_FILE, forward_dir, hash_shard, update_shards
-from filbert.parse.templates import cuts_sql, own_headings, templates_sql, without_template
+from filbert.index.shard_writer import FORWARD, LIVE_FILE, forward_dir, hash_shard, update_shards
+from filbert.parse.boilerplate import cuts_sql, own_headings, templates_sql, without_template
 from filbert.storage import CrawlDir, Segment, existing, part_name, reading, write_table
 from filbert.urls import fingerprint
 

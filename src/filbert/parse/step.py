@@ -25,10 +25,10 @@ from filbert.analysis.topic import RELEVANCE_CHARS, Topic, language, topic_of
 from filbert.config import Settings
 from filbert.executor import make_executor
 from filbert.mediatypes import parse_types
+from filbert.parse.boilerplate import block_hash
 from filbert.parse.content import parse_content
 from filbert.parse.result import ParseResult
 from filbert.parse.sandbox import sandbox_for
-from filbert.parse.templates import block_hash
 from filbert.schemas import FetchedPage, SiteLinks
 from filbert.storage import CrawlDir, CrawlDirError, PartWriter, Segment, read_parts, reading
 from filbert.urls import UrlFilter, UrlNormalizer, bucket_of, fingerprint, host_of

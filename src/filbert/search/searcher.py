@@ -2,7 +2,7 @@
 
 A search is a few steps over the index's shards (Ranking.steps, a generator): its spelling
 checked against the index's vocabulary (Correct: spelling.py), phase one on
-every shard (Retrieve: tantivy's best candidates with their features, shards.py), repeated
+every shard (Retrieve: tantivy's best candidates with their features, shard_searcher.py), repeated
 with any word when no page has all of them; phase two over the merged candidates (ranking.py:
 PageRank, near-duplicates, host crowding; HITS through Urls and Authority); the fetch phase
 for the page of hits (Fetch: stored fields, snippets, explanations). `Searcher` answers the
@@ -25,7 +25,7 @@ from filbert.config import Settings
 from filbert.search.cache import CachedPage
 from filbert.search.query import QueryError, query_text
 from filbert.search.ranking import Candidate, Reranker
-from filbert.search.shards import (
+from filbert.search.shard_searcher import (
     Fetched,
     Retrieved,
     SearchTimeout,

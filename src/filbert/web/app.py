@@ -43,7 +43,7 @@ from filbert.search.searcher import (
     SearchResults,
     parameter_error,
 )
-from filbert.search.shards import main_languages
+from filbert.search.shard_searcher import main_languages
 from filbert.storage import CrawlDir, GenerationHolder
 from filbert.suggest import SuggestError
 from filbert.suggest.querylog import QueryLog

@@ -38,7 +38,7 @@ from filbert.search.searcher import (
     Step,
     Urls,
 )
-from filbert.search.shards import Retrieved, SearchTimeout
+from filbert.search.shard_searcher import Retrieved, SearchTimeout
 from filbert.search.spelling import Speller
 from filbert.storage import CrawlDir, GenerationHolder
 from filbert.web.pool import (

@@ -10,10 +10,10 @@ A reply is a JSON head line ({"status": 200, ...} or an "error") and a body:
 - "info": the shards served (`shards`), the index's shard count (`of`), `generation`,
   `documents`, and a `problem` when the shards cannot answer (health);
 - "retrieve" (q, conjunction, depth): head `total`, `words`, `required`, `ignored` (see
-  search.shards.Retrieved), `generation`; body the
+  search.shard_searcher.Retrieved), `generation`; body the
   candidates as packed records (CANDIDATE, little endian), in shard order;
 - "fetch" (q, conjunction, explain, generation, candidates as REF rows): body a JSON list,
-  one search.shards.Fetched or null per candidate;
+  one search.shard_searcher.Fetched or null per candidate;
 - "urls" (generation, candidates): body a JSON list of URLs (or null);
 - "cache" (url): head `content_type`, `segment`; body the page as fetched; 404 if absent.
 

@@ -139,7 +139,7 @@ class _Results(_Exact):  # search.searcher.SearchResults.to_dict
     hits: list[_Hit]
 
 
-class _Fetched(BaseModel):  # search.shards.Fetched
+class _Fetched(BaseModel):  # search.shard_searcher.Fetched
     model_config = ConfigDict(strict=True)
     url: str
     title: str

@@ -4,7 +4,7 @@ tantivy-py holds the GIL while it searches, so one process searches on one core:
 serves on all its cores with several searcher processes, and an index larger than a machine
 with searchers on several machines. `filbert searcher --shards 0,1 --port P` is one, on TCP;
 `filbert serve` starts its local ones itself, on Unix sockets. A searcher answers phase one,
-the fetch phase and cached pages for its shards (search/shards.py), and follows new index
+the fetch phase and cached pages for its shards (search/shard_searcher.py), and follows new index
 generations by itself (a `stat` of index/CURRENT per request). It answers one request at a
 time, in the order they arrive on its connections, each checked first (protocol.py: the
 messages and their checks), and bounds its connections (`Connections`).
@@ -31,7 +31,7 @@ from filbert.errors import UserError, public_message
 from filbert.index.schema import check_index
 from filbert.search.query import QueryError
 from filbert.search.searcher import Searcher
-from filbert.search.shards import SearchTimeout, ShardSearcher
+from filbert.search.shard_searcher import SearchTimeout, ShardSearcher
 from filbert.storage import CrawlDir, GenerationHolder
 from filbert.web.limits import connection_limit
 from filbert.web.protocol import (
