@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -73,10 +75,10 @@ class Running:
 
 
 @contextmanager
-def searcher_process(crawl: Path, *args: str) -> Iterator[Running]:
-    """`filbert searcher --dir crawl ARGS` as a real process on a free port, once it accepts
-    connections."""
-    port = free_port()
+def searcher_process(crawl: Path, *args: str, port: int | None = None) -> Iterator[Running]:
+    """`filbert searcher --dir crawl ARGS` as a real process on `port` (a free one by
+    default), once it accepts connections."""
+    port = port or free_port()
     command = [sys.executable, "-c", "from filbert.cli import main; main()", "searcher"]
     command += ["--dir", str(crawl), "--port", str(port), *args]
     log = crawl.with_name(f"searcher-{port}.log")
@@ -94,5 +96,7 @@ def searcher_process(crawl: Path, *args: str) -> Iterator[Running]:
                 time.sleep(0.05)
         yield Running(process, port, log)
     finally:
-        process.kill()
+        if process.poll() is None:
+            os.kill(process.pid, signal.SIGCONT)  # a test may have stopped it
+            process.kill()
         process.wait()

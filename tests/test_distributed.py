@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -19,7 +18,7 @@ import httpx
 import orjson
 import pytest
 from fastapi.testclient import TestClient
-from pipeline import crawl_site
+from pipeline import Running, crawl_site, free_port, searcher_process
 from sites import GRAPH_WORDS, SiteServer, html, link, link_graph, rare_word, title_word
 
 from filbert.config import ConfigError, Settings, load_settings
@@ -92,45 +91,11 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
         yield Site(crawl, settings)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@dataclass
-class Running:
-    process: subprocess.Popen
-    port: int
-
-    @property
-    def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-
 @contextmanager
 def searcher(site: Site, shards: str, port: int | None = None) -> Iterator[Running]:
-    """`filbert searcher` as a real process, ready when it accepts connections."""
-    port = port or free_port()
-    command = [sys.executable, "-c", "from filbert.cli import main; main()", "searcher"]
-    command += ["--dir", str(site.crawl.path), "--shards", shards, "--port", str(port)]
-    process = subprocess.Popen(command, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert process.poll() is None, "the searcher did not start"
-                assert time.monotonic() < deadline, "the searcher did not listen"
-                time.sleep(0.05)
-        yield Running(process, port)
-    finally:
-        if process.poll() is None:
-            os.kill(process.pid, signal.SIGCONT)
-            process.kill()
-        process.wait()
+    """`filbert searcher` of the site's shards as a real process."""
+    with searcher_process(site.crawl.path, "--shards", shards, port=port) as running:
+        yield running
 
 
 @contextmanager

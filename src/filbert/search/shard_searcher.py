@@ -19,10 +19,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from operator import attrgetter
-from typing import TypedDict
 
 import numpy as np
 import tantivy
+from typing_extensions import TypedDict  # pydantic validates it (web/replies.py)
 
 from filbert.analysis.analyzers import TOKEN, analyzer
 from filbert.config import Settings

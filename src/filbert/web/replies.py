@@ -18,6 +18,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from filbert.config import Settings
+from filbert.search.shard_searcher import Fetched
 from filbert.web.protocol import CANDIDATE, MAX_MESSAGE
 
 # bytes of a reply besides its hits (a head line, a query, a correction, an error), and of
@@ -139,20 +140,6 @@ class _Results(_Exact):  # search.searcher.SearchResults.to_dict
     hits: list[_Hit]
 
 
-class _Fetched(BaseModel):  # search.shard_searcher.Fetched
-    model_config = ConfigDict(strict=True)
-    url: str
-    title: str
-    lang: str
-    snippet: str
-    snippet_html: str
-    description: str
-    author: str
-    published: str | None
-    modified: str | None
-    explanation: list[dict[str, Any]] | None
-
-
 HEADS: dict[str, TypeAdapter[Any]] = {
     kind: TypeAdapter(model)
     for kind, model in (
@@ -168,7 +155,7 @@ ERROR_HEAD: TypeAdapter[_ErrorHead] = TypeAdapter(_ErrorHead)
 STATUSES = frozenset({200, 400, 500, 503})  # and 404 to "cache" (a page not there)
 RESULTS: TypeAdapter[_Results] = TypeAdapter(_Results)
 LISTS: dict[str, tuple[str, TypeAdapter[list[Any]]]] = {  # one item per candidate asked
-    "fetch": ("fetched hits", TypeAdapter(list[_Fetched | None])),
+    "fetch": ("fetched hits", TypeAdapter(list[Fetched | None], config=ConfigDict(strict=True))),
     "urls": ("URLs", TypeAdapter(list[str | None])),
 }
 
