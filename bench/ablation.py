@@ -34,7 +34,7 @@ from harness import add_no_record, command_line, publish
 
 from filbert.config import load_settings
 from filbert.index.schema import TEXT_FIELDS
-from filbert.links.pagerank import compute_pagerank
+from filbert.links.pagerank import pagerank
 from filbert.search import Searcher
 from filbert.search.query import PROXIMITY_BINS
 from filbert.storage import CrawlDir
@@ -152,7 +152,7 @@ def main() -> None:
             print(f"{directory} has no index: run scripts/eval-sites.sh for the multi-site sets")
             continue
         if not (crawl.path / "webgraph").exists():
-            compute_pagerank(crawl, load_settings(crawl.path))
+            pagerank(crawl, load_settings(crawl.path))
         for title, path in sets.items():
             items = load(path, args.base, args.queries)
             lines += section(crawl, f"{title} ({directory})", items)
@@ -266,7 +266,7 @@ def held_out_lines(crawl: CrawlDir, held_out: list[ev.KnownItem], best: list[str
 def tune(args: argparse.Namespace) -> None:
     crawl = CrawlDir(Path(args.home_dir))
     if not (crawl.path / "webgraph").exists():
-        compute_pagerank(crawl, load_settings(crawl.path))
+        pagerank(crawl, load_settings(crawl.path))
     items = ev.load_queries(Path(HOME), args.base)
     if args.queries:
         items = items[:: max(1, len(items) // args.queries)]

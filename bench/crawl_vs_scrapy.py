@@ -492,15 +492,15 @@ STAGE_FUNCTIONS = (
     "sitemap",
     "generate",
     "fetch_segment",
-    "parse_segment",
+    "parse",
     "updatedb",
     "pending_segments",
     "invertlinks",
     "dedup",
-    "build_index",
+    "index",
 )
 # Measured as well, but inside a step above: not added to the total.
-PARSING = "(of which parsing pages: SegmentParser, in fetch_segment or parse_segment)"
+PARSING = "(of which parsing pages: SegmentParser, in fetch_segment or parse)"
 
 
 def filbert_stages_child(out: str, argv: list[str]) -> None:

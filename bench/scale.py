@@ -75,8 +75,9 @@ from filbert.crawldb.generate import generate
 from filbert.crawldb.updatedb import updatedb
 from filbert.executor import make_executor
 from filbert.links.invertlinks import invertlinks
-from filbert.links.pagerank import compute_pagerank
+from filbert.links.pagerank import pagerank
 from filbert.parse.step import content_signature
+from filbert.step_result import StepResult
 from filbert.storage import CrawlDir, PartWriter, Segment, count_rows, part_name, write_table
 from filbert.urls import bucket_of, fingerprint
 
@@ -101,7 +102,7 @@ SPEEDUP = 0.65  # 2 Dask workers against 1
 LINEAR = 1.25  # growth allowed over linear
 GB = 1e9
 
-T = TypeVar("T")
+R = TypeVar("R", bound=StepResult)
 
 
 def progress(text: str) -> None:
@@ -499,7 +500,7 @@ def run_round(args: argparse.Namespace) -> None:
     make_executor(settings)  # a Dask cluster starts here, before the round
     result: dict[str, Any] = {"start": time.perf_counter() - started, "steps": {}}
 
-    def step(name: str, run: Callable[[], T]) -> T:
+    def step(name: str, run: Callable[[], R]) -> R:
         memory.step = name
         wall, (driver, others) = time.perf_counter(), cpu_seconds()
         value = run()
@@ -511,7 +512,7 @@ def run_round(args: argparse.Namespace) -> None:
         result["steps"][name] = {"wall": wall, "cpu": cpu, "rss": rss}
         progress(
             f"[{args.round}] {name}: {wall:.1f} s, CPU {sum(cpu):.1f} s, largest RSS "
-            f"{gb(rss)} GB — {value}"
+            f"{gb(rss)} GB — {value.summary()}"
         )
         return value
 
@@ -522,7 +523,7 @@ def run_round(args: argparse.Namespace) -> None:
     step("invertlinks", lambda: invertlinks(crawl, settings))
     result["processes"] = memory.peaks_now()  # the round's
     if args.pagerank:
-        result["pagerank"] = step("pagerank", lambda: compute_pagerank(crawl, settings))
+        result["pagerank"] = step("pagerank", lambda: pagerank(crawl, settings)).figures()
     memory.stop()
     args.crawl_dir.with_suffix(".json").write_text(json.dumps(result, indent=1))
 

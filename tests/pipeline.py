@@ -15,6 +15,7 @@ from pathlib import Path
 
 from filbert.config import load_settings
 from filbert.crawl import run_crawl
+from filbert.step_result import StepResult
 from filbert.storage import CrawlDir
 
 # one level a round (no per-site queues, test_follow.py covers them): the rounds these tests
@@ -27,6 +28,7 @@ class Quiet:
 
     def __init__(self) -> None:
         self.steps: list[str] = []
+        self.results: list[StepResult] = []
         self.fetches: list[list[tuple[int, int]]] = []  # each fetch's progress reports
 
     def step(self, message: str) -> None:
@@ -38,7 +40,8 @@ class Quiet:
     def fetched(self, ok: int, failed: int) -> None:
         self.fetches[-1].append((ok, failed))
 
-    def fetch_done(self, stats) -> None: ...
+    def done(self, result: StepResult) -> None:
+        self.results.append(result)
 
 
 def crawl_site(

@@ -11,13 +11,13 @@ from pathlib import Path
 from pipeline import FAST
 from sites import SiteServer, html, link
 
-from filbert.crawl import fetch_step
+from filbert.crawl import fetch
 from filbert.crawldb.dedup import dedup
 from filbert.crawldb.generate import generate
 from filbert.crawldb.updatedb import updatedb
 from filbert.links.invertlinks import invertlinks
-from filbert.links.pagerank import compute_pagerank
-from filbert.parse.step import parse_segment
+from filbert.links.pagerank import pagerank
+from filbert.parse.step import parse
 from filbert.storage import CrawlDir
 
 DAY = 86400
@@ -78,11 +78,11 @@ class Site:
 def crawl_round(crawl: CrawlDir, settings, now: datetime) -> None:
     segment = generate(crawl, settings, now=now).segment
     assert segment is not None
-    fetch_step(crawl, segment, settings)
-    parse_segment(crawl, segment, settings)
+    fetch(crawl, settings, segment)
+    parse(crawl, settings, segment)
     updatedb(crawl, settings)
     invertlinks(crawl, settings)
-    compute_pagerank(crawl, settings)
+    pagerank(crawl, settings)
     dedup(crawl, settings)
 
 

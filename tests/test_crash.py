@@ -36,13 +36,13 @@ import pytest
 from sites import Page, SiteServer, graph_path, link_graph, rare_word, title_word
 
 from filbert.config import load_settings
-from filbert.crawl import fetch_step
+from filbert.crawl import fetch
 from filbert.crawldb.generate import generate
 from filbert.crawldb.inject import inject
 from filbert.crawldb.updatedb import updatedb
-from filbert.index import build_index
+from filbert.index import index
 from filbert.links.invertlinks import invertlinks
-from filbert.parse.step import parse_segment
+from filbert.parse.step import parse
 from filbert.search import Searcher
 from filbert.storage import TMP_PREFIX, CrawlDir
 from filbert.tools.readdb import crawldb_stats
@@ -184,22 +184,22 @@ STEPS = {
         Step(
             "inject",
             lambda c: ["inject", str(c.seeds)],
-            lambda d, c: inject(d, [str(c.seeds)], SETTINGS),
+            lambda d, c: inject(d, SETTINGS, [str(c.seeds)]),
         ),
         Step("generate", lambda c: ["generate"], lambda d, c: generate(d, SETTINGS)),
         Step(
             "fetch",
             lambda c: ["fetch"],
-            lambda d, c: fetch_step(d, _latest(d, "generated"), SETTINGS),
+            lambda d, c: fetch(d, SETTINGS, _latest(d, "generated")),
         ),
         Step(
             "parse",
             lambda c: ["parse"],
-            lambda d, c: parse_segment(d, _latest(d, "fetched"), SETTINGS),
+            lambda d, c: parse(d, SETTINGS, _latest(d, "fetched")),
         ),
         Step("updatedb", lambda c: ["updatedb"], lambda d, c: updatedb(d, SETTINGS)),
         Step("invertlinks", lambda c: ["invertlinks"], lambda d, c: invertlinks(d, SETTINGS)),
-        Step("index", lambda c: ["index"], lambda d, c: build_index(d, SETTINGS)),
+        Step("index", lambda c: ["index"], lambda d, c: index(d, SETTINGS)),
     ]
 }
 
@@ -232,14 +232,14 @@ def chain(server: SiteServer, tmp_path_factory: pytest.TempPathFactory) -> Chain
         "# every page of the site\n" + "".join(server.url(p) + "\n" for p in SITE_PATHS)
     )
     base = CrawlDir(root / "base")
-    inject(base, [server.url("/")], SETTINGS)
+    inject(base, SETTINGS, [server.url("/")])
     for _ in range(2):
         name = generate(base, SETTINGS).segment
-        fetch_step(base, name, SETTINGS)
-        parse_segment(base, name, SETTINGS)
+        fetch(base, SETTINGS, name)
+        parse(base, SETTINGS, name)
         updatedb(base, SETTINGS)
     invertlinks(base, SETTINGS)
-    build_index(base, SETTINGS)
+    index(base, SETTINGS)
     result = Chain(server, seeds, {}, {}, {})
     current = base.path
     for name, step in STEPS.items():

@@ -29,11 +29,11 @@ from sites import (
 )
 
 from filbert.config import load_settings
-from filbert.crawl import fetch_step
+from filbert.crawl import fetch
 from filbert.crawldb.generate import _best, generate
 from filbert.crawldb.inject import inject
 from filbert.crawldb.updatedb import updatedb
-from filbert.parse.step import parse_segment
+from filbert.parse.step import parse
 from filbert.search import Searcher
 from filbert.storage import CrawlDir, Segment
 from filbert.tools.readdb import crawldb_stats, crawldb_url
@@ -226,7 +226,7 @@ def test_topn_and_max_count_per_host(site_server, tmp_crawl):
     a, b = site_server(link_graph(10, 1)), site_server(link_graph(10, 1))
     crawl = CrawlDir(tmp_crawl)
     settings = load_settings(None, [*FAST, "generate.max.count=2"])
-    inject(crawl, [s.url(graph_path(n)) for s in (a, b) for n in range(5)], settings)
+    inject(crawl, settings, [s.url(graph_path(n)) for s in (a, b) for n in range(5)])
     assert generate(crawl, settings).urls == 4  # 2 per host
     assert generate(crawl, settings, top_n=3).urls == 3
 
@@ -298,7 +298,7 @@ def test_inject_merges_without_clobbering(site_server, tmp_crawl):
     server = site_server({"/": html("Home", "x")})
     crawl, settings, _ = crawl_site(tmp_crawl, [server.url("/")], depth=1)
     stats = inject(
-        crawl, [server.url("/"), server.url("/#frag"), server.url("/new"), "no url"], settings
+        crawl, settings, [server.url("/"), server.url("/#frag"), server.url("/new"), "no url"]
     )
     assert (stats.read, stats.accepted, stats.injected) == (4, 2, 1)
     assert stats.rejected[0][0] == "no url"
@@ -318,10 +318,10 @@ def test_updatedb_applies_a_segment_once(site_server, tmp_crawl):
     server = site_server({"/": html("Home", "x"), "/err": Page("boom", status=500)})
     crawl = CrawlDir(tmp_crawl)
     settings = load_settings(None, FAST)
-    inject(crawl, [server.url("/err")], settings)
+    inject(crawl, settings, [server.url("/err")])
     name = generate(crawl, settings).segment
-    fetch_step(crawl, name, settings)
-    parse_segment(crawl, name, settings)
+    fetch(crawl, settings, name)
+    parse(crawl, settings, name)
     assert updatedb(crawl, settings)["segments"] == 1
     assert updatedb(crawl, settings, [name])["segments"] == 0
     assert crawldb_url(crawl, server.url("/err"))["retries"] == 1
@@ -397,7 +397,7 @@ def test_parse_in_the_fetcher_equals_the_parse_step(site_server, tmp_crawl):
     in_fetcher = [parse_outputs(s) for s in segments]
     assert any(row["kind"] == "redirect" for out in in_fetcher for row in out["crawl_parse"])
     for segment in segments:
-        parse_segment(crawl, segment.name, settings)
+        parse(crawl, settings, segment.name)
     assert [parse_outputs(s) for s in segments] == in_fetcher
 
 
@@ -405,11 +405,11 @@ def test_fetch_without_parse_and_refetch_of_a_parsed_segment(site_server, tmp_cr
     server = site_server(link_graph(5, 2))
     crawl = CrawlDir(tmp_crawl)
     settings = load_settings(None, [*FAST, "fetcher.parse=false"])
-    inject(crawl, [server.url("/")], settings)
+    inject(crawl, settings, [server.url("/")])
     segment = crawl.segment(generate(crawl, settings).segment)
-    fetch_step(crawl, segment.name, settings)
+    fetch(crawl, settings, segment.name)
     assert segment.fetched and not any(segment.has(sub) for sub in Segment.PARSE_OUTPUTS)
-    assert parse_segment(crawl, segment.name, settings)["success"] == 1
+    assert parse(crawl, settings, segment.name)["success"] == 1
     assert segment.parsed
-    fetch_step(crawl, segment.name, settings)  # the old parse is of the replaced content
+    fetch(crawl, settings, segment.name)  # the old parse is of the replaced content
     assert segment.fetched and not any(segment.has(sub) for sub in Segment.PARSE_OUTPUTS)

@@ -28,7 +28,7 @@ from sites import GRAPH_WORDS, SiteServer, link_graph
 distributed = pytest.importorskip("distributed")
 
 from filbert.config import load_settings  # noqa: E402
-from filbert.crawl import fetch_step  # noqa: E402
+from filbert.crawl import fetch  # noqa: E402
 from filbert.crawldb.generate import generate  # noqa: E402
 from filbert.crawldb.inject import inject  # noqa: E402
 from filbert.crawldb.updatedb import updatedb  # noqa: E402
@@ -181,9 +181,9 @@ def pending_segment(path: Path, servers: list[SiteServer]) -> tuple[CrawlDir, st
     """A crawl with one round done, the next fetched and parsed but not applied."""
     crawl = crawl_on(path, servers, "executor.kind=sequential")
     settings = load_settings(None, ["fetcher.server.delay=0", "executor.kind=sequential"])
-    inject(crawl, [s.url("/late.html") for s in servers], settings)
+    inject(crawl, settings, [s.url("/late.html") for s in servers])
     name = generate(crawl, settings).segment
-    fetch_step(crawl, name, settings)
+    fetch(crawl, settings, name)
     return crawl, name
 
 

@@ -9,7 +9,7 @@ from pipeline import crawl_site
 from sites import html, link
 from xxhash import xxh3_128_digest
 
-from filbert.crawl import fetch_step
+from filbert.crawl import fetch
 from filbert.crawldb.dedup import dedup, simhash
 from filbert.crawldb.generate import generate
 from filbert.crawldb.updatedb import updatedb
@@ -130,7 +130,11 @@ def test_grouping_by_host_keeps_one_copy_per_host(site_server, tmp_crawl):
 
 def test_simhash_is_computed_by_dedup_and_kept(dup_site, tmp_crawl):
     crawl, settings, _ = crawl_site(
-        tmp_crawl, [dup_site.url("/")], "dedup.compare.order=score,urlLength", depth=2, index=False
+        tmp_crawl,
+        [dup_site.url("/")],
+        "dedup.compare.order=score,urlLength",
+        depth=2,
+        index_pages=False,
     )
     near = dup_site.url("/near.html")
     assert crawldb_url(crawl, near)["simhash"] is None  # not needed until dedup
@@ -143,7 +147,7 @@ def test_simhash_is_computed_by_dedup_and_kept(dup_site, tmp_crawl):
     article = dup_site.url("/a.html")
     assert crawldb_url(crawl, article)["simhash"] is not None
     segment = generate(crawl, settings, now=datetime.now(UTC) + timedelta(days=31)).segment
-    fetch_step(crawl, segment, settings)
+    fetch(crawl, settings, segment)
     updatedb(crawl, settings)
     assert crawldb_url(crawl, article)["simhash"] is None  # fetched again: computed anew
     dedup(crawl, settings)
@@ -163,7 +167,7 @@ def test_pages_without_text_are_told_apart_by_title_then_url(site_server, tmp_cr
         "/y.html": untitled.format("y"),
     }
     site = site_server(pages)
-    crawl, settings, _ = crawl_site(tmp_crawl, [site.url("/")], depth=2, index=False)
+    crawl, settings, _ = crawl_site(tmp_crawl, [site.url("/")], depth=2, index_pages=False)
     assert dedup(crawl, settings)["duplicates"] == 0
     assert {p: status(crawl, site.url(p)) for p in pages} == dict.fromkeys(pages, "db_fetched")
     home = crawldb_url(crawl, site.url("/"))
@@ -211,7 +215,7 @@ def test_pages_sharing_a_template_are_compared_by_their_own_text(site_server, tm
     }
     pages["/"] += link("/copy.html", "copy") + link("/app0.html", "a") + link("/app1.html", "b")
     site = site_server(pages)
-    crawl, settings, _ = crawl_site(tmp_crawl, [site.url("/")], depth=2, index=False)
+    crawl, settings, _ = crawl_site(tmp_crawl, [site.url("/")], depth=2, index_pages=False)
     dedup(crawl, settings)
     statuses = {path: status(crawl, site.url(path)) for path in pages}
     duplicates = [p for p, s in statuses.items() if s == "db_duplicate"]

@@ -14,13 +14,13 @@ from pipeline import crawl_site
 from sites import Page, SiteServer, html
 
 from filbert.config import Settings
-from filbert.crawl import fetch_step
+from filbert.crawl import fetch
 from filbert.crawldb.generate import generate
 from filbert.crawldb.updatedb import updatedb
 from filbert.fetch.fetcher import FetcherSettings, retry_after_seconds
 from filbert.fetch.ipfilter import IpFilter
-from filbert.index import build_index
-from filbert.parse.step import parse_segment
+from filbert.index import index
+from filbert.parse.step import parse
 from filbert.search import Searcher
 from filbert.tools.readdb import crawldb_url
 
@@ -116,10 +116,10 @@ def test_conditional_get_makes_unchanged_pages_notmodified(site_server, tmp_craw
     crawl, settings, _ = crawl_site(tmp_crawl, [server.url("/")], depth=1)
     assert crawldb_url(crawl, server.url("/"))["etag"] == '"v1"'
     segment = generate(crawl, settings, now=datetime.now(UTC) + timedelta(days=31)).segment
-    fetch_step(crawl, segment, settings)
-    parse_segment(crawl, segment, settings)
+    fetch(crawl, settings, segment)
+    parse(crawl, settings, segment)
     updatedb(crawl, settings)
-    build_index(crawl, settings)
+    index(crawl, settings)
     assert server.requests[-1].headers.get("If-None-Match") == '"v1"'
     assert status(crawl, server.url("/")) == "db_notmodified"
     assert Searcher(crawl, settings).search("zqetagx").hits[0].url == server.url("/")

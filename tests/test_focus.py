@@ -79,9 +79,16 @@ def test_focused_crawl_takes_relevant_links_first(site_server, tmp_path):
     site = site_server(mixed_site())
     topic = write_topic(tmp_path)
     focused, _, _ = crawl_site(
-        tmp_path / "focused", [site.url("/")], f"focus.topic={topic}", top_n=2, depth=3, index=False
+        tmp_path / "focused",
+        [site.url("/")],
+        f"focus.topic={topic}",
+        top_n=2,
+        depth=3,
+        index_pages=False,
     )
-    general, _, _ = crawl_site(tmp_path / "general", [site.url("/")], top_n=2, depth=3, index=False)
+    general, _, _ = crawl_site(
+        tmp_path / "general", [site.url("/")], top_n=2, depth=3, index_pages=False
+    )
 
     rounds = fetched(focused)
     assert rounds[1] | rounds[2] == {"on0", "on1", "on2", "on3"}
@@ -105,7 +112,7 @@ def test_links_tunnelled_through_too_many_irrelevant_pages_are_dropped(site_serv
         f"focus.topic={topic}",
         "focus.tunnel=2",
         depth=6,
-        index=False,
+        index_pages=False,
     )
     assert set().union(*fetched(crawl)) == {"g0", "g1", "g2"}
     assert crawldb_url(crawl, site.url("/g2"))["tunnel"] == 2
@@ -117,7 +124,9 @@ def test_index_keeps_relevant_pages_only_when_asked(site_server, tmp_path):
     site = site_server(mixed_site())
     topic = write_topic(tmp_path)
     settings = [f"focus.topic={topic}", "focus.index.relevant_only=true"]
-    crawl, config, _ = crawl_site(tmp_path / "c", [site.url("/")], *settings, depth=2, index=True)
+    crawl, config, _ = crawl_site(
+        tmp_path / "c", [site.url("/")], *settings, depth=2, index_pages=True
+    )
     hits = Searcher(crawl, config).search("garden", n=10).hits
     assert hits == []
     assert [h.url for h in Searcher(crawl, config).search("planner", n=10).hits] == [
@@ -179,7 +188,7 @@ def test_a_focused_round_follows_the_site_links_of_relevant_pages_only(site_serv
         f"focus.topic={topic}",
         "fetcher.follow.depth=5",
         depth=1,
-        index=False,
+        index_pages=False,
     )
     assert fetched(crawl) == [{"on0", "off0", "off1"}]  # off0 is off the topic: /on3 waits
 
@@ -197,7 +206,7 @@ def test_links_from_hubs_of_relevant_pages_score_higher(site_server, tmp_path):
     site = site_server(pages)
     topic = write_topic(tmp_path)
     crawl, settings, _ = crawl_site(
-        tmp_path / "c", [site.url("/")], f"focus.topic={topic}", depth=3, index=False
+        tmp_path / "c", [site.url("/")], f"focus.topic={topic}", depth=3, index_pages=False
     )
     graph = dict(zip(*(graph_scores(crawl)[c].to_pylist() for c in ("fp", "graph"))))
     x, y = fingerprint(site.url("/x")), fingerprint(site.url("/y"))

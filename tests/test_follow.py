@@ -13,7 +13,7 @@ from sites import Page, graph_path, html, link, link_graph
 from test_crash import FILBERT, kill_when, tmp_dirs
 
 from filbert.config import load_settings
-from filbert.crawl import fetch_step
+from filbert.crawl import fetch
 from filbert.crawldb.generate import generate
 from filbert.crawldb.inject import inject
 from filbert.storage import TMP_PREFIX, CrawlDir
@@ -163,9 +163,9 @@ def test_a_fetch_list_written_before_the_tunnel_column_is_fetched(site_server, t
     site = site_server(chain_site(2))
     settings = load_settings(None, [*FAST, "fetcher.follow.depth=5"])
     crawl = CrawlDir(tmp_crawl)
-    inject(crawl, [site.url("/")], settings)
+    inject(crawl, settings, [site.url("/")])
     name = generate(crawl, settings).segment
     for part in crawl.segment(name).parts("crawl_generate"):
         pq.write_table(pq.read_table(part).drop_columns(["tunnel"]), part)  # as older versions
-    fetch_step(crawl, name, settings)
+    fetch(crawl, settings, name)
     assert fetched_by_segment(crawl) == [[site.url(p) for p in ("/", "/1", "/2")]]

@@ -22,13 +22,13 @@ from sites import SiteServer, html
 from filbert import schemas
 from filbert.buckets import connect
 from filbert.config import load_settings
-from filbert.crawl import fetch_step
+from filbert.crawl import fetch
 from filbert.crawldb.generate import generate
 from filbert.crawldb.hostdb import HOSTDB, HOSTDB_FILE, OUTCOME_SQL, read_hostdb, reset_hosts
 from filbert.crawldb.inject import inject
 from filbert.crawldb.updatedb import filter_crawldb, updatedb
-from filbert.index import build_index
-from filbert.parse.step import parse_segment
+from filbert.index import index
+from filbert.parse.step import parse
 from filbert.search import Searcher
 from filbert.storage import CrawlDir, Segment
 from filbert.tools.readdb import crawldb_url
@@ -49,8 +49,8 @@ def fetch_round(crawl: CrawlDir, settings, now: datetime) -> list[str]:
     segment = generate(crawl, settings, now=now).segment
     if segment is None:
         return []
-    fetch_step(crawl, segment, settings)
-    parse_segment(crawl, segment, settings)
+    fetch(crawl, settings, segment)
+    parse(crawl, settings, segment)
     updatedb(crawl, settings)
     fetched = crawl.segment(segment).parts(Segment.GENERATE)
     return sorted(
@@ -73,7 +73,7 @@ def test_an_unreachable_host_is_skipped_until_rechecked(site_server, tmp_path):
         None, [*FAST, "hostdb.unreachable.rounds=2", "hostdb.recheck.interval=3600"]
     )
     crawl = CrawlDir(tmp_path / "crawl")
-    inject(crawl, [server.url("/"), f"http://{dead}/"], settings)
+    inject(crawl, settings, [server.url("/"), f"http://{dead}/"])
     now = datetime.now(UTC)
     for round_no in (1, 2):
         urls = fetch_round(crawl, settings, now + timedelta(days=round_no))
@@ -122,7 +122,7 @@ def test_a_hostdb_in_one_file_keeps_its_history_when_split_by_bucket(site_server
     dead = f"127.0.0.1:{closed_port()}"
     settings = load_settings(None, [*FAST, "hostdb.unreachable.rounds=5"])
     crawl = CrawlDir(tmp_path / "crawl")
-    inject(crawl, [server.url("/"), f"http://{dead}/"], settings)
+    inject(crawl, settings, [server.url("/"), f"http://{dead}/"])
     now = datetime.now(UTC)
     fetch_round(crawl, settings, now + timedelta(days=1))
     rows = sorted(read_hostdb(crawl), key=lambda row: row["host"])
@@ -180,13 +180,13 @@ def crawled(tmp_path):
     crawl = CrawlDir(tmp_path / "crawl")
     with SiteServer() as server:
         Site(server)
-        inject(crawl, [server.url("/")], settings)
+        inject(crawl, settings, [server.url("/")])
         yield crawl, settings, server, crawl_rounds(crawl, settings, datetime.now(UTC))
 
 
 def test_new_filter_rules_stop_generate_and_updatedb_filter_removes(crawled, tmp_path):
     crawl, settings, server, now = crawled
-    build_index(crawl, settings)
+    index(crawl, settings)
     assert Searcher(crawl, settings).search("page 3").hits[0].url == server.url("/p3.html")
     rules = tmp_path / "rules.txt"
     rules.write_text("-/p3\\.html$\n+.\n")
@@ -196,7 +196,7 @@ def test_new_filter_rules_stop_generate_and_updatedb_filter_removes(crawled, tmp
     assert crawldb_url(crawl, server.url("/p3.html")) is not None  # generate only skips it
     assert filter_crawldb(crawl, denying) == {"removed": 1, "renamed": 0}
     assert crawldb_url(crawl, server.url("/p3.html")) is None
-    counts = build_index(crawl, denying)
+    counts = index(crawl, denying)
     assert counts["gone"] == 1
     assert server.url("/p3.html") not in [
         h.url for h in Searcher(crawl, denying).search("page", n=50).hits
@@ -206,7 +206,7 @@ def test_new_filter_rules_stop_generate_and_updatedb_filter_removes(crawled, tmp
 def test_updatedb_filter_renames_what_the_normalizers_rewrite(crawled):
     crawl, _, server, _ = crawled
     keeping = load_settings(None, [*FAST, "urlnormalizer.strip.params="])
-    inject(crawl, [server.url("/p9.html?trk=1"), server.url("/new.html?trk=2")], keeping)
+    inject(crawl, keeping, [server.url("/p9.html?trk=1"), server.url("/new.html?trk=2")])
     stripping = load_settings(None, [*FAST, "urlnormalizer.strip.params=trk"])
     assert filter_crawldb(crawl, stripping) == {"removed": 0, "renamed": 2}
     assert crawldb_url(crawl, server.url("/p9.html?trk=1")) is None

@@ -17,7 +17,7 @@ from sites import Page, SiteServer
 
 from filbert.config import load_settings
 from filbert.crawldb.inject import inject
-from filbert.index import build_index, shard_writer
+from filbert.index import index, shard_writer
 from filbert.search import Searcher
 from filbert.storage import CrawlDir, attempt_path
 
@@ -56,7 +56,7 @@ def assert_same(updated: dict, rebuilt: dict) -> None:
 def rebuilt_answers(crawl: CrawlDir, settings, tmp: Path) -> dict:
     shutil.rmtree(tmp / "rebuilt", ignore_errors=True)
     copy = copy_of(crawl, tmp / "rebuilt")
-    build_index(copy, settings, rebuild=True)
+    index(copy, settings, rebuild=True)
     return answers(copy, settings)
 
 
@@ -88,15 +88,15 @@ def rounds(tmp_path_factory):
     crawl = CrawlDir(root / "crawl")
     with SiteServer() as server:
         site = Site(server)
-        inject(crawl, [server.url("/")], settings)
+        inject(crawl, settings, [server.url("/")])
         now = crawl_rounds(crawl, settings, datetime.now(UTC))  # the home page, then its links
-        build_index(crawl, settings)
+        index(crawl, settings)
         results = []
         for round_no in (1, 2):
             changes(site, round_no)
             site.serve()
             now = crawl_rounds(crawl, settings, now)  # changed pages, then what they link to
-            counts = build_index(crawl, settings)
+            counts = index(crawl, settings)
             results.append(
                 (counts, answers(crawl, settings), rebuilt_answers(crawl, settings, root))
             )
@@ -106,7 +106,7 @@ def rounds(tmp_path_factory):
 def test_updates_answer_as_rebuilds(rounds):
     _, _, results = rounds
     for counts, updated, rebuilt in results:
-        assert counts["rebuilt"] == ""
+        assert counts.rebuilt == ""
         assert_same(updated, rebuilt)
 
 
@@ -127,7 +127,7 @@ def test_updates_index_only_what_changed(rounds):
 def test_unchanged_crawl_indexes_nothing_and_keeps_answers(rounds, tmp_path):
     crawl, settings, _ = rounds
     before = answers(crawl, settings)
-    counts = build_index(crawl, settings)
+    counts = index(crawl, settings)
     assert (counts["new"], counts["changed"], counts["gone"]) == (0, 0, 0)
     assert_same(answers(crawl, settings), before)
 
@@ -144,9 +144,9 @@ def test_the_previous_generation_is_left_as_it_was(site_server, tmp_path):
     settings = load_settings(None, SETTINGS)
     site = Site(site_server())
     crawl = CrawlDir(tmp_path / "crawl")
-    inject(crawl, [site.server.url("/")], settings)
+    inject(crawl, settings, [site.server.url("/")])
     now = crawl_rounds(crawl, settings, datetime.now(UTC))
-    build_index(crawl, settings)
+    index(crawl, settings)
     previous = crawl.index.current()
     assert previous is not None
     kept = tmp_path / "kept"  # the same files (inodes), kept once the generation is dropped
@@ -158,7 +158,7 @@ def test_the_previous_generation_is_left_as_it_was(site_server, tmp_path):
     site.bodies[0] = text(300)
     site.serve()
     crawl_rounds(crawl, settings, now, 1)
-    counts = build_index(crawl, settings)
+    counts = index(crawl, settings)
     assert counts["changed"] == 1
     assert crawl.index.current() != previous
     assert file_digests(kept) == digests
@@ -168,13 +168,13 @@ def test_settings_that_change_the_index_rebuild_it(rounds, tmp_path):
     crawl, settings, _ = rounds
     copy = copy_of(crawl, tmp_path / "crawl")
     more = load_settings(None, [*SETTINGS, "index.shards=3"])
-    counts = build_index(copy, more)
-    assert counts["rebuilt"] == "index.shards changed"
+    counts = index(copy, more)
+    assert counts.rebuilt == "index.shards changed"
     assert (
         Searcher(copy, more).search("apple").total
         == Searcher(crawl, settings).search("apple").total
     )
-    assert build_index(copy, more)["rebuilt"] == ""
+    assert index(copy, more).rebuilt == ""
 
 
 def test_deletes_stay_in_place_within_the_merge_share(site_server, tmp_path):
@@ -183,16 +183,16 @@ def test_deletes_stay_in_place_within_the_merge_share(site_server, tmp_path):
     )
     site = Site(site_server())
     crawl = CrawlDir(tmp_path / "crawl")
-    inject(crawl, [site.server.url("/")], settings)
+    inject(crawl, settings, [site.server.url("/")])
     now = crawl_rounds(crawl, settings, datetime.now(UTC))
-    build_index(crawl, settings)
+    index(crawl, settings)
 
     def gone(*pages: int) -> dict:
         nonlocal now
         for i in pages:
             site.server.add(f"/p{i}.html", Page("gone", status=404))
         now = crawl_rounds(crawl, settings, now, 1)
-        build_index(crawl, settings)
+        index(crawl, settings)
         return crawl.index.meta()
 
     meta = gone(10)  # 1 of 17 pages: deleted in place
@@ -217,9 +217,9 @@ def test_updates_keep_one_delta_segment_and_exact_answers(site_server, tmp_path)
     site.home_head = '<meta name="robots" content="noindex">'  # its links change every round
     site.serve()
     crawl = CrawlDir(tmp_path / "crawl")
-    inject(crawl, [site.server.url("/")], settings)
+    inject(crawl, settings, [site.server.url("/")])
     now = crawl_rounds(crawl, settings, datetime.now(UTC))
-    build_index(crawl, settings)
+    index(crawl, settings)
     base = [s.num_segments for s in Searcher(crawl, settings).shards.shards.values()]
     for round_no in range(3):
         site.bodies[20 + round_no] = text(400 + round_no)  # a new page
@@ -228,7 +228,7 @@ def test_updates_keep_one_delta_segment_and_exact_answers(site_server, tmp_path)
             site.bodies[19 + round_no] = text(500 + round_no)  # last round's page changes
         site.serve()
         now = crawl_rounds(crawl, settings, now)
-        counts = build_index(crawl, settings)
+        counts = index(crawl, settings)
         assert (counts["new"], counts["changed"], counts["gone"]) == (1, min(round_no, 1), 0)
         segments = [s.num_segments for s in Searcher(crawl, settings).shards.shards.values()]
         assert all(n <= b + 1 for n, b in zip(segments, base)), (segments, base)
@@ -243,14 +243,14 @@ def test_an_index_missing_its_forward_index_is_rebuilt(rounds, tmp_path):
     current = copy.index.current()
     assert current is not None
     (current / "forward" / "shard-001" / "live.parquet").unlink()
-    counts = build_index(copy, settings)
-    assert counts["rebuilt"] == "the index's forward index is incomplete"
+    counts = index(copy, settings)
+    assert counts.rebuilt == "the index's forward index is incomplete"
     assert_same(answers(copy, settings), answers(crawl, settings))
 
 
 def test_suggestions_are_refreshed_for_the_hosts_that_changed(tmp_path):
     from filbert.storage import read_parts
-    from filbert.suggest.step import TALLY, TALLY_FILE, Rules, build_suggest, crawl_phrases, ranks
+    from filbert.suggest.step import TALLY, TALLY_FILE, Rules, crawl_phrases, ranks, suggest_build
 
     settings = load_settings(None, SETTINGS)
     crawl = CrawlDir(tmp_path / "crawl")
@@ -260,19 +260,19 @@ def test_suggestions_are_refreshed_for_the_hosts_that_changed(tmp_path):
         second.bodies = {i: text(1000 + i) for i in second.bodies}
         second.anchors = {i: f"second page {i}" for i in second.anchors}
         second.serve()
-        inject(crawl, [one.url("/"), two.url("/")], settings)
+        inject(crawl, settings, [one.url("/"), two.url("/")])
         now = crawl_rounds(crawl, settings, datetime.now(UTC))
-        build_index(crawl, settings)
-        build_suggest(crawl, settings)
+        index(crawl, settings)
+        suggest_build(crawl, settings)
         first.bodies[1] = text(700)
         first.anchors[2] = "a renamed link"
         first.bodies[30] = text(701)
         first.anchors[30] = "brand new page"
         first.serve()
         crawl_rounds(crawl, settings, now)
-        counts = build_index(crawl, settings)
-        assert counts["hosts"] == [one.url("/").split("/")[2]]  # the other's are unchanged
-        build_suggest(crawl, settings, hosts=counts["hosts"])
+        counts = index(crawl, settings)
+        assert counts.hosts == [one.url("/").split("/")[2]]  # the other's are unchanged
+        suggest_build(crawl, settings, hosts=counts.hosts)
     current = crawl.suggest.current()
     assert current is not None
     refreshed = ranks(read_parts([current / TALLY_FILE], TALLY), Rules.of(settings))
@@ -297,7 +297,7 @@ def test_a_shard_task_run_twice_writes_its_shard_once(rounds, tmp_path, monkeypa
     crawl, settings, _ = rounds
     copy = copy_of(crawl, tmp_path / "crawl")
     monkeypatch.setattr(shard_writer, "make_executor", lambda _: _EveryTaskTwice())
-    build_index(copy, settings, rebuild=True)
+    index(copy, settings, rebuild=True)
     generation = copy.index.current()
     assert generation is not None
     assert not list(generation.rglob(".*.tmp"))  # the staged leftovers are gone

@@ -54,7 +54,7 @@ def server() -> Iterator[SiteServer]:
 def crawled(server: SiteServer, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The whole site crawled (segments to merge), inverted, not indexed."""
     path = tmp_path_factory.mktemp("crawled") / "crawl"
-    crawl_site(path, [server.url("/")], depth=3, index=False)
+    crawl_site(path, [server.url("/")], depth=3, index_pages=False)
     assert len(CrawlDir(path).segments()) >= 2
     return path
 
@@ -347,8 +347,8 @@ def test_suggestions_follow_an_index_killed_after_publishing(
     site_server: Callable[..., SiteServer], tmp_path: Path
 ) -> None:
     site = site_server(link_graph(300, 3, index_links=1, seed=7))
-    crawl, settings, _ = crawl_site(tmp_path / "crawl", [site.url("/")], depth=1, index=True)
-    run_crawl(crawl, [], settings, Quiet(), depth=10, index=False)  # pages titled "Page …"
+    crawl, settings, _ = crawl_site(tmp_path / "crawl", [site.url("/")], depth=1, index_pages=True)
+    run_crawl(crawl, [], settings, Quiet(), depth=10, index_pages=False)  # pages titled "Page …"
     assert suggested("page", crawl.path) == []
     index_before = (crawl.path / "index" / "CURRENT").read_text()
     suggest_before = (crawl.path / "suggest" / "CURRENT").read_text()

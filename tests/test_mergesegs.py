@@ -21,10 +21,10 @@ from filbert.buckets import connect, latest_per_page, parquet_relation
 from filbert.config import load_settings
 from filbert.crawldb.inject import inject
 from filbert.crawldb.updatedb import updatedb
-from filbert.index import build_index
+from filbert.index import index
 from filbert.links.invertlinks import invertlinks
 from filbert.search import Searcher
-from filbert.segments.mergesegs import merge_segments
+from filbert.segments.mergesegs import mergesegs
 from filbert.storage import CrawlDir, Segment
 from filbert.tools.readdb import crawldb_url
 
@@ -60,7 +60,7 @@ def crawled(tmp_path_factory):
     crawl = CrawlDir(root / "crawl")
     with SiteServer() as server:
         site = Site(server)
-        inject(crawl, [server.url("/")], settings)
+        inject(crawl, settings, [server.url("/")])
         now = crawl_rounds(crawl, settings, datetime.now(UTC))
         site.bodies[1] = text(201)
         site.anchors[3] = "renamed third page"
@@ -68,7 +68,7 @@ def crawled(tmp_path_factory):
         del site.bodies[2]
         site.serve()
         crawl_rounds(crawl, settings, now, 1)
-    build_index(crawl, settings)
+    index(crawl, settings)
     return crawl, settings
 
 
@@ -76,7 +76,7 @@ def test_merged_segment_keeps_the_latest_of_each_url(crawled, tmp_path):
     crawl = copy_of(crawled[0], tmp_path / "crawl")
     before, names = latest(crawl), [s.name for s in crawl.segments()]
     assert len(names) == 3
-    counts = merge_segments(crawl, crawled[1])
+    counts = mergesegs(crawl, crawled[1])
     [merged] = crawl.segments()
     assert counts["segments"] == 3 and merged.name == counts["merged"]
     assert merged.name.startswith(f"{names[-1]}-merged-") and merged.merged_from == names
@@ -104,11 +104,11 @@ def test_steps_work_across_a_merge(crawled, tmp_path, site_server):
     crawl, settings = copy_of(crawled[0], tmp_path / "crawl"), crawled[1]
     searcher = Searcher(crawl, settings)
     answers = [(h.url, h.score) for h in searcher.search("page", n=50).hits]
-    merge_segments(crawl, settings)
+    mergesegs(crawl, settings)
     assert updatedb(crawl, settings)["segments"] == 0  # nothing new to fold in
     assert invertlinks(crawl, settings)["segments"] == 0
-    counts = build_index(crawl, settings)
-    assert (counts["new"], counts["changed"], counts["gone"], counts["rebuilt"]) == (0, 0, 0, "")
+    counts = index(crawl, settings)
+    assert (counts["new"], counts["changed"], counts["gone"], counts.rebuilt) == (0, 0, 0, "")
     searcher = Searcher(crawl, settings)
     assert [(h.url, h.score) for h in searcher.search("page", n=50).hits] == answers
     # the cache finds every page in the merged segment, whichever segment indexed it
@@ -124,7 +124,7 @@ def test_steps_work_across_a_merge(crawled, tmp_path, site_server):
 
 def test_readseg_and_warc_read_a_merged_segment(crawled, tmp_path):
     crawl = copy_of(crawled[0], tmp_path / "crawl")
-    merge_segments(crawl, crawled[1])
+    mergesegs(crawl, crawled[1])
     [merged] = crawl.segments()
     url = crawldb_url(crawl, next(iter(latest(crawl)[Segment.CONTENT]))[0])["url"]
     got = subprocess.run(
@@ -145,16 +145,16 @@ def test_readseg_and_warc_read_a_merged_segment(crawled, tmp_path):
 
 def test_a_crawl_goes_on_after_a_merge(crawled, tmp_path):
     crawl, settings = copy_of(crawled[0], tmp_path / "crawl"), crawled[1]
-    merge_segments(crawl, settings)
+    mergesegs(crawl, settings)
     with SiteServer() as server:
         site = Site(server)
         # the crawl's URLs are on the fixture's server: inject this one's and crawl twice
-        inject(crawl, [server.url("/")], settings)
+        inject(crawl, settings, [server.url("/")])
         crawl_rounds(crawl, settings, datetime.now(UTC), 2)
         del site
     assert len(crawl.segments()) == 3
     assert crawl.segments()[0].name < crawl.segments()[1].name  # new ones sort after it
-    assert merge_segments(crawl, settings)["segments"] == 3
+    assert mergesegs(crawl, settings)["segments"] == 3
     assert len(crawl.segments()) == 1
     assert crawldb_url(crawl, server.url("/p5.html"))["status"] == "db_fetched"
 
@@ -212,8 +212,8 @@ def test_a_merge_killed_while_removing_what_it_replaced_is_finished(crawled, tmp
     before = latest(crawl)
     oldest = crawl.segments()[0]
     kept = shutil.copytree(oldest.path, tmp_path / oldest.name)
-    merged = merge_segments(crawl, crawled[1])
+    merged = mergesegs(crawl, crawled[1])
     shutil.copytree(kept, oldest.path)  # as if the kill came before its removal
-    assert merge_segments(crawl, crawled[1])["segments"] == 0
+    assert mergesegs(crawl, crawled[1])["segments"] == 0
     assert [s.name for s in crawl.segments()] == [merged["merged"]]
     assert latest(crawl) == before

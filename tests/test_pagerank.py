@@ -13,14 +13,16 @@ from sites import SiteServer, html, link
 from typer.testing import CliRunner
 
 from filbert.cli import app
-from filbert.links.pagerank import PageRankError, pagerank
+from filbert.links.pagerank import PageRankError, power_iteration
 
 TOL = 1e-12
 
 
 def ours(edges: list[tuple[int, int]], n: int, **kwargs) -> np.ndarray:
     src, dst = (np.array(x, dtype=np.int64) for x in zip(*edges)) if edges else ([], [])
-    return pagerank(np.asarray(src), np.asarray(dst), n, tol=TOL, max_iter=1000, **kwargs).scores
+    return power_iteration(
+        np.asarray(src), np.asarray(dst), n, tol=TOL, max_iter=1000, **kwargs
+    ).scores
 
 
 def networkx(edges: list[tuple[int, int]], n: int, alpha: float = 0.85) -> np.ndarray:
@@ -69,12 +71,12 @@ def test_sinks_do_not_swallow_rank():
 
 def test_no_convergence_is_an_error():
     with pytest.raises(PageRankError, match="did not converge"):
-        pagerank(np.array([0, 1]), np.array([1, 0]), 3, tol=1e-15, max_iter=2)
+        power_iteration(np.array([0, 1]), np.array([1, 0]), 3, tol=1e-15, max_iter=2)
 
 
 def test_empty_graph_and_no_links():
-    assert pagerank(np.array([]), np.array([]), 0).scores.size == 0
-    assert np.allclose(pagerank(np.array([]), np.array([]), 4).scores, 0.25)
+    assert power_iteration(np.array([]), np.array([]), 0).scores.size == 0
+    assert np.allclose(power_iteration(np.array([]), np.array([]), 4).scores, 0.25)
 
 
 PAGES = {
@@ -86,7 +88,7 @@ PAGES = {
 
 def test_pagerank_command_scores_the_crawldb(tmp_path):
     with SiteServer(PAGES) as server:
-        crawl, _, _ = crawl_site(tmp_path / "crawl", [server.url("/")], index=False)
+        crawl, _, _ = crawl_site(tmp_path / "crawl", [server.url("/")], index_pages=False)
     result = CliRunner().invoke(
         app, ["pagerank", "--dir", str(crawl.path), "-D", "executor.kind=sequential"]
     )
@@ -182,7 +184,9 @@ def test_pagerank_sets_crawl_priority(tmp_path):
         "/lonely.html": html("Lonely", "text"),
     }
     with SiteServer(pages) as server:
-        crawl, settings, _ = crawl_site(tmp_path / "crawl", [server.url("/")], depth=2, index=False)
+        crawl, settings, _ = crawl_site(
+            tmp_path / "crawl", [server.url("/")], depth=2, index_pages=False
+        )
     assert CliRunner().invoke(app, ["pagerank", "--dir", str(crawl.path)]).exit_code == 0
     name = generate(crawl, settings, top_n=1).segment
     [chosen] = duckdb.sql(

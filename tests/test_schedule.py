@@ -9,11 +9,11 @@ import pyarrow.parquet as pq
 from sites import Page, html
 
 from filbert.config import load_settings
-from filbert.crawl import fetch_step
+from filbert.crawl import fetch
 from filbert.crawldb.generate import generate
 from filbert.crawldb.inject import inject
 from filbert.crawldb.updatedb import updatedb
-from filbert.parse.step import parse_segment
+from filbert.parse.step import parse
 from filbert.storage import CrawlDir
 from filbert.tools.readdb import crawldb_url
 
@@ -23,8 +23,8 @@ DAY = 86400
 def fetch_round(crawl: CrawlDir, settings, now: datetime) -> None:
     segment = generate(crawl, settings, now=now).segment
     assert segment is not None, "nothing was due"
-    fetch_step(crawl, segment, settings)
-    parse_segment(crawl, segment, settings)
+    fetch(crawl, settings, segment)
+    parse(crawl, settings, segment)
     updatedb(crawl, settings)
 
 
@@ -41,7 +41,7 @@ def intervals(site_server, tmp_crawl, schedule: str, versions: list[str]) -> lis
             f"db.fetch.interval.default={10 * DAY}",
         ],
     )
-    inject(crawl, [server.url("/")], settings)
+    inject(crawl, settings, [server.url("/")])
     now = datetime.now(UTC)
     entries = []
     for text in versions:
@@ -79,7 +79,7 @@ def test_adaptive_interval_is_bounded(site_server, tmp_crawl):
             f"db.fetch.interval.default={10 * DAY}",
         ],
     )
-    inject(crawl, [server.url("/")], settings)
+    inject(crawl, settings, [server.url("/")])
     now = datetime.now(UTC)
     for _ in range(3):
         fetch_round(crawl, settings, now)
@@ -88,21 +88,21 @@ def test_adaptive_interval_is_bounded(site_server, tmp_crawl):
 
 
 def test_deleted_page_becomes_gone_and_leaves_the_index(site_server, tmp_crawl):
-    from filbert.index import build_index
+    from filbert.index import index
     from filbert.search import Searcher
 
     server = site_server({"/": html("Home", "zqvanishx")})
     crawl = CrawlDir(tmp_crawl)
     settings = load_settings(None, ["fetcher.server.delay=0", "executor.kind=sequential"])
-    inject(crawl, [server.url("/")], settings)
+    inject(crawl, settings, [server.url("/")])
     now = datetime.now(UTC)
     fetch_round(crawl, settings, now)
-    build_index(crawl, settings)
+    index(crawl, settings)
     assert Searcher(crawl, settings).search("zqvanishx").total == 1
     server.add("/", Page("gone", status=404))
     later = now + timedelta(days=31)
     fetch_round(crawl, settings, later)
-    build_index(crawl, settings)
+    index(crawl, settings)
     entry = crawldb_url(crawl, server.url("/"))
     assert entry["status"] == "db_gone"
     recheck = datetime.fromisoformat(entry["fetch_time"]) - datetime.now(UTC)
@@ -126,7 +126,7 @@ def test_sync_delta_follows_how_long_a_page_stayed_unchanged(site_server, tmp_cr
                 f"db.fetch.interval.default={DAY}",
             ],
         )
-        inject(crawl, [server.url("/")], settings)
+        inject(crawl, settings, [server.url("/")])
         fetch_round(crawl, settings, datetime.now(UTC))
         _shift_modified(crawl, datetime.now(UTC) - timedelta(days=30))  # last changed a month ago
         fetch_round(crawl, settings, datetime.now(UTC) + timedelta(days=2))

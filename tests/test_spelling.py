@@ -12,7 +12,7 @@ from pipeline import crawl_site
 from sites import SiteServer, html, link
 
 from filbert.config import ConfigError, load_settings
-from filbert.index.step import build_index
+from filbert.index.step import index
 from filbert.index.vocabulary import WORDS, count_words, read_vocabulary
 from filbert.search import Searcher
 from filbert.search.query import without_frames
@@ -214,10 +214,10 @@ def test_the_vocabulary_is_the_same_however_the_shard_is_written(site):
     crawl, _, _ = site
     before = read_vocabulary(crawl.index.current())  # written whole, in uid order
     in_parts = load_settings(crawl.path, ["index.rewrite.max.docs=1"])  # base and delta
-    build_index(crawl, in_parts, rebuild=True)
+    index(crawl, in_parts, rebuild=True)
     after = read_vocabulary(crawl.index.current())
     assert before.num_rows > 50 and after.equals(before)
-    build_index(crawl, in_parts)  # nothing changed: the base's counts are linked
+    index(crawl, in_parts)  # nothing changed: the base's counts are linked
     assert read_vocabulary(crawl.index.current()).equals(before)
 
 

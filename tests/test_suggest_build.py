@@ -11,8 +11,9 @@ from pipeline import Quiet, crawl_site
 from sites import SiteServer, html, link, link_graph
 
 from filbert.config import load_settings
+from filbert.crawl import index as index_step
 from filbert.crawl import run_crawl
-from filbert.index import build_index
+from filbert.index import index
 from filbert.search import Searcher
 from filbert.storage import CrawlDir, CrawlDirError
 from filbert.suggest import SuggestError
@@ -20,12 +21,11 @@ from filbert.suggest.phrases import clean, is_code, is_noise, site_affixes, term
 from filbert.suggest.querylog import QueryLog
 from filbert.suggest.step import (
     SuggesterHolder,
-    build_suggest,
     crawl_phrases,
-    index_with_suggestions,
     load_suggester,
     logged_queries,
     read_synonyms,
+    suggest_build,
 )
 from filbert.suggest.suggester import FILE
 from filbert.tools.readdb import crawldb_url
@@ -121,8 +121,8 @@ def test_build_from_a_crawl(tmp_path):
     search(log, "Debian lonely", ["192.0.2.1"] * 5)
     rings = tmp_path / "synonyms.txt"
     rings.write_text("Debian Handbook, handbook\n")
-    counts = build_suggest(crawl, settings, rings)
-    assert counts == {"phrases": 7, "page phrases": 4, "queries": 2, "synonym rings": 1}
+    counts = suggest_build(crawl, settings, rings)
+    assert counts.figures() == {"phrases": 7, "page phrases": 4, "queries": 2, "synonym rings": 1}
     _, suggester = load_suggester(crawl, settings)
     ranks = {
         s.phrase: s.rank
@@ -150,18 +150,18 @@ def test_build_from_a_crawl(tmp_path):
         ("handbook", "Debian Handbook"),
         ("Debian Handbook", None),  # from its second word, after phrases starting so
     ]
-    build_suggest(crawl, defaults, rings)  # by default a heading on one page enters
+    suggest_build(crawl, defaults, rings)  # by default a heading on one page enters
     _, suggester = load_suggester(crawl, defaults)
     assert [(s.phrase, s.rank) for s in suggester.suggest("only", 10)] == [("Only on one page", 1)]
 
 
 def test_a_rebuild_is_published_and_picked_up(tmp_path):
     with SiteServer(SITE) as server:
-        crawl, settings, _ = crawl_site(tmp_path / "crawl", [server.url("/")], index=False)
+        crawl, settings, _ = crawl_site(tmp_path / "crawl", [server.url("/")], index_pages=False)
     holder = SuggesterHolder(crawl, settings)
     with pytest.raises(SuggestError, match="run `filbert suggest-build`"):
         holder.get()
-    build_suggest(crawl, settings)
+    suggest_build(crawl, settings)
     first = holder.get()
     assert holder.get() is first
     assert [s.phrase for s in first.suggest("quer", 10)] == []
@@ -169,11 +169,11 @@ def test_a_rebuild_is_published_and_picked_up(tmp_path):
     search(log, "query from the log", ["192.0.2.1", "192.0.2.2"], matched_all=True)
     search(log, "query from the log", [f"192.0.2.{i}" for i in range(3, 9)], matched_all=False)
     search(log, "xsstoken scam call 555 0100 now", ["192.0.2.66"] * 10)
-    build_suggest(crawl, settings)
+    suggest_build(crawl, settings)
     assert holder.get().suggest("quer", 10) == []  # two clients with all words matched
     assert holder.get().suggest("xss", 10) == []  # one client, however often
     search(log, "query from the log", ["192.0.2.3"])
-    build_suggest(crawl, settings)
+    suggest_build(crawl, settings)
     assert [s.phrase for s in holder.get().suggest("quer", 10)] == ["query from the log"]
     assert len(list(crawl.suggest.path.glob("gen-*"))) == 1  # the old one is gone
     assert (crawl.suggest.current() / FILE).exists()
@@ -181,7 +181,7 @@ def test_a_rebuild_is_published_and_picked_up(tmp_path):
 
 def test_build_needs_a_crawl(tmp_path):
     with pytest.raises(CrawlDirError, match="no crawldb yet"):
-        build_suggest(CrawlDir(tmp_path / "empty"), load_settings(None))
+        suggest_build(CrawlDir(tmp_path / "empty"), load_settings(None))
 
 
 def test_cleaning_numbering_labels_and_quotes():
@@ -308,7 +308,7 @@ def book(tmp_path_factory):
         crawl, settings, _ = crawl_site(
             tmp_path_factory.mktemp("book") / "crawl", [server.url("/")]
         )
-    build_suggest(crawl, settings)
+    suggest_build(crawl, settings)
     return server, crawl, settings
 
 
@@ -437,7 +437,7 @@ def test_two_word_groups_of_the_text_enter_weighted_lower(forum):
     assert crawl_phrases(crawl, more)["reverse lookup"] == pytest.approx(2 * 0.02)
     none = crawl_phrases(crawl, load_settings(None, ["suggest.body.chars=0"]))
     assert not [p for p in none if p.lower() == "zone transfer"]
-    build_suggest(crawl, settings)
+    suggest_build(crawl, settings)
     _, suggester = load_suggester(crawl, settings)
     assert suggester.suggest("zone tr", 1)[0].phrase == "Zone Transfer"
 
@@ -446,13 +446,13 @@ def test_an_index_step_run_again_brings_lagging_suggestions_up_to_date(site_serv
     """A step killed after publishing the index, before the dictionary: its re-run finds no
     page changed, yet builds the dictionary the new pages need."""
     site = site_server(link_graph(40, 3, index_links=1))
-    crawl, settings, _ = crawl_site(tmp_path / "crawl", [site.url("/")], depth=1, index=True)
-    run_crawl(crawl, [], settings, Quiet(), depth=6, index=False)  # pages titled "Page …"
-    build_index(crawl, settings)  # what the killed step published
+    crawl, settings, _ = crawl_site(tmp_path / "crawl", [site.url("/")], depth=1, index_pages=True)
+    run_crawl(crawl, [], settings, Quiet(), depth=6, index_pages=False)  # pages titled "Page …"
+    index(crawl, settings)  # what the killed step published
     assert crawl_phrases(crawl, settings).keys() >= {"Page 0001 bababado"}
     assert not load_suggester(crawl, settings)[1].suggest("page 00", 5)
 
-    counts, _ = index_with_suggestions(crawl, settings)
+    counts = index_step(crawl, settings)
     assert counts["new"] == counts["changed"] == 0
     found = [s.phrase for s in load_suggester(crawl, settings)[1].suggest("page 00", 5)]
     assert "Page 0001 bababado" in found

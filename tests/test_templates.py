@@ -12,10 +12,10 @@ from pipeline import crawl_site
 from sites import SiteServer, html, link, title_word
 
 from filbert.config import load_settings
-from filbert.index.step import build_index
+from filbert.index.step import index
 from filbert.parse.boilerplate import block_hash, own_headings, without_template
 from filbert.search import Searcher
-from filbert.segments.mergesegs import merge_segments
+from filbert.segments.mergesegs import mergesegs
 from filbert.storage import CrawlDir, Segment
 from filbert.tools.readdb import crawldb_url
 
@@ -123,7 +123,7 @@ def test_template_removal_can_be_turned_off(crawled, tmp_path):
     crawl = CrawlDir(tmp_path / "crawl")
     shutil.copytree(crawled[1].path, crawl.path)
     off = load_settings(None, ["index.template.share=0", "executor.kind=sequential"])
-    build_index(crawl, off)
+    index(crawl, off)
     found = {h.url for h in search(crawl, off, "zqfooterx")}
     assert len(found & {crawled[0].url(f"/p{i}.html") for i in range(8)}) >= 5  # crowding
 
@@ -153,8 +153,8 @@ def test_segments_parsed_before_blocks_and_metadata_are_indexed_and_merged(crawl
             pq.write_table(table.drop_columns([*new, "block_hashes", "block_lengths"]), part)
     settings = load_settings(None, ["executor.kind=sequential"])
     documents = crawled[1].index.meta()["documents"]
-    assert build_index(crawl, settings, rebuild=True)["documents"] == documents
+    assert index(crawl, settings, rebuild=True)["documents"] == documents
     found = {h.url for h in search(crawl, settings, "zqfooterx")}
     assert len(found & {crawled[0].url(f"/p{i}.html") for i in range(8)}) >= 5  # no template
-    merged = merge_segments(crawl, settings)  # the columns they lack are NULLs
+    merged = mergesegs(crawl, settings)  # the columns they lack are NULLs
     assert merged["segments"] > 1 and merged["rows"] > 0

@@ -71,7 +71,7 @@ def warc_crawl(tmp_path_factory):
     with SiteServer(pages) as server:
         path = tmp_path_factory.mktemp("warc") / "crawl"
         crawl, settings, _ = crawl_site(
-            path, [server.url("/")], f"http.content.limit={LIMIT}", depth=3, index=False
+            path, [server.url("/")], f"http.content.limit={LIMIT}", depth=3, index_pages=False
         )
         yield crawl, settings, server.base_url, pages
 
@@ -217,7 +217,7 @@ def test_warc_of_unfetched_segment_is_an_error(tmp_crawl, site_server):
     settings = load_settings(None, ["fetcher.server.delay=0"])
     crawl = CrawlDir(tmp_crawl)
     crawl.init(settings)
-    inject(crawl, [server.url("/")], settings)
+    inject(crawl, settings, [server.url("/")])
     name = generate(crawl, settings).segment
     with pytest.raises(CrawlDirError, match="not been fetched"):
         export_warc(crawl, name, settings)
@@ -395,6 +395,7 @@ def test_readdb_stats_domains(tmp_crawl):
     crawl.init(settings)
     inject(
         crawl,
+        settings,
         [
             "http://www.example.com/",
             "http://www.example.com/a",
@@ -404,7 +405,6 @@ def test_readdb_stats_domains(tmp_crawl):
             "http://www.shop.co.uk/",
             "http://news.shop.co.uk:8080/",
         ],
-        settings,
     )
     stats = crawldb_stats(crawl)
     assert stats["domains"] == [
@@ -425,7 +425,7 @@ def test_readdb_stats_domains(tmp_crawl):
 
 def test_readdb_stats_errors_and_backward_compatible_json(tmp_crawl, site_server):
     server = site_server(trap_site(slow_delay=0))
-    crawl, _, _ = crawl_site(tmp_crawl, [server.url("/")], depth=2, index=False)
+    crawl, _, _ = crawl_site(tmp_crawl, [server.url("/")], depth=2, index_pages=False)
     stats = crawldb_stats(crawl)
     # the keys readdb --stats --json always had, with their shapes
     assert {"total", "status", "http_status", "retrying", "score", "hosts"} <= set(stats)

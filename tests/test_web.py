@@ -15,15 +15,15 @@ from pipeline import FAST
 from sites import SiteServer, graph_path, html, link_graph, rare_word
 
 from filbert.config import Settings, load_settings
-from filbert.crawl import fetch_step
+from filbert.crawl import fetch
 from filbert.crawldb.generate import generate
 from filbert.crawldb.inject import inject
 from filbert.crawldb.updatedb import updatedb
-from filbert.index import build_index
+from filbert.index import index
 from filbert.links.invertlinks import invertlinks
-from filbert.parse.step import parse_segment
+from filbert.parse.step import parse
 from filbert.storage import CrawlDir
-from filbert.suggest.step import build_suggest
+from filbert.suggest.step import suggest_build
 from filbert.web import create_app
 from filbert.web.app import cached_copy
 
@@ -49,14 +49,14 @@ class Site:
 
 def crawl_round(crawl: CrawlDir, settings: Settings) -> None:
     name = generate(crawl, settings).segment
-    fetch_step(crawl, name, settings)
-    parse_segment(crawl, name, settings)
+    fetch(crawl, settings, name)
+    parse(crawl, settings, name)
     updatedb(crawl, settings)
 
 
-def index(crawl: CrawlDir, settings: Settings) -> None:
+def invert_and_index(crawl: CrawlDir, settings: Settings) -> None:
     invertlinks(crawl, settings)
-    build_index(crawl, settings)
+    index(crawl, settings)
 
 
 @pytest.fixture(scope="module")
@@ -66,10 +66,10 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     settings = load_settings(None, FAST)
     crawl = CrawlDir(tmp_path_factory.mktemp("web") / "crawl")
     with SiteServer(pages) as server:
-        inject(crawl, [server.url("/")], settings)
+        inject(crawl, settings, [server.url("/")])
         for _ in range(2):
             crawl_round(crawl, settings)
-        index(crawl, settings)
+        invert_and_index(crawl, settings)
         with TestClient(create_app(crawl, settings)) as client:
             yield Site(server, crawl, settings, client)
 
@@ -230,9 +230,9 @@ def test_reindex_is_picked_up_without_restart(site: Site) -> None:
     """Runs last: it adds a page to the shared crawl and rebuilds the index."""
     old = site.crawl.index.current()
     site.server.add("/fresh.html", html("Fresh", "<p>zqfreshx arrives later</p>"))
-    inject(site.crawl, [site.server.url("/fresh.html")], site.settings)
+    inject(site.crawl, site.settings, [site.server.url("/fresh.html")])
     crawl_round(site.crawl, site.settings)
-    index(site.crawl, site.settings)
+    invert_and_index(site.crawl, site.settings)
     assert site.crawl.index.current() != old
     fresh = api(site, q="zqfreshx")
     assert [h["url"] for h in fresh["hits"]] == [site.server.url("/fresh.html")]
@@ -297,7 +297,7 @@ def test_too_many_words(site: Site) -> None:
 def test_suggest_api(site: Site) -> None:
     missing = site.client.get("/api/suggest", params={"q": "pag"})
     assert missing.status_code == 503 and "suggest-build" in missing.json()["error"]
-    build_suggest(site.crawl, site.settings)
+    suggest_build(site.crawl, site.settings)
     body = site.client.get("/api/suggest", params={"q": "Page 000", "n": 3}).json()
     assert body["query"] == "Page 000" and len(body["suggestions"]) == 3
     first = body["suggestions"][0]

@@ -22,12 +22,13 @@ from rich.table import Table
 from filbert.config import Settings, load_settings
 from filbert.errors import UserError
 from filbert.progress import RichReporter, TaskBars, console, counts_table, stdout
+from filbert.step_result import StepResult
 from filbert.storage import CrawlDir, CrawlDirError
 
 if TYPE_CHECKING:
     from filbert.search.searcher import SearchResults
 
-T = TypeVar("T")
+R = TypeVar("R", bound=StepResult)
 
 app = typer.Typer(
     add_completion=False,
@@ -62,14 +63,19 @@ def _show_tasks() -> TaskBars:
     return bars
 
 
-def _locked(
-    directory: Path, defines: list[str] | None, step: Callable[[CrawlDir, Settings], T]
-) -> T:
-    """Run a step that changes the crawl directory, holding its lock."""
+def _run(
+    directory: Path,
+    defines: list[str] | None,
+    step: Callable[[CrawlDir, Settings], R],
+    reporter: RichReporter | None = None,
+) -> R:
+    """Run a step holding the crawl directory's lock, and print its result."""
     crawl_dir, settings = _open(directory, defines)
     _show_tasks()
     with crawl_dir.lock():
-        return step(crawl_dir, settings)
+        result = step(crawl_dir, settings)
+    (reporter or RichReporter()).done(result)
+    return result
 
 
 @app.command()
@@ -112,7 +118,7 @@ def crawl(
             depth,
             top_n,
             threads,
-            index=not no_index,
+            index_pages=not no_index,
             sitemaps=sitemaps,
             adddays=adddays,
         )
@@ -156,14 +162,7 @@ def inject(
     """Add seed URLs to the crawldb (known URLs are kept as they are)."""
     from filbert.crawldb.inject import inject as run
 
-    crawl_dir, settings = _open(dir, define)
-    with crawl_dir.lock():
-        stats = run(crawl_dir, seeds, settings)
-    for text, reason in stats.rejected:
-        console.print(f"[yellow]rejected[/] {escape(text)}: {escape(reason)}")
-    console.print(
-        f"injected {stats.injected} new URLs ({stats.accepted} accepted of {stats.read} read)"
-    )
+    _run(dir, define, lambda crawl_dir, settings: run(crawl_dir, settings, seeds))
 
 
 @app.command()
@@ -174,12 +173,10 @@ def generate(
     from filbert.crawldb.generate import generate as run
 
     now = datetime.now(UTC) + timedelta(days=adddays)
-    stats = _locked(dir, define, lambda crawl_dir, settings: run(crawl_dir, settings, top_n, now))
-    if stats.segment is None:
-        console.print("nothing is due: no segment generated")
+    made = _run(dir, define, lambda crawl_dir, settings: run(crawl_dir, settings, top_n, now))
+    if made.segment is None:
         raise typer.Exit(1)
-    console.print(f"generated segment {stats.segment}: {stats.urls} URLs on {stats.hosts} hosts")
-    print(stats.segment)
+    print(made.segment)  # for scripts
 
 
 def _segment_or_latest(crawl_dir: CrawlDir, name: str | None, ready: str) -> str:
@@ -199,17 +196,22 @@ def fetch(
     define: Define = None,
 ) -> None:
     """Fetch a segment's fetch list."""
-    from filbert.crawl import fetch_step
+    from filbert.crawl import fetch as run
 
-    crawl_dir, settings = _open(dir, define)
     reporter = RichReporter()
-    _show_tasks()
-    with crawl_dir.lock():
-        name = _segment_or_latest(crawl_dir, segment, "generated")
-        stats = fetch_step(
-            crawl_dir, name, settings, threads, reporter.fetched, reporter.fetch_started
-        )
-    reporter.fetch_done(stats)
+    _run(
+        dir,
+        define,
+        lambda crawl_dir, settings: run(
+            crawl_dir,
+            settings,
+            _segment_or_latest(crawl_dir, segment, "generated"),
+            threads,
+            reporter.fetched,
+            reporter.fetch_started,
+        ),
+        reporter,
+    )
 
 
 @app.command()
@@ -221,15 +223,15 @@ def parse(
     define: Define = None,
 ) -> None:
     """Parse a fetched segment: text, title, outlinks."""
-    from filbert.parse.step import parse_segment
+    from filbert.parse.step import parse as run
 
-    crawl_dir, settings = _open(dir, define)
-    _show_tasks()
-    with crawl_dir.lock():
-        counts = parse_segment(
-            crawl_dir, _segment_or_latest(crawl_dir, segment, "fetched"), settings
-        )
-    console.print(counts_table("parse", dict(counts)))
+    _run(
+        dir,
+        define,
+        lambda crawl_dir, settings: run(
+            crawl_dir, settings, _segment_or_latest(crawl_dir, segment, "fetched")
+        ),
+    )
 
 
 @app.command()
@@ -244,19 +246,13 @@ def updatedb(
     define: Define = None,
 ) -> None:
     """Fold fetched and parsed segments into the crawldb."""
-    from filbert.crawldb.updatedb import filter_crawldb
     from filbert.crawldb.updatedb import updatedb as run
 
-    def step(crawl_dir: CrawlDir, settings: Settings) -> tuple[dict, dict | None]:
-        counts = run(crawl_dir, settings, segments)
-        return counts, filter_crawldb(crawl_dir, settings) if filter else None
-
-    counts, filtered = _locked(dir, define, step)
-    console.print(
-        f"applied {counts['segments']} segment(s); crawldb has {counts.get('rows', '-')} URLs"
+    _run(
+        dir,
+        define,
+        lambda crawl_dir, settings: run(crawl_dir, settings, segments, filter_urls=filter),
     )
-    if filtered is not None:
-        console.print(f"filters: {filtered['removed']} URLs removed, {filtered['renamed']} renamed")
 
 
 @app.command()
@@ -264,35 +260,24 @@ def invertlinks(dir: Dir = Path("crawl"), define: Define = None) -> None:
     """Build the linkdb: inlinks and anchor text per URL."""
     from filbert.links.invertlinks import invertlinks as run
 
-    counts = _locked(dir, define, run)
-    console.print(
-        f"inverted {counts['segments']} segment(s); linkdb has {counts.get('urls', '-')} URLs"
-    )
+    _run(dir, define, run)
 
 
 @app.command()
 def mergesegs(dir: Dir = Path("crawl"), define: Define = None) -> None:
     """Merge the segments every step has finished with into one that keeps the latest fetch
     and parse of each URL."""
-    from filbert.segments.mergesegs import merge_segments
+    from filbert.segments.mergesegs import mergesegs as run
 
-    counts = _locked(dir, define, merge_segments)
-    if counts["segments"]:
-        console.print(f"merged {counts['segments']} segments into {counts['merged']}")
-    else:
-        console.print("nothing to merge: fewer than two segments are fully processed")
+    _run(dir, define, run)
 
 
 @app.command()
 def pagerank(dir: Dir = Path("crawl"), define: Define = None) -> None:
     """Compute PageRank over the link graph into webgraph/ and the crawldb scores."""
-    from filbert.links.pagerank import compute_pagerank
+    from filbert.links.pagerank import pagerank as run
 
-    stats = _locked(dir, define, compute_pagerank)
-    console.print(
-        f"PageRank of {stats['pages']} pages over {stats['links']} links "
-        f"converged in {stats['iterations']} iterations"
-    )
+    _run(dir, define, run)
 
 
 @app.command()
@@ -307,12 +292,7 @@ def sitemap(
     """Merge sitemap URLs into the crawldb (new ones unfetched; a newer lastmod makes a page due)."""
     from filbert.crawldb.sitemaps import sitemap as run
 
-    stats = _locked(
-        dir, define, lambda crawl_dir, settings: run(crawl_dir, settings, sitemaps or [], robots)
-    )
-    for url, why in stats.failed:
-        console.print(f"[yellow]failed[/] {escape(url)}: {escape(why)}")
-    console.print(f"read {stats.sitemaps} sitemaps listing {stats.urls} URLs; {stats.injected} new")
+    _run(dir, define, lambda crawl_dir, settings: run(crawl_dir, settings, sitemaps or [], robots))
 
 
 @app.command()
@@ -320,8 +300,7 @@ def dedup(dir: Dir = Path("crawl"), define: Define = None) -> None:
     """Mark exact and near-duplicate pages in the crawldb (kept out of the index)."""
     from filbert.crawldb.dedup import dedup as run
 
-    counts = _locked(dir, define, run)
-    console.print(f"marked {counts['duplicates']} duplicate pages")
+    _run(dir, define, run)
 
 
 @app.command()
@@ -332,20 +311,9 @@ def index(
 ) -> None:
     """Bring the search index up to date with the crawl (new, changed and gone pages), and
     the suggestion dictionary with it."""
-    from filbert.suggest.step import index_with_suggestions
+    from filbert.crawl import index as run
 
-    counts, suggestions = _locked(
-        dir,
-        define,
-        lambda crawl_dir, settings: index_with_suggestions(crawl_dir, settings, rebuild),
-    )
-    if counts["rebuilt"]:
-        console.print(f"rebuilt the index: {counts['rebuilt']}")
-    console.print(
-        f"indexed {counts['documents']} documents into {counts['shards']} shard(s) "
-        f"({counts['new']} new, {counts['changed']} changed, {counts['gone']} gone); "
-        f"{suggestions['phrases']} phrases for suggestions"
-    )
+    _run(dir, define, lambda crawl_dir, settings: run(crawl_dir, settings, rebuild))
 
 
 @app.command("suggest-build")
@@ -360,15 +328,9 @@ def suggest_build(
     define: Define = None,
 ) -> None:
     """Build the query-completion dictionary from titles, anchors, headings and the query log."""
-    from filbert.suggest.step import build_suggest
+    from filbert.suggest.step import suggest_build as run
 
-    counts = _locked(
-        dir, define, lambda crawl_dir, settings: build_suggest(crawl_dir, settings, synonyms)
-    )
-    console.print(
-        f"{counts['phrases']} phrases for suggestions ({counts['page phrases']} from pages, "
-        f"{counts['queries']} from the query log, {counts['synonym rings']} synonym rings)"
-    )
+    _run(dir, define, lambda crawl_dir, settings: run(crawl_dir, settings, synonyms))
 
 
 @app.command()
@@ -661,18 +623,9 @@ def hostdb(
     define: Define = None,
 ) -> None:
     """Fold the fetched segments into the host database (per-host counts and health)."""
-    from filbert.crawldb.hostdb import reset_hosts, update_hostdb
+    from filbert.crawldb.hostdb import hostdb as run
 
-    def step(crawl_dir: CrawlDir, settings: Settings) -> dict:
-        counts = update_hostdb(crawl_dir, settings)
-        if reset or reset_all:
-            counts["reset"] = reset_hosts(crawl_dir, settings, None if reset_all else reset)
-        return counts
-
-    counts = _locked(dir, define, step)
-    console.print(f"folded in {counts['segments']} segment(s); hostdb has {counts['hosts']} hosts")
-    if "reset" in counts:
-        console.print(f"{counts['reset']} unreachable host(s) will be generated again")
+    _run(dir, define, lambda crawl_dir, settings: run(crawl_dir, settings, reset, reset_all))
 
 
 @app.command()

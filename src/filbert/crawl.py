@@ -1,8 +1,9 @@
 """crawl: inject → (generate → fetch → parse → updatedb) × depth → invertlinks → pagerank →
 dedup → index (and the suggestion dictionary).
 
-With fetcher.parse (the default) the fetch step parses the pages as they arrive: fetch_step
-hands them to the parser.
+The two steps made of others live here too: `fetch`, which with fetcher.parse (the
+default) hands the pages to the parser as they arrive, and `index`, which brings the
+suggestion dictionary up to date with the index.
 
 Each round resumes where a killed run stopped: a generated but unfetched segment is
 fetched, a fetched one parsed, a parsed one folded into the crawldb, before anything new
@@ -16,7 +17,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from filbert.config import Settings
 from filbert.crawldb.dedup import dedup
@@ -29,20 +30,27 @@ from filbert.fetch.fetcher import HostClock
 from filbert.fetch.robots import RobotsCache
 from filbert.fetch.step import Progress
 from filbert.links.invertlinks import invertlinks
-from filbert.parse.step import SegmentParser, parse_segment
-from filbert.segments.mergesegs import merge_segments, mergeable
+from filbert.parse.step import SegmentParser, parse, parsed
+from filbert.segments.mergesegs import mergeable, mergesegs
+from filbert.step_result import StepResult, step
 from filbert.storage import CrawlDir
+
+if TYPE_CHECKING:
+    from filbert.index import IndexStats
 
 
 class Reporter(Protocol):
     """How the crawl tells its user what it does (the CLI renders it with rich)."""
 
-    def step(self, message: str) -> None: ...
+    def step(self, message: str) -> None:
+        """A step starts, or something happened between steps."""
+
     def fetch_started(self, total: int) -> None: ...
     def fetched(self, ok: int, failed: int) -> None:
         """Pages fetched so far in this fetch: ok, failed (or redirected)."""
 
-    def fetch_done(self, stats: FetchStats) -> None: ...
+    def done(self, result: StepResult) -> None:
+        """A step's result."""
 
 
 @dataclass
@@ -61,18 +69,19 @@ class CrawlSummary:
         return self.urls / self.fetch_seconds if self.fetch_seconds else 0.0
 
 
-def fetch_step(
+@step("fetch")
+def fetch(
     crawl: CrawlDir,
-    name: str,
     settings: Settings,
+    name: str,
     threads: int | None = None,
     on_progress: Progress | None = None,
     on_start: Callable[[int], None] | None = None,
     robots: RobotsCache | None = None,
     clock: HostClock | None = None,
 ) -> FetchStats:
-    """The fetch step as `filbert fetch` and the crawl run it: fetch_segment, with the parser
-    as its page sink when fetcher.parse is set."""
+    """Fetch the segment `name`, with the parser as the page sink when fetcher.parse is
+    set (`robots` and `clock` carry robots.txt and the hosts' delays across rounds)."""
     return fetch_segment(
         crawl,
         name,
@@ -86,8 +95,22 @@ def fetch_step(
     )
 
 
-def _parsed(counts: Counter) -> str:
-    return f"parsed {sum(v for k, v in counts.items() if k != 'outlinks')} pages, {counts['outlinks']} outlinks"
+@step("index")
+def index(crawl: CrawlDir, settings: Settings, rebuild: bool = False) -> IndexStats:
+    """The index brought up to date, then the suggestion dictionary: for the hosts whose
+    pages changed when it reflects the index generation this one follows, in full when it
+    lags behind (a run killed between the two) or the index was rebuilt."""
+    from filbert.index import index as index_pages  # tantivy: only this step needs it
+    from filbert.suggest.step import suggest_build
+
+    was = crawl.index.current()
+    indexed = index_pages(crawl, settings, rebuild)
+    follows = was is not None and crawl.suggest.meta().get("index") == was.name
+    hosts = indexed.hosts if follows and not indexed.rebuilt else None
+    phrases = suggest_build(crawl, settings, hosts=hosts)["phrases"]
+    indexed.counts["phrases"] = phrases
+    indexed.text += f"; {phrases} phrases for suggestions"
+    return indexed
 
 
 def _finish_segments(
@@ -106,29 +129,29 @@ def _finish_segments(
             continue
         if not segment.fetched:
             reporter.step(f"fetch {segment.name}")
-            stats = fetch_step(
+            stats = fetch(
                 crawl,
-                segment.name,
                 settings,
+                segment.name,
                 threads,
                 reporter.fetched,
                 reporter.fetch_started,
                 robots,
                 clock,
             )
-            reporter.fetch_done(stats)
+            reporter.done(stats)
             summary.fetched.update(stats.by_status)
             summary.http.update(stats.by_http)
             summary.urls += stats.urls
             summary.fetch_seconds += stats.seconds
             if stats.parsed:
-                reporter.step(_parsed(stats.parsed))
+                reporter.done(parsed(stats.parsed))
         if not segment.parsed:
             reporter.step(f"parse {segment.name}")
-            reporter.step(_parsed(parse_segment(crawl, segment.name, settings)))
+            reporter.done(parse(crawl, settings, segment.name))
     if pending_segments(crawl):
         reporter.step("updatedb")
-        updatedb(crawl, settings)
+        reporter.done(updatedb(crawl, settings))
 
 
 def run_crawl(
@@ -139,7 +162,7 @@ def run_crawl(
     depth: int = 3,
     top_n: int | None = None,
     threads: int | None = None,
-    index: bool = True,
+    index_pages: bool = True,
     sitemaps: bool = False,
     adddays: float = 0,
 ) -> CrawlSummary:
@@ -149,52 +172,35 @@ def run_crawl(
     robots = RobotsCache(settings["http.robots.cache.ttl"])  # both shared by all rounds
     clock = HostClock()
     if seeds:
-        summary.injected = inject(crawl, seeds, settings)
-        for text, reason in summary.injected.rejected:
-            reporter.step(f"rejected seed {text}: {reason}")
-        reporter.step(
-            f"injected {summary.injected.injected} new of {summary.injected.accepted} "
-            f"accepted seed URLs ({len(summary.injected.rejected)} rejected)"
-        )
+        summary.injected = inject(crawl, settings, seeds)
+        reporter.done(summary.injected)
     crawl.require()
     if sitemaps:
-        found = sitemap(crawl, settings)
-        reporter.step(f"sitemaps: {found.sitemaps} read, {found.injected} new URLs")
+        reporter.done(sitemap(crawl, settings))
     _finish_segments(crawl, settings, threads, reporter, summary, robots, clock)
     for round_no in range(1, depth + 1):
-        stats = generate(crawl, settings, top_n, datetime.now(UTC) + timedelta(days=adddays))
-        if stats.segment is None:
+        made = generate(crawl, settings, top_n, datetime.now(UTC) + timedelta(days=adddays))
+        if made.segment is None:
             reporter.step(f"round {round_no}: nothing due, stopping")
             break
-        reporter.step(
-            f"round {round_no}/{depth}: generated {stats.urls} URLs on {stats.hosts} hosts "
-            f"in {stats.segment}"
-        )
+        reporter.step(f"round {round_no}/{depth}")
+        reporter.done(made)
         _finish_segments(crawl, settings, threads, reporter, summary, robots, clock)
         summary.rounds = round_no
     reporter.step("invertlinks")
-    invertlinks(crawl, settings)
+    reporter.done(invertlinks(crawl, settings))
     over = settings["segments.merge.over"]
     if over and len(mergeable(crawl)) > over:
-        merged = merge_segments(crawl, settings)
-        reporter.step(f"mergesegs: {merged['segments']} segments into {merged['merged']}")
-    if index:
-        from filbert.links.pagerank import compute_pagerank  # scipy is only needed here
-        from filbert.suggest.step import index_with_suggestions  # and tantivy here
+        reporter.done(mergesegs(crawl, settings))
+    if index_pages:
+        from filbert.links.pagerank import pagerank  # scipy is only needed here
 
-        ranked = compute_pagerank(crawl, settings)
-        reporter.step(
-            f"pagerank: {ranked['pages']} pages, {ranked['links']} links, "
-            f"{ranked['iterations']} iterations"
-        )
-        reporter.step(f"dedup: {dedup(crawl, settings)['duplicates']} duplicate pages")
-        counts, suggestions = index_with_suggestions(crawl, settings)
-        rebuilt = f", rebuilt: {counts['rebuilt']}" if counts["rebuilt"] else ""
-        reporter.step(
-            f"index: {counts['new']} new, {counts['changed']} changed, {counts['gone']} gone"
-            f"{rebuilt}"
-        )
-        summary.documents = counts["documents"]
-        reporter.step(f"suggestions: {suggestions['phrases']} phrases")
+        for run in (pagerank, dedup):
+            reporter.step(run.__name__)
+            reporter.done(run(crawl, settings))
+        reporter.step("index")
+        indexed = index(crawl, settings)
+        reporter.done(indexed)
+        summary.documents = int(indexed["documents"])
     summary.seconds = time.monotonic() - start
     return summary

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.errors import LiveError
@@ -18,8 +17,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-if TYPE_CHECKING:  # the fetcher and parser cost 0.1 s to import; only crawls need them
-    from filbert.fetch import FetchStats
+from filbert.step_result import StepResult
 
 REFRESH_SECONDS = 0.1
 console = Console(stderr=True)  # progress and messages
@@ -27,7 +25,7 @@ stdout = Console()  # results
 
 
 class RichReporter:
-    """Prints steps, shows a live bar while fetching, and a summary per fetch."""
+    """Prints what starts, shows a live bar while fetching, and every step's result."""
 
     def __init__(self) -> None:
         self.progress: Progress | None = None
@@ -71,14 +69,16 @@ class RichReporter:
                 failed=failed,
             )
 
-    def fetch_done(self, stats: FetchStats) -> None:
-        if self.progress is not None:
+    def done(self, result: StepResult) -> None:
+        """A step's notes and summary, the same for every step."""
+        if self.progress is not None:  # the fetch's bar
             self.progress.stop()
             self.progress = None
-        statuses = ", ".join(f"{k} {v}" for k, v in stats.by_status.most_common())
+        for note in result.notes():
+            console.print(f"  [yellow]{escape(note)}[/]", soft_wrap=True)
         console.print(
-            f"  fetched {stats.urls} URLs in {stats.seconds:.1f} s "
-            f"({stats.pages_per_second:.1f} pages/s, {stats.bytes / 1e6:.1f} MB): {statuses}"
+            f"[bold green]✓[/] {escape(result.summary())} [dim]{result.seconds:.1f} s[/]",
+            soft_wrap=True,
         )
 
 

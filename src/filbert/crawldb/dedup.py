@@ -33,6 +33,7 @@ from filbert.buckets import (
 from filbert.config import ConfigError, Settings
 from filbert.executor import make_executor
 from filbert.parse.boilerplate import cuts_sql, own_text, templates_sql
+from filbert.step_result import Figures, step
 from filbert.storage import CrawlDir, Segment, reading
 from filbert.urls import bucket_of
 
@@ -273,7 +274,8 @@ def _mark_bucket(task: MarkTask) -> dict[str, int]:
     return {"duplicates": task.dupes.num_rows, "rows": rows}
 
 
-def dedup(crawl: CrawlDir, settings: Settings) -> dict[str, int]:
+@step("dedup")
+def dedup(crawl: CrawlDir, settings: Settings) -> Figures:
     """Mark duplicates in the crawldb; earlier marks are re-evaluated."""
     crawl.require()
     dupes, simhashes = find_duplicates(crawl, settings)
@@ -296,4 +298,7 @@ def dedup(crawl: CrawlDir, settings: Settings) -> dict[str, int]:
 
     with reading(crawl.crawldb.files()):
         totals = rewrite(crawl.crawldb, buckets, settings, _mark_bucket, mark_task, {})
-    return {"duplicates": len(dupes), "rows": totals.get("rows", 0)}
+    return Figures(
+        counts={"duplicates": len(dupes), "rows": totals.get("rows", 0)},
+        text=f"marked {len(dupes)} duplicate pages",
+    )

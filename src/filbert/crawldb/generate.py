@@ -21,6 +21,7 @@ from filbert.config import Settings
 from filbert.crawldb.hostdb import skipped_hosts
 from filbert.crawldb.hubs import RANK_SQL, graph_scores, rank_shares
 from filbert.executor import make_executor
+from filbert.step_result import StepResult, step
 from filbert.storage import (
     CrawlDir,
     Segment,
@@ -49,10 +50,18 @@ DUE_COLUMNS = (
 
 
 @dataclass
-class GenerateStats:
-    segment: str | None
+class GenerateStats(StepResult):
+    segment: str | None  # None when nothing is due
     urls: int
     hosts: int
+
+    def summary(self) -> str:
+        if self.segment is None:
+            return "nothing is due: no segment generated"
+        return f"generated segment {self.segment}: {self.urls} URLs on {self.hosts} hosts"
+
+    def figures(self) -> dict[str, int | float | str]:
+        return {"segment": self.segment or "", "urls": self.urls, "hosts": self.hosts}
 
 
 @dataclass(frozen=True)
@@ -115,6 +124,7 @@ def _candidates(task: GenerateTask) -> tuple[int, int]:
     return task.bucket, table.num_rows
 
 
+@step("generate")
 def generate(
     crawl: CrawlDir, settings: Settings, top_n: int | None = None, now: datetime | None = None
 ) -> GenerateStats:

@@ -27,6 +27,7 @@ import pyarrow as pa
 from filbert import schemas
 from filbert.buckets import BucketTask, connect, parquet_relation, rewrite
 from filbert.config import Settings
+from filbert.step_result import Figure, Figures, step
 from filbert.storage import (
     CrawlDir,
     Segment,
@@ -94,10 +95,25 @@ def unfolded_segments(crawl: CrawlDir) -> list[Segment]:
     return [s for s in crawl.segments() if s.fetched and not s.included_in(done)]
 
 
-def update_hostdb(crawl: CrawlDir, settings: Settings) -> dict[str, int]:
+@step("hostdb")
+def hostdb(
+    crawl: CrawlDir, settings: Settings, reset: list[str] | None = None, reset_all: bool = False
+) -> Figures:
     """Folds the fetched segments not yet folded in into the hostdb, with the crawldb's
-    current page counts, a task per host bucket; returns how many segments and hosts."""
+    current page counts, a task per host bucket; then forgets the failures of the hosts
+    to `reset` (or of all), so generate takes them again."""
     crawl.require()
+    counts: dict[str, Figure] = {"segments": len(unfolded_segments(crawl))}
+    counts["hosts"] = _fold_segments(crawl, settings)
+    text = f"folded in {counts['segments']} segment(s); hostdb has {counts['hosts']} hosts"
+    if reset or reset_all:
+        counts["reset"] = reset_hosts(crawl, settings, None if reset_all else reset)
+        text += f"; {counts['reset']} unreachable host(s) will be generated again"
+    return Figures(counts=counts, text=text)
+
+
+def _fold_segments(crawl: CrawlDir, settings: Settings) -> int:
+    """hostdb's folding; how many hosts the hostdb then has."""
     done = set(crawl.hostdb.meta().get("segments", []))
     segments = unfolded_segments(crawl)
     buckets = crawl.buckets(settings)
@@ -119,7 +135,7 @@ def update_hostdb(crawl: CrawlDir, settings: Settings) -> dict[str, int]:
         ),
         {"segments": sorted(done | {s.name for s in segments})},
     )
-    return {"segments": len(segments), "hosts": counts.get("hosts", 0)}
+    return counts.get("hosts", 0)
 
 
 def _host_bucket(task: HostTask) -> dict[str, int]:

@@ -18,6 +18,7 @@ from filbert.buckets import (
     write_result,
 )
 from filbert.config import Settings
+from filbert.step_result import StepResult, step
 from filbert.storage import CrawlDir
 from filbert.urls import (
     InvalidUrl,
@@ -30,12 +31,26 @@ from filbert.urls import (
 )
 
 
-@dataclass
-class InjectStats:
+@dataclass(kw_only=True)
+class InjectStats(StepResult):
     read: int = 0
     accepted: int = 0
     injected: int = 0  # new to the crawldb
     rejected: list[tuple[str, str]] = field(default_factory=list)  # (text, reason)
+
+    def summary(self) -> str:
+        return f"injected {self.injected} new URLs ({self.accepted} accepted of {self.read} read)"
+
+    def figures(self) -> dict[str, int | float | str]:
+        return {
+            "read": self.read,
+            "accepted": self.accepted,
+            "injected": self.injected,
+            "rejected": len(self.rejected),
+        }
+
+    def notes(self) -> list[str]:
+        return [f"rejected {text}: {reason}" for text, reason in self.rejected]
 
 
 def read_seeds(seeds: list[str]) -> list[str]:
@@ -130,7 +145,8 @@ def merge_urls(
     return totals.get("injected", 0)
 
 
-def inject(crawl: CrawlDir, seeds: list[str], settings: Settings) -> InjectStats:
+@step("inject")
+def inject(crawl: CrawlDir, settings: Settings, seeds: list[str]) -> InjectStats:
     """Merge seeds into the crawldb without touching URLs it already knows."""
     url_filter = UrlFilter.from_settings(settings)
     normalizer = UrlNormalizer.from_settings(settings)

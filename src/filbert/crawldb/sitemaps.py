@@ -25,6 +25,7 @@ from filbert.config import Settings
 from filbert.crawldb.inject import NewUrl, merge_urls
 from filbert.fetch.fetcher import Fetcher, FetchItem, FetchResult, origin_of
 from filbert.fetch.robots import RobotsCache
+from filbert.step_result import StepResult, step
 from filbert.storage import CrawlDir, reading
 from filbert.urls import (
     InvalidUrl,
@@ -45,11 +46,25 @@ class Sitemap:
 
 
 @dataclass
-class SitemapStats:
+class SitemapStats(StepResult):
     sitemaps: int = 0
     failed: list[tuple[str, str]] = field(default_factory=list)  # (sitemap URL, why)
     urls: int = 0
     injected: int = 0
+
+    def summary(self) -> str:
+        return f"read {self.sitemaps} sitemaps listing {self.urls} URLs; {self.injected} new"
+
+    def figures(self) -> dict[str, int | float | str]:
+        return {
+            "sitemaps": self.sitemaps,
+            "failed": len(self.failed),
+            "urls": self.urls,
+            "injected": self.injected,
+        }
+
+    def notes(self) -> list[str]:
+        return [f"failed {url}: {why}" for url, why in self.failed]
 
 
 def _local(tag: str) -> str:
@@ -193,6 +208,7 @@ def crawl_origins(crawl: CrawlDir) -> list[str]:
     return sorted({origin_of(url) for (url,) in urls})
 
 
+@step("sitemap")
 def sitemap(
     crawl: CrawlDir,
     settings: Settings,

@@ -23,8 +23,9 @@ from filbert.buckets import (
     write_result,
 )
 from filbert.config import Settings
-from filbert.crawldb.hostdb import unfolded_segments, update_hostdb
+from filbert.crawldb.hostdb import hostdb, unfolded_segments
 from filbert.crawldb.inject import NewUrl, merge_urls
+from filbert.step_result import Figure, Figures, step
 from filbert.storage import CrawlDir, CrawlDirError, Segment, count_rows, reading
 from filbert.urls import InvalidUrl, UrlFilter, UrlNormalizer, bucket_of, normalize_url
 
@@ -192,10 +193,29 @@ def pending_segments(crawl: CrawlDir) -> list[Segment]:
     return [seg for seg in crawl.segments() if seg.parsed and not seg.included_in(applied)]
 
 
+@step("updatedb")
 def updatedb(
-    crawl: CrawlDir, settings: Settings, names: list[str] | None = None, now: datetime | None = None
-) -> dict[str, int]:
-    """Fold the named segments (default: every parsed one not yet applied) into the crawldb."""
+    crawl: CrawlDir,
+    settings: Settings,
+    names: list[str] | None = None,
+    now: datetime | None = None,
+    filter_urls: bool = False,
+) -> Figures:
+    """Fold the named segments (default: every parsed one not yet applied) into the crawldb;
+    with filter_urls, then apply the current URL normalizers and filters to it all."""
+    counts: dict[str, Figure] = {"segments": _fold(crawl, settings, names, now)}
+    counts["rows"] = count_rows(crawl.crawldb.files())
+    text = f"applied {counts['segments']} segment(s); crawldb has {counts['rows']} URLs"
+    if filter_urls:
+        counts.update(filter_crawldb(crawl, settings))
+        text += f"; filters: {counts['removed']} URLs removed, {counts['renamed']} renamed"
+    return Figures(counts=counts, text=text)
+
+
+def _fold(
+    crawl: CrawlDir, settings: Settings, names: list[str] | None, now: datetime | None
+) -> int:
+    """updatedb's folding; how many segments it folded."""
     crawl.require()
     applied = set(crawl.crawldb.meta().get("segments", []))
     if names:
@@ -209,8 +229,8 @@ def updatedb(
         segments = pending_segments(crawl)
     if not segments:
         if unfolded_segments(crawl):  # a run killed between the crawldb and the hostdb
-            update_hostdb(crawl, settings)
-        return {"segments": 0, "rows": count_rows(crawl.crawldb.files())}
+            hostdb(crawl, settings)
+        return 0
     now = now or datetime.now(UTC)
     by_bucket = {
         b: SegmentFiles(
@@ -239,8 +259,8 @@ def updatedb(
             meta,
             touched,
         )
-    update_hostdb(crawl, settings)
-    return {"segments": len(segments), "rows": count_rows(crawl.crawldb.files())}
+    hostdb(crawl, settings)
+    return len(segments)
 
 
 def filter_crawldb(crawl: CrawlDir, settings: Settings) -> dict[str, int]:

@@ -1,5 +1,5 @@
 """The fetch step: fetch a segment's fetch list, writing crawl_fetch and content, and handing
-each page as it arrives to a sink, if the caller gives one (crawl.fetch_step gives the parser
+each page as it arrives to a sink, if the caller gives one (crawl.fetch gives the parser
 with fetcher.parse, which writes the parse outputs too)."""
 
 from __future__ import annotations
@@ -22,15 +22,17 @@ from filbert.fetch.fetcher import FetchItem, FetchResult, HostClock, More, run_f
 from filbert.fetch.follow import Follower, fetched_fingerprints
 from filbert.fetch.robots import RobotsCache
 from filbert.schemas import FetchedPage, SiteLinks
+from filbert.step_result import StepResult
 from filbert.storage import CrawlDir, CrawlDirError, PartWriter, Segment, count_rows, read_parts
 from filbert.urls import bucket_of
 
 
 @dataclass
-class FetchStats:
+class FetchStats(StepResult):
+    """The fetch step's result, and each partition's (`seconds`: the time fetching)."""
+
     segment: str
     urls: int = 0
-    seconds: float = 0.0
     by_status: Counter = field(default_factory=Counter)
     by_http: Counter = field(default_factory=Counter)
     bytes: int = 0
@@ -56,6 +58,22 @@ class FetchStats:
     @property
     def pages_per_second(self) -> float:
         return self.urls / self.seconds if self.seconds else 0.0
+
+    def summary(self) -> str:
+        statuses = ", ".join(f"{k} {v}" for k, v in self.by_status.most_common())
+        return (
+            f"fetched {self.urls} URLs in {self.seconds:.1f} s "
+            f"({self.pages_per_second:.1f} pages/s, {self.bytes / 1e6:.1f} MB): {statuses}"
+        )
+
+    def figures(self) -> dict[str, int | float | str]:
+        return {
+            "urls": self.urls,
+            "bytes": self.bytes,
+            **self.by_status,  # fetch_success, fetch_gone, ...
+            **{f"http_{k}": v for k, v in self.by_http.items()},
+            **{f"parse_{k}": v for k, v in self.parsed.items()},
+        }
 
 
 class PageSink(Protocol):

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
@@ -42,6 +42,7 @@ from filbert.executor import make_executor
 from filbert.index.schema import FILLER, GRAMS_FIELD, INDEX_FORMAT, shard_name
 from filbert.index.shard_writer import FORWARD, LIVE_FILE, forward_dir, hash_shard, update_shards
 from filbert.parse.boilerplate import cuts_sql, own_headings, templates_sql, without_template
+from filbert.step_result import Figures, step
 from filbert.storage import CrawlDir, Segment, existing, part_name, reading, write_table
 from filbert.urls import fingerprint
 
@@ -326,14 +327,27 @@ def parent_domains(host: str) -> list[str]:
     return names + [".".join(labels[i:]) for i in range(1, max(1, len(labels) - 1))]
 
 
-def build_index(
+@dataclass(kw_only=True)
+class IndexStats(Figures):
+    """The index step's counts (documents, shards, new, changed, gone), why it was rebuilt
+    ("" if it was not) and the hosts whose pages changed."""
+
+    rebuilt: str = ""
+    hosts: list[str] = field(default_factory=list)
+
+    def notes(self) -> list[str]:
+        return [f"rebuilt the index: {self.rebuilt}"] if self.rebuilt else []
+
+
+@step("index")
+def index(
     crawl: CrawlDir,
     settings: Settings,
-    on_doc: Callable[[int], None] | None = None,
     rebuild: bool = False,
-) -> dict:
+    on_doc: Callable[[int], None] | None = None,
+) -> IndexStats:
     """Brings the index up to date with the crawl (from nothing if `rebuild`, or if the
-    settings that change what is indexed changed); returns counts, and why it was rebuilt."""
+    settings that change what is indexed changed)."""
     crawl.require()
     current, meta = crawl.index.current(), crawl.index.meta()
     reason = rebuild_reason(current, meta, settings, rebuild)
@@ -394,13 +408,14 @@ def build_index(
             "indexed_with": indexed_with(settings),
         },
     )
-    return {
-        "documents": written["documents"],
-        "shards": written["shards"],
-        **changes.counts,
-        "rebuilt": reason or "",
-        "hosts": sorted(changes.hosts),  # whose pages changed
-    }
+    counts = {"documents": written["documents"], "shards": written["shards"], **changes.counts}
+    return IndexStats(
+        counts=counts,
+        text=f"indexed {counts['documents']} documents into {counts['shards']} shard(s) "
+        f"({counts['new']} new, {counts['changed']} changed, {counts['gone']} gone)",
+        rebuilt=reason or "",
+        hosts=sorted(changes.hosts),
+    )
 
 
 def indexed_with(settings: Settings) -> dict:

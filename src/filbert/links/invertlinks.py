@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from filbert import schemas
 from filbert.buckets import BucketTask, connect, params, parquet_relation, rewrite, write_result
 from filbert.config import Settings
+from filbert.step_result import Figures, step
 from filbert.storage import CrawlDir, count_rows, reading
 
 HOST = r"regexp_extract({}, '^[a-z]+://([^/]+)', 1)"
@@ -50,12 +51,13 @@ def _invert_bucket(task: InvertTask) -> dict[str, int]:
     return {"urls": write_result(connect(), sql, schemas.LINKDB, task.out, bound)}
 
 
-def invertlinks(crawl: CrawlDir, settings: Settings) -> dict[str, int]:
+@step("invertlinks")
+def invertlinks(crawl: CrawlDir, settings: Settings) -> Figures:
     """Add the links of every parsed segment not yet inverted to the linkdb."""
     done = set(crawl.linkdb.meta().get("segments", []))
     segments = [seg for seg in crawl.segments() if seg.parsed and not seg.included_in(done)]
     if not segments and crawl.linkdb.exists():
-        return {"segments": 0, "urls": count_rows(crawl.linkdb.files())}
+        return _inverted(0, crawl)
     buckets = crawl.buckets(settings)
     parts = {
         b: [str(p) for seg in segments for p in seg.crawl_parse_parts(b)] for b in range(buckets)
@@ -76,4 +78,12 @@ def invertlinks(crawl: CrawlDir, settings: Settings) -> dict[str, int]:
             meta,
             touched,
         )
-    return {"segments": len(segments), "urls": count_rows(crawl.linkdb.files())}
+    return _inverted(len(segments), crawl)
+
+
+def _inverted(segments: int, crawl: CrawlDir) -> Figures:
+    urls = count_rows(crawl.linkdb.files())
+    return Figures(
+        counts={"segments": segments, "urls": urls},
+        text=f"inverted {segments} segment(s); linkdb has {urls} URLs",
+    )

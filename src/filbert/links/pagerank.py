@@ -33,6 +33,7 @@ from filbert.buckets import (
 from filbert.config import Settings
 from filbert.errors import UserError
 from filbert.executor import make_executor
+from filbert.step_result import Figures, step
 from filbert.storage import CrawlDir, WebGraph, attempt_path, reading, write_table
 from filbert.urls import fingerprint
 
@@ -57,7 +58,7 @@ class PageRank:
     iterations: int
 
 
-def pagerank(
+def power_iteration(
     src: np.ndarray,
     dst: np.ndarray,
     n: int,
@@ -112,7 +113,8 @@ class GraphTask:
     memory_mb: int  # DuckDB's
 
 
-def compute_pagerank(crawl: CrawlDir, settings: Settings) -> dict[str, int]:
+@step("pagerank")
+def pagerank(crawl: CrawlDir, settings: Settings) -> Figures:
     """Compute PageRank for the whole crawl, store it in webgraph/ and in crawldb scores."""
     crawl.require()
     buckets = crawl.buckets(settings)
@@ -144,7 +146,11 @@ def compute_pagerank(crawl: CrawlDir, settings: Settings) -> dict[str, int]:
             lambda b, old, out: ScoreTask(b, old, out, scores_file),
             {"pagerank": stats},
         )
-    return stats
+    return Figures(
+        counts=dict(stats),
+        text=f"PageRank of {stats['pages']} pages over {stats['links']} links "
+        f"converged in {stats['iterations']} iterations",
+    )
 
 
 def _rank_graph(task: GraphTask) -> dict[str, int]:
@@ -157,7 +163,7 @@ def _rank_graph(task: GraphTask) -> dict[str, int]:
     con.execute("SET enable_progress_bar = false")  # a worker's log is no terminal
     with reading([*task.crawldb, *task.crawl_parse]):
         src, dst, n = _graph(con, task)
-        result = pagerank(src, dst, n, task.damping, task.tolerance, task.max_iterations)
+        result = power_iteration(src, dst, n, task.damping, task.tolerance, task.max_iterations)
         ranks = pa.table(
             {
                 "id": pa.array(np.arange(n)),

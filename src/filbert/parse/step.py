@@ -1,7 +1,8 @@
 """The parse step: parse a segment's content into parse_text, parse_data and crawl_parse.
 
 A SegmentParser does the work page by page: as the fetcher's page sink (fetcher.parse:
-crawl.fetch_step wires it), or here, one task per bucket reading the stored content back. Outlinks are normalized,
+crawl.fetch wires it), or here, one task per bucket reading the stored content back.
+Outlinks are normalized,
 filtered and capped; crawl_parse rows are written split by the *target's* bucket so
 updatedb and invertlinks read one file set per bucket.
 """
@@ -30,6 +31,7 @@ from filbert.parse.content import parse_content
 from filbert.parse.result import ParseResult
 from filbert.parse.sandbox import sandbox_for
 from filbert.schemas import FetchedPage, SiteLinks
+from filbert.step_result import Figures, step
 from filbert.storage import CrawlDir, CrawlDirError, PartWriter, Segment, read_parts, reading
 from filbert.urls import UrlFilter, UrlNormalizer, bucket_of, fingerprint, host_of
 
@@ -379,7 +381,18 @@ class _LinkWriter:
         return self.count
 
 
-def parse_segment(crawl: CrawlDir, name: str, settings: Settings) -> Counter:
+def parsed(counts: Counter) -> Figures:
+    """The parser's counts (pages by parse status, and "outlinks") as a result."""
+    pages = sum(v for k, v in counts.items() if k != "outlinks")
+    statuses = ", ".join(f"{k} {v}" for k, v in counts.most_common() if k != "outlinks")
+    return Figures(
+        counts=dict(counts),
+        text=f"parsed {pages} pages ({statuses or 'none'}), {counts['outlinks']} outlinks",
+    )
+
+
+@step("parse")
+def parse(crawl: CrawlDir, settings: Settings, name: str) -> Figures:
     """Parse every bucket of a fetched segment; re-running replaces an earlier parse."""
     segment = crawl.segment(name)
     if not segment.fetched:
@@ -397,4 +410,4 @@ def parse_segment(crawl: CrawlDir, name: str, settings: Settings) -> Counter:
     for counts in make_executor(settings).map(_parse_bucket, tasks):
         totals.update(counts)
     segment.publish(tmp, Segment.PARSE_OUTPUTS)
-    return totals
+    return parsed(totals)

@@ -29,6 +29,7 @@ from filbert import schemas
 from filbert.buckets import connect, parquet_relation, write_result
 from filbert.config import Settings
 from filbert.executor import make_executor
+from filbert.step_result import Figures, step
 from filbert.storage import (
     SEGMENT_FORMAT,
     CrawlDir,
@@ -68,14 +69,18 @@ def mergeable(crawl: CrawlDir) -> list[Segment]:
     ]
 
 
-def merge_segments(crawl: CrawlDir, settings: Settings) -> dict[str, int | str]:
+@step("mergesegs")
+def mergesegs(crawl: CrawlDir, settings: Settings) -> Figures:
     """Merges the mergeable segments into one; returns how many and its name."""
     crawl.require()
     remove_tmp_dirs(crawl.segments_dir)  # a killed merge's
     _remove_replaced(crawl)
     segments = mergeable(crawl)
     if len(segments) < 2:
-        return {"segments": 0, "merged": ""}
+        return Figures(
+            counts={"segments": 0, "merged": "", "rows": 0},
+            text="nothing to merge: fewer than two segments are fully processed",
+        )
     now = datetime.now(UTC).strftime(SEGMENT_FORMAT)
     name = f"{segments[-1].name[: len(now)]}-merged-{now}"
     tmp = new_tmp_dir(crawl.segments_dir)
@@ -95,7 +100,10 @@ def merge_segments(crawl: CrawlDir, settings: Settings) -> dict[str, int | str]:
     fsync_dir(crawl.segments_dir)
     for seg in segments:
         shutil.rmtree(seg.path)
-    return {"segments": len(segments), "merged": name, "rows": rows}
+    return Figures(
+        counts={"segments": len(segments), "merged": name, "rows": rows},
+        text=f"merged {len(segments)} segments into {name}",
+    )
 
 
 def _remove_replaced(crawl: CrawlDir) -> None:

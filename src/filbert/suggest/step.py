@@ -64,6 +64,7 @@ from filbert import schemas
 from filbert.buckets import Relation, connect, latest_per_page, params, parquet_relation
 from filbert.config import Settings, error_lengths_setting
 from filbert.executor import make_executor
+from filbert.step_result import Figures, step
 from filbert.storage import CrawlDir, GenerationHolder, Segment, read_parts, reading, write_table
 from filbert.suggest.phrases import (
     Affixes,
@@ -96,14 +97,15 @@ PHRASE_SETTINGS = ("suggest.", "analysis.")  # what a tally depends on
 HOST_FILTER = "($all_hosts OR list_contains($hosts, host))"
 
 
-def build_suggest(
+@step("suggest-build")
+def suggest_build(
     crawl: CrawlDir,
     settings: Settings,
     synonyms: Path | None = None,
     hosts: Iterable[str] | None = None,
-) -> dict[str, int]:
+) -> Figures:
     """Build the dictionary from the crawl, the query log and the synonyms file (by default
-    `suggest.synonyms.file`); returns counts. With `hosts` (those whose pages changed since
+    `suggest.synonyms.file`). With `hosts` (those whose pages changed since
     the last build), the other hosts' phrases come from the last build (TALLY_FILE)."""
     crawl.require()
     tally = _tally(crawl, settings, None if hosts is None else set(hosts))
@@ -131,23 +133,11 @@ def build_suggest(
     index = crawl.index.current()  # the generation this dictionary goes with
     meta = {"settings": _phrase_settings(settings), "index": index and index.name}
     table.publish(tmp, {**counts, **meta})
-    return counts
-
-
-def index_with_suggestions(
-    crawl: CrawlDir, settings: Settings, rebuild: bool = False
-) -> tuple[dict, dict]:
-    """The index brought up to date, then the suggestion dictionary: for the hosts whose
-    pages changed when it reflects the index generation this one follows, in full when it
-    lags behind (a run killed between the two) or the index was rebuilt. Returns both's
-    counts."""
-    from filbert.index import build_index  # tantivy: only the index step needs it
-
-    was = crawl.index.current()
-    counts = build_index(crawl, settings, rebuild=rebuild)
-    follows = was is not None and crawl.suggest.meta().get("index") == was.name
-    hosts = counts["hosts"] if follows and not counts["rebuilt"] else None
-    return counts, build_suggest(crawl, settings, hosts=hosts)
+    return Figures(
+        counts=dict(counts),
+        text=f"{counts['phrases']} phrases for suggestions ({counts['page phrases']} from pages, "
+        f"{counts['queries']} from the query log, {counts['synonym rings']} synonym rings)",
+    )
 
 
 def _phrase_settings(settings: Settings) -> dict[str, Any]:
