@@ -8,13 +8,12 @@ import random
 import pytest
 
 from filbert.config import load_settings
-from filbert.search.ranking import Candidate, Reranker
+from filbert.search.ranking import Candidate, RankingSettings, Reranker
 
 
 def reranker(**overrides) -> Reranker:
-    return Reranker(
-        load_settings(None, [f"{k.replace('_', '.')}={v}" for k, v in overrides.items()])
-    )
+    settings = load_settings(None, [f"{k.replace('_', '.')}={v}" for k, v in overrides.items()])
+    return Reranker(RankingSettings.from_settings(settings))
 
 
 def candidate(doc: int, text: float, pagerank: float = 1.0, simhash: int = 0, host: int = 1):

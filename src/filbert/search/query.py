@@ -43,21 +43,64 @@ QUERY_TOKEN = re.compile(r'(-?)(?:"([^"]*)"?|\b(site|lang):(\S+)|(\S+))', re.IGN
 QUOTES = str.maketrans(dict.fromkeys("\u201c\u201d\u201e\u201f\u00ab\u00bb\uff02", '"'))
 CJK_PHRASE_SLOP = 2
 PHRASE_MARGIN = 32  # characters around a phrase's probe analyzed, besides twice its length  # jieba's search mode puts sub-words between a phrase's words
-# each text field's weight (TEXT_FIELDS), and the (slop, weight) of each proximity bin
-BOOST_SETTINGS = {
-    "title": "search.boost.title",
-    "headings": "search.boost.headings",
-    "anchor": "search.boost.anchor",
-    "urlwords": "search.boost.urlwords",
-    "body": "search.boost.body",
-}
-PROXIMITY_SETTINGS = {
-    "phrase": ("search.proximity.phrase.slop", "search.proximity.phrase.weight"),
-    "near": ("search.proximity.near.slop", "search.proximity.near.weight"),
-    "far": ("search.proximity.far.slop", "search.proximity.far.weight"),
-}
-PROXIMITY_BINS = tuple(PROXIMITY_SETTINGS)
+PROXIMITY_BINS = ("phrase", "near", "far")  # search.proximity.<bin>.slop and .weight
 PROXIMITY_FIELDS = ("headings", "body")  # where distances told pages apart (each field costs)
+
+
+@dataclass(frozen=True)
+class QuerySettings:
+    """The search.boost.*, search.relax.* and search.proximity.* settings a QueryBuilder
+    builds queries with, read once (defaults.toml documents each)."""
+
+    title: float  # search.boost.title (each text field's weight: TEXT_FIELDS)
+    headings: float  # search.boost.headings
+    anchor: float  # search.boost.anchor
+    urlwords: float  # search.boost.urlwords
+    body: float  # search.boost.body
+    lang_boost: float  # search.boost.lang, of pages in the query's language
+    relax_min_words: int  # search.relax.min.words
+    relax_share: float  # search.relax.share
+    phrase_slop: int  # search.proximity.phrase.slop (the proximity bins: PROXIMITY_BINS)
+    phrase_weight: float  # search.proximity.phrase.weight
+    near_slop: int  # search.proximity.near.slop
+    near_weight: float  # search.proximity.near.weight
+    far_slop: int  # search.proximity.far.slop
+    far_weight: float  # search.proximity.far.weight
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any]) -> QuerySettings:
+        return cls(
+            title=settings["search.boost.title"],
+            headings=settings["search.boost.headings"],
+            anchor=settings["search.boost.anchor"],
+            urlwords=settings["search.boost.urlwords"],
+            body=settings["search.boost.body"],
+            lang_boost=settings["search.boost.lang"],
+            relax_min_words=settings["search.relax.min.words"],
+            relax_share=settings["search.relax.share"],
+            phrase_slop=settings["search.proximity.phrase.slop"],
+            phrase_weight=settings["search.proximity.phrase.weight"],
+            near_slop=settings["search.proximity.near.slop"],
+            near_weight=settings["search.proximity.near.weight"],
+            far_slop=settings["search.proximity.far.slop"],
+            far_weight=settings["search.proximity.far.weight"],
+        )
+
+    @property
+    def boosts(self) -> dict[str, float]:
+        """Each text field's weight, in the order of TEXT_FIELDS (the fields named alike)."""
+        return {name: getattr(self, name) for name in TEXT_FIELDS}
+
+    @property
+    def bins(self) -> list[tuple[int, float]]:
+        """The (slop, weight) of the proximity bins that count (weight > 0), the loosest
+        first."""
+        bins = [
+            (self.phrase_slop, self.phrase_weight),
+            (self.near_slop, self.near_weight),
+            (self.far_slop, self.far_weight),
+        ]
+        return sorted(((slop, weight) for slop, weight in bins if weight), reverse=True)
 
 
 class QueryError(UserError, ValueError):
@@ -351,19 +394,15 @@ def _probes(text: str) -> list[str]:
 class QueryBuilder:
     """Builds tantivy queries for one index schema and set of field weights."""
 
-    def __init__(self, schema: tantivy.Schema, settings: Mapping[str, Any]):
+    def __init__(self, schema: tantivy.Schema, config: QuerySettings):
         self.schema = schema
+        self.config = config
         self.all_field = True  # whether the index has ALL_FIELD (older indexes do not)
         self.grams_field = True  # whether it has GRAMS_FIELD (those before format 5 do not)
         self.searchers: list[tantivy.Searcher] = []  # the index's shards, when known
-        self.boosts = {name: settings[BOOST_SETTINGS[name]] for name in TEXT_FIELDS}
-        self.lang_boost = settings["search.boost.lang"]
-        self.relax_min_words = settings["search.relax.min.words"]
-        self.relax_share = settings["search.relax.share"]
-        # proximity bins (the Google paper): words as a phrase, near each other, or far apart;
-        # (slop, weight) of those that count, the loosest first
-        bins = [(settings[slop], settings[weight]) for slop, weight in PROXIMITY_SETTINGS.values()]
-        self.bins = sorted(((slop, weight) for slop, weight in bins if weight), reverse=True)
+        self.boosts = config.boosts
+        # proximity bins (the Google paper): words as a phrase, near each other, or far apart
+        self.bins = config.bins
 
     def build(
         self,
@@ -385,9 +424,9 @@ class QueryBuilder:
             return matching
         if others is None:
             same = Query.term_query(self.schema, "lang", query.lang)
-            preference = Query.const_score_query(same, self.lang_boost)
+            preference = Query.const_score_query(same, self.config.lang_boost)
         else:
-            preference = Query.const_score_query(self.in_languages(others), -self.lang_boost)
+            preference = Query.const_score_query(self.in_languages(others), -self.config.lang_boost)
         return Query.boolean_query([(Occur.Must, matching), (Occur.Should, preference)])
 
     def matching(self, query: AnalyzedQuery, conjunction: bool = True, flat: bool = False) -> Query:
@@ -422,9 +461,9 @@ class QueryBuilder:
         `search.relax.min.words` on their `search.relax.share`; all of a Chinese query's,
         whose words are jieba's, overlapping)."""
         words = len(query.clauses)
-        if words < self.relax_min_words or HAN_RUN.search(query.parsed.text):
+        if words < self.config.relax_min_words or HAN_RUN.search(query.parsed.text):
             return words
-        return max(1, math.ceil(self.relax_share * words - 1e-9))
+        return max(1, math.ceil(self.config.relax_share * words - 1e-9))
 
     def _restricted(self, query: AnalyzedQuery, clauses: list[tuple[Occur, Query]]) -> Query:
         """The clauses with the query's phrases, filters and exclusions."""
@@ -467,7 +506,7 @@ class QueryBuilder:
 
     def prefers_language(self, query: AnalyzedQuery) -> bool:
         """Whether pages in the query's language get a boost (it was told, not asked for)."""
-        return bool(query.lang and not query.parsed.lang and self.lang_boost)
+        return bool(query.lang and not query.parsed.lang and self.config.lang_boost)
 
     def proximity(
         self,

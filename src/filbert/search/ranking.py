@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import repeat
+from typing import Any
 
 import numpy as np
 import tantivy
 
-from filbert.config import Settings
 from filbert.index.columns import Columns
 from filbert.index.schema import FIELD_NAMES
 
@@ -67,12 +68,39 @@ def hit_candidates(
     return list(map(Candidate, scores, repeat(shard), segments, docs, *values))
 
 
+@dataclass(frozen=True)
+class RankingSettings:
+    """The settings of phase two and of the order of a search's steps (Reranker, and
+    search/searcher.py's Ranking), read once (defaults.toml documents each)."""
+
+    pagerank_weight: float  # search.pagerank.weight: the most PageRank adds to a score
+    pagerank_half: float  # search.pagerank.half: the PageRank that adds half of that
+    per_host: int  # search.max.hits.per.host: results of one host before others' (<= 0: all)
+    simhash_distance: int  # dedup.simhash.distance: bits within which pages are near-duplicates
+    rerank_depth: int  # search.rerank.depth: the best candidates by text re-ranked
+    proximity_depth: int  # search.proximity.depth: the best by text whose proximity counts
+    hits_root: int  # search.hits.root: the results HITS re-orders
+    hits_inlinks: int  # search.hits.max.inlinks: pages linking to each added to its base set
+    max_query: int  # search.max.query.length: characters
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any]) -> RankingSettings:
+        return cls(
+            pagerank_weight=settings["search.pagerank.weight"],
+            pagerank_half=settings["search.pagerank.half"],
+            per_host=settings["search.max.hits.per.host"],
+            simhash_distance=settings["dedup.simhash.distance"],
+            rerank_depth=settings["search.rerank.depth"],
+            proximity_depth=settings["search.proximity.depth"],
+            hits_root=settings["search.hits.root"],
+            hits_inlinks=settings["search.hits.max.inlinks"],
+            max_query=settings["search.max.query.length"],
+        )
+
+
 class Reranker:
-    def __init__(self, settings: Settings):
-        self.weight = settings["search.pagerank.weight"]
-        self.half = settings["search.pagerank.half"]
-        self.per_host = settings["search.max.hits.per.host"]
-        self.distance = settings["dedup.simhash.distance"]
+    def __init__(self, config: RankingSettings):
+        self.config = config
 
     def rank(self, candidates: list[Candidate], window: int) -> list[Candidate]:
         """The best `window` candidates by text re-ranked, then the others in their text
@@ -84,26 +112,26 @@ class Reranker:
         head, tail = self.rerank(by_text[:window]), by_text[window:]
         if not tail:
             return head
-        for candidate in tail:
-            self._score(candidate)
+        self._score(tail)
         return head + self._collapse(head + tail)[len(head) :]
 
     def rerank(self, candidates: list[Candidate]) -> list[Candidate]:
         """Plain Python: on ~100 candidates, numpy's per-call costs would outweigh its loops."""
-        for candidate in candidates:
-            self._score(candidate)
+        self._score(candidates)
         ordered = sorted(candidates, key=lambda c: (-c.score, c.uid))
         return self._crowd(self._collapse(ordered))
 
-    def _score(self, candidate: Candidate) -> None:
-        pagerank = max(candidate.pagerank, 0.0)
-        candidate.pagerank_score = self.weight * pagerank / (pagerank + self.half)
-        candidate.score = candidate.text_score + candidate.proximity + candidate.pagerank_score
+    def _score(self, candidates: list[Candidate]) -> None:
+        weight, half = self.config.pagerank_weight, self.config.pagerank_half
+        for candidate in candidates:
+            pagerank = max(candidate.pagerank, 0.0)
+            candidate.pagerank_score = weight * pagerank / (pagerank + half)
+            candidate.score = candidate.text_score + candidate.proximity + candidate.pagerank_score
 
     def _collapse(self, ordered: list[Candidate]) -> list[Candidate]:
-        """Leaves out pages whose simhash is within `distance` bits of a better result's."""
+        """Leaves out pages whose simhash is within `simhash_distance` bits of a better result's."""
         hashes = np.array([c.simhash & MASK64 for c in ordered], dtype=np.uint64)
-        near = np.bitwise_count(hashes[:, None] ^ hashes[None, :]) <= self.distance
+        near = np.bitwise_count(hashes[:, None] ^ hashes[None, :]) <= self.config.simhash_distance
         if np.count_nonzero(near) == len(ordered):  # each page is near itself only
             return ordered
         near &= (hashes != 0)[:, None] & (hashes != 0)[None, :]  # 0: simhash unknown
@@ -116,14 +144,15 @@ class Reranker:
 
     def _crowd(self, ordered: list[Candidate]) -> list[Candidate]:
         """Beyond `per_host` results of one host, the rest wait behind other hosts' results."""
-        if self.per_host <= 0:
+        per_host = self.config.per_host
+        if per_host <= 0:
             return ordered
         seen: dict[int, int] = {}
         first: list[Candidate] = []
         later: list[Candidate] = []
         for candidate in ordered:
             count = seen[candidate.host] = seen.get(candidate.host, 0) + 1
-            (first if count <= self.per_host else later).append(candidate)
+            (first if count <= per_host else later).append(candidate)
         return first + later
 
     def explain(self, candidate: Candidate, parts: list[dict]) -> dict:
@@ -132,7 +161,8 @@ class Reranker:
         ShardSearcher._explain); PageRank's part is added here."""
         pagerank = {
             "value": round(candidate.pagerank_score, 6),
-            "description": f"PageRank score = {self.weight} × pr / (pr + {self.half}) "
+            "description": f"PageRank score = {self.config.pagerank_weight} × pr / "
+            f"(pr + {self.config.pagerank_half}) "
             f"with pr = {candidate.pagerank:.6g}",
         }
         return {

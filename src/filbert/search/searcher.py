@@ -24,7 +24,7 @@ from pydantic_core import ErrorDetails
 from filbert.config import Settings
 from filbert.search.cache import CachedPage
 from filbert.search.query import QueryError, query_text
-from filbert.search.ranking import Candidate, Reranker
+from filbert.search.ranking import Candidate, RankingSettings, Reranker
 from filbert.search.shard_searcher import (
     Fetched,
     Retrieved,
@@ -256,12 +256,10 @@ class Ranking:
     """Phase two and the order of a search's steps."""
 
     def __init__(self, settings: Settings):
-        self.reranker = Reranker(settings)
-        self.rerank_depth = settings["search.rerank.depth"]
-        self.proximity_depth = settings["search.proximity.depth"]
-        self.hits_root = settings["search.hits.root"]
-        self.hits_inlinks = settings["search.hits.max.inlinks"]
-        self.max_query = settings["search.max.query.length"]
+        self.config = config = RankingSettings.from_settings(settings)
+        self.reranker = Reranker(config)
+        # read by web/broker.py (answering Authority) and bench/query_latency.py
+        self.hits_inlinks, self.rerank_depth = config.hits_inlinks, config.rerank_depth
 
     def steps(self, request: SearchRequest, deadline: float | None = None) -> Steps:
         """The request's search (see SearchRequest): `ranking` "bm25" (text features, then
@@ -269,10 +267,10 @@ class Ranking:
         set); `explain` adds each hit's score as a tree of the features and weights behind
         it; `spell` corrects misspelt words (False: the query as typed). `deadline`
         (time.monotonic()): SearchTimeout when it has passed, checked between the steps."""
-        check = partial(check_deadline, deadline)
+        check, config = partial(check_deadline, deadline), self.config
         query, n, offset, ranking = request.q, request.n, request.offset, request.ranking
-        text = query_text(query, self.max_query)
-        depth = max(offset + n, self.rerank_depth, self.hits_root if ranking == "hits" else 0)
+        text = query_text(query, config.max_query)
+        depth = max(offset + n, config.rerank_depth, config.hits_root if ranking == "hits" else 0)
         correction: Correction | None = (yield Correct(query)) if request.spell else None
         searched = correction.text if correction and correction.applied else query
         conjunction, retrieved = yield from self._retrieve(searched, depth, check)
@@ -280,10 +278,10 @@ class Ranking:
             searched, correction = query, replace(correction, applied=False)
             conjunction, retrieved = yield from self._retrieve(query, depth, check)
         check()
-        ranked = self.reranker.rank(self._near_only_best(retrieved.candidates), self.rerank_depth)
+        ranked = self.reranker.rank(self._near_only_best(retrieved.candidates), config.rerank_depth)
         if ranking == "hits":
             check()
-            root = ranked[: self.hits_root]
+            root = ranked[: config.hits_root]
             urls = yield Urls(root)
             scores = yield Authority(urls)
             ranked = _by_authority(root, scores) + ranked[len(root) :]
@@ -315,7 +313,7 @@ class Ranking:
     def _near_only_best(self, candidates: list[Candidate]) -> list[Candidate]:
         """The proximity bins count for the best candidates of all shards by text only (each
         searcher scored its own best, a superset of those)."""
-        best = {id(c) for c in best_by_text(candidates, self.proximity_depth)}
+        best = {id(c) for c in best_by_text(candidates, self.config.proximity_depth)}
         for candidate in candidates:
             if id(candidate) not in best:
                 candidate.proximity = 0.0
@@ -399,7 +397,9 @@ class Searcher:
         if isinstance(step, Urls):
             return shards.urls(step.candidates)
         if isinstance(step, Authority):
-            return self.link_graph().hubs_and_authorities(step.urls, self.ranking.hits_inlinks)
+            return self.link_graph().hubs_and_authorities(
+                step.urls, self.ranking.config.hits_inlinks
+            )
         return shards.fetch(
             step.query, step.candidates, step.conjunction, step.explain, None, deadline
         )

@@ -46,6 +46,7 @@ from filbert.search.query import (
     AnalyzedQuery,
     QueryBuilder,
     QueryError,
+    QuerySettings,
     analyze_query,
     parse_query,
     phrase_in,
@@ -118,21 +119,43 @@ class Fetched(TypedDict):
     explanation: list[dict] | None
 
 
+@dataclass(frozen=True)
+class ShardSearcherSettings:
+    """The settings a ShardSearcher searches with, its QueryBuilder's included, read once
+    (defaults.toml documents each)."""
+
+    query: QuerySettings  # search.boost.*, search.relax.*, search.proximity.* (bins)
+    snippet_chars: int  # search.snippet.length
+    proximity_depth: int  # search.proximity.depth: the best by text whose bins are scored
+    rerank_depth: int  # search.rerank.depth: the share of a phrase's matches checked
+    max_query: int  # search.max.query.length: characters
+    max_terms: int  # search.max.query.terms: words
+    frames: bool  # search.relax.frames: the words framing a question left out
+    languages_min_share: float  # search.languages.min.share: of the index, a main language's
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ShardSearcherSettings:
+        return cls(
+            query=QuerySettings.from_settings(settings),
+            snippet_chars=settings["search.snippet.length"],
+            proximity_depth=settings["search.proximity.depth"],
+            rerank_depth=settings["search.rerank.depth"],
+            max_query=settings["search.max.query.length"],
+            max_terms=settings["search.max.query.terms"],
+            frames=settings["search.relax.frames"],
+            languages_min_share=settings["search.languages.min.share"],
+        )
+
+
 class ShardSearcher:
     """The shards `numbers` (all when None) of the current index generation, opened once;
     reopen() picks up a newer generation."""
 
     def __init__(self, crawl: CrawlDir, settings: Settings, numbers: Sequence[int] | None = None):
         self.crawl = crawl
-        self.settings = settings
+        self.config = config = ShardSearcherSettings.from_settings(settings)
         self.numbers = None if numbers is None else tuple(sorted(set(numbers)))
-        self.snippet_chars = settings["search.snippet.length"]
-        self.proximity_depth = settings["search.proximity.depth"]
-        self.rerank_depth = settings["search.rerank.depth"]
-        self.max_query = settings["search.max.query.length"]
-        self.max_terms = settings["search.max.query.terms"]
-        self.frames = settings["search.relax.frames"]
-        self.builder = QueryBuilder(index_schema(), settings)
+        self.builder = QueryBuilder(index_schema(), config.query)
         self._lock = threading.Lock()
         self.reopen()
 
@@ -168,9 +191,7 @@ class ShardSearcher:
         self._other_uids: dict[tuple[int, tuple[str, ...]], frozenset[int]] = {}
         self.language_counts: dict[str, int] = meta.get("languages", {})  # "" left out
         self.documents: int = meta.get("documents", 0)
-        self.languages = main_languages(
-            self.language_counts, self.settings["search.languages.min.share"]
-        )
+        self.languages = main_languages(self.language_counts, self.config.languages_min_share)
 
     def warm_up(self) -> None:
         """Loads what the first searches would (each main language's analyzer, dictionaries
@@ -181,9 +202,9 @@ class ShardSearcher:
             self.columns(shard)
 
     def analyze(self, query: str) -> AnalyzedQuery:
-        text = query_text(query, self.max_query)
+        text, config = query_text(query, self.config.max_query), self.config
         analyzed = analyze_query(
-            parse_query(text), self.languages, self.language_counts.keys(), self.frames
+            parse_query(text), self.languages, self.language_counts.keys(), config.frames
         )
         if analyzed.empty and not TOKEN.search(text):
             raise QueryError(f"query {text!r} has no words to search for")
@@ -192,8 +213,8 @@ class ShardSearcher:
             + sum(len(p[0].terms) or len(p[0].grams) for p in analyzed.phrases)
             + len(analyzed.excluded)
         )
-        if words > self.max_terms:
-            raise QueryError(f"query has {words} words; at most {self.max_terms} are allowed")
+        if words > config.max_terms:
+            raise QueryError(f"query has {words} words; at most {config.max_terms} are allowed")
         return analyzed
 
     # --- phase one ---------------------------------------------------------------------
@@ -242,7 +263,7 @@ class ShardSearcher:
             candidates += found
         if others is not None:  # pages in the others lost the boost: all get it back
             for candidate in candidates:
-                candidate.text_score += self.builder.lang_boost
+                candidate.text_score += self.config.query.lang_boost
         return total, candidates
 
     def _with_phrases(
@@ -259,7 +280,7 @@ class ShardSearcher:
         share that passed. The share is taken over the same first candidates whatever the
         depth (until `search.rerank.depth` passed, or LOOSE_DEPTH times as many were
         checked), so that every page of results has the same total."""
-        sample = min(depth, self.rerank_depth or depth)
+        sample = min(depth, self.config.rerank_depth or depth)
         kept: list[Candidate] = []
         checked = 0
         sampled: tuple[int, int] | None = None  # (kept, checked) at the end of the sample
@@ -327,7 +348,7 @@ class ShardSearcher:
         flagged = [candidate for candidate in candidates if candidate.uid in other]
         if len(candidates) == limit and len(candidates) - len(flagged) < depth:
             return self._top(self.builder.build(analyzed, conjunction, others), depth, shard)
-        penalty = np.float32(self.builder.lang_boost)
+        penalty = np.float32(self.config.query.lang_boost)
         for candidate in flagged:
             candidate.text_score = float(np.float32(candidate.text_score) - penalty)
         if flagged:
@@ -371,7 +392,7 @@ class ShardSearcher:
         if len(analyzed.clauses) < 2:
             return
         loosest, closer = self.builder.bins[:1], self.builder.bins[1:]
-        best = best_by_text(candidates, self.proximity_depth)
+        best = best_by_text(candidates, self.config.proximity_depth)
         for shard, searcher in self.shards.items():
             mine = [c for c in best if c.shard == shard]
             if not mine:
@@ -465,9 +486,10 @@ class ShardSearcher:
         lang = doc.get_first("lang") or ""
         body = stored_text(doc, "body_text")
         description = stored_text(doc, "description_text")
-        snippet = make_snippet(body, lang, analyzed, self.snippet_chars)
+        chars = self.config.snippet_chars
+        snippet = make_snippet(body, lang, analyzed, chars)
         if description and (not snippet.matched or not body):  # the page's own summary
-            summary = make_snippet(description, lang, analyzed, self.snippet_chars)
+            summary = make_snippet(description, lang, analyzed, chars)
             snippet = summary if summary.matched or not body else snippet
         return Fetched(
             url=url,

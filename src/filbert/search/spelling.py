@@ -124,14 +124,31 @@ class Lexicon:
         return [self.words[i] for i in sorted(found)]
 
 
+@dataclass(frozen=True)
+class SpellingSettings:
+    """The search.spelling.* settings a Speller corrects with, read once (defaults.toml
+    documents each)."""
+
+    error_lengths: tuple[int, ...]  # search.spelling.errors.lengths (empty: no correction)
+    min_pages: int  # search.spelling.min.pages
+    suggest_ratio: float  # search.spelling.suggest.ratio
+    apply_ratio: float  # search.spelling.apply.ratio
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any]) -> SpellingSettings:
+        return cls(
+            error_lengths=error_lengths_setting(settings, "search.spelling.errors.lengths"),
+            min_pages=settings["search.spelling.min.pages"],
+            suggest_ratio=settings["search.spelling.suggest.ratio"],
+            apply_ratio=settings["search.spelling.apply.ratio"],
+        )
+
+
 class Speller:
     """Corrects queries against a vocabulary (index/vocabulary.py's WORDS)."""
 
     def __init__(self, vocabulary: pa.Table, settings: Mapping[str, Any]):
-        self.error_lengths = error_lengths_setting(settings, "search.spelling.errors.lengths")
-        self.min_pages = settings["search.spelling.min.pages"]
-        self.suggest_ratio = settings["search.spelling.suggest.ratio"]
-        self.apply_ratio = settings["search.spelling.apply.ratio"]
+        self.config = SpellingSettings.from_settings(settings)
         self.words = _Counts(vocabulary)
         # the languages whose words correct a query's (scripts keep them apart): those with
         # a share of the words, not a few misidentified pages'
@@ -143,7 +160,7 @@ class Speller:
         ]
         for lang in self.main:  # loaded before the first query
             analyzer(lang, query=True).word("spelling")
-        common = vocabulary.filter(pc.greater_equal(vocabulary["pages"], self.min_pages))
+        common = vocabulary.filter(pc.greater_equal(vocabulary["pages"], self.config.min_pages))
         self.lexicons: dict[str, Lexicon] = {}
         for lang in pc.unique(common["lang"]).to_pylist():
             mine = common.filter(pc.equal(common["lang"], lang))
@@ -160,7 +177,7 @@ class Speller:
         """The query with its misspelt free words corrected (quoted phrases, exclusions and
         site:/lang: are left as typed), None when none is. The corrections sure enough are
         applied; when none is, the others are offered."""
-        if not self.error_lengths:
+        if not self.config.error_lengths:
             return None
         found: list[tuple[int, str, str, bool]] = []  # (offset, as typed, corrected, sure)
         for match in QUERY_TOKEN.finditer(query):
@@ -190,9 +207,9 @@ class Speller:
         """Whether a (folded) word may be misspelt: long enough, no longer than a word the
         index holds, and on fewer pages than a correction must be."""
         return (
-            self.error_lengths[0] <= len(word) <= MAX_WORD
+            self.config.error_lengths[0] <= len(word) <= MAX_WORD
             and not UNSPACED.search(word)
-            and self.words.pages(word) < self.min_pages
+            and self.words.pages(word) < self.config.min_pages
         )
 
     def _inflected(self, word: str, near: Collection[str]) -> bool:
@@ -212,10 +229,10 @@ class Speller:
 
     def _correct_word(self, typed: str) -> tuple[str, bool] | None:
         """The word's correction and whether it is sure enough to apply, or None."""
-        word = fold(typed)
-        errors = sum(len(word) >= length for length in self.error_lengths)
+        word, config = fold(typed), self.config
+        errors = sum(len(word) >= length for length in config.error_lengths)
         pages = self.words.pages(word)
-        least = max(self.min_pages, self.suggest_ratio * pages)
+        least = max(config.min_pages, config.suggest_ratio * pages)
         lexicons = [self.lexicons[lang] for lang in [*self.main, ""] if lang in self.lexicons]
         near = {other for lexicon in lexicons for other in lexicon.near(word, errors)}
         costs = {
@@ -227,7 +244,7 @@ class Speller:
         if not costs or self._inflected(word, costs):
             return None
         best = max(costs, key=lambda w: math.log10(costs[w][0]) - EDIT_WEIGHT * costs[w][1])
-        sure = pages == 0 or costs[best][0] >= self.apply_ratio * pages
+        sure = pages == 0 or costs[best][0] >= config.apply_ratio * pages
         return (best.capitalize() if typed[:1].isupper() else best), sure
 
 
