@@ -15,7 +15,7 @@ from filbert.search import Searcher
 from filbert.search.query import analyze_query, checks_text, parse_query, phrase_in
 from filbert.search.searcher import SearchRequest
 from filbert.search.shard_searcher import SearchTimeout
-from filbert.web.app import SearchService
+from filbert.web.app import AppSettings, SearchService
 
 PAGES = {
     "/hamlet.html": html(
@@ -169,7 +169,8 @@ def test_phrases_whose_texts_are_checked_are_told_before_the_search(query, check
 def test_phrases_whose_texts_are_checked_go_to_the_heavy_lane(loose_searcher):
     """Before, `"the use of the"` cost 308 ms p50 where a plain query cost 5, and 4 clients
     looping it moved light queries from 7.5 to 411 ms p50."""
-    service = SearchService(None, None, loose_searcher.crawl, loose_searcher.settings)  # type: ignore[arg-type]
+    config = AppSettings.from_settings(loose_searcher.settings)
+    service = SearchService(None, None, loose_searcher.crawl, config)  # type: ignore[arg-type]
     assert service.heavy(SearchRequest(q='"how to install"'))
     assert not service.heavy(SearchRequest(q="how to install"))
     assert not service.heavy(SearchRequest(q='"walrus tools"'))

@@ -151,7 +151,7 @@ def test_a_shard_the_searcher_does_not_serve_is_a_400(site: Site) -> None:
 
 
 def test_the_clients_timeout_never_lengthens_the_searchers_deadline(site: Site) -> None:
-    limits = Limits.of(site.settings.with_overrides({"search.deadline.seconds": 2.0}))
+    limits = Limits.from_settings(site.settings.with_overrides({"search.deadline.seconds": 2.0}))
     assert limits.depth == 10_100  # the deepest page of results, past the re-ranking depth
     from filbert.web.protocol import parse_request
 

@@ -16,6 +16,7 @@ import re
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import urlencode
@@ -221,15 +222,39 @@ def cached_copy(url: str, content: bytes, content_type: str) -> tuple[bytes, str
     return content, sent_type
 
 
+@dataclass(frozen=True)
+class AppSettings:
+    """The settings of the application's routes and its search service, read once
+    (defaults.toml documents each); the broker's searchers are web/pool.py's."""
+
+    max_query: int  # search.max.query.length: characters of a query, or of a prefix
+    explain_max: int  # search.explain.max.results: hits returned with explain
+    deadline: float  # search.deadline.seconds: a request's
+    languages_min_share: float  # search.languages.min.share: of the index, a main language's
+    suggest_count: int  # suggest.count: completions by default
+    suggest_max_count: int  # suggest.max.count: completions asked at most
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> "AppSettings":
+        return cls(
+            max_query=settings["search.max.query.length"],
+            explain_max=settings["search.explain.max.results"],
+            deadline=settings["search.deadline.seconds"],
+            languages_min_share=settings["search.languages.min.share"],
+            suggest_count=settings["suggest.count"],
+            suggest_max_count=settings["suggest.max.count"],
+        )
+
+
 class SearchService:
     """Searches through the broker, each logged, each in its lane: heavy when it asks for
     more than a page of results or has a phrase whose candidates' texts
     are checked (query.checks_text, in the index's main languages)."""
 
-    def __init__(self, broker: Broker, log: QueryLog, crawl: CrawlDir, settings: Settings):
+    def __init__(self, broker: Broker, log: QueryLog, crawl: CrawlDir, config: AppSettings):
         self.broker = broker
         self.log = log
-        share = settings["search.languages.min.share"]
+        share = config.languages_min_share
         self.languages = GenerationHolder(
             crawl.index, lambda _: main_languages(crawl.index.meta().get("languages", {}), share)
         )
@@ -271,11 +296,11 @@ class SearchAPI:
     PATH = "/api/search"
     METHODS = frozenset({"GET", "HEAD"})
 
-    def __init__(self, app: ASGIApp, service: SearchService, explain_max: int, max_query: int):
+    def __init__(self, app: ASGIApp, service: SearchService, config: AppSettings):
         self.app = app
         self.service = service
-        self.explain_max = explain_max
-        self.max_query = max_query
+        self.explain_max = config.explain_max
+        self.max_query = config.max_query
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] != self.PATH:
@@ -427,8 +452,9 @@ def error_json(status: int, message: str) -> JSONResponse:
 def create_app(crawl: CrawlDir, settings: Settings) -> ASGIApp:
     """The application: FastAPI's routes, each added by its own function below, behind
     SearchAPI (GET /api/search) and the deadline."""
+    config = AppSettings.from_settings(settings)
     broker = Broker(crawl, settings)
-    service = SearchService(broker, QueryLog(crawl.query_log, settings), crawl, settings)
+    service = SearchService(broker, QueryLog(crawl.query_log, settings), crawl, config)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -441,17 +467,12 @@ def create_app(crawl: CrawlDir, settings: Settings) -> ASGIApp:
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     app.add_middleware(SecurityHeaders)
     add_error_handlers(app)
-    add_suggest(app, SuggesterHolder(crawl, settings), settings, crawl)
+    add_suggest(app, SuggesterHolder(crawl, settings), config, crawl)
     add_cache(app, broker)
     add_search_page(app, service)
     add_health(app, crawl, service)
-    max_query = settings["search.max.query.length"]
-    SearchAPI.document(app, max_query)
-    explain_max = settings["search.explain.max.results"]
-    return Deadline(
-        SearchAPI(HeadAsGet(app), service, explain_max, max_query),
-        settings["search.deadline.seconds"],
-    )
+    SearchAPI.document(app, config.max_query)
+    return Deadline(SearchAPI(HeadAsGet(app), service, config), config.deadline)
 
 
 def add_error_handlers(app: FastAPI) -> None:
@@ -474,15 +495,15 @@ def add_error_handlers(app: FastAPI) -> None:
 
 
 def add_suggest(
-    app: FastAPI, suggestions: SuggesterHolder, settings: Settings, crawl: CrawlDir
+    app: FastAPI, suggestions: SuggesterHolder, config: AppSettings, crawl: CrawlDir
 ) -> None:
     """GET /api/suggest: fuzzy completions of a prefix."""
-    max_length, count = settings["search.max.query.length"], settings["suggest.count"]
+    max_length = config.max_query
 
     @app.get("/api/suggest", summary="Complete a prefix", responses=ERROR_RESPONSES)
     async def api_suggest(
         q: Annotated[str, Query(description="the prefix typed so far")] = "",
-        n: Annotated[int, Query(ge=1, le=settings["suggest.max.count"])] = count,
+        n: Annotated[int, Query(ge=1, le=config.suggest_max_count)] = config.suggest_count,
     ) -> Response:
         """Fuzzy completions of a prefix."""
         if len(q) > max_length:

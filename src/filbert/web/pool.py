@@ -25,6 +25,7 @@ import tempfile
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from multiprocessing.process import BaseProcess
 from operator import attrgetter
 from typing import Any
@@ -296,26 +297,53 @@ class Group:
         }
 
 
+@dataclass(frozen=True)
+class PoolSettings:
+    """The settings a SearcherPool calls its searchers with, read once (defaults.toml
+    documents each)."""
+
+    addresses: tuple[str, ...]  # search.searchers, each host:port (none: local searchers)
+    light_workers: int  # server.search.workers (0: one per CPU core), local ones
+    heavy_workers: int  # server.heavy.workers, local ones
+    connections: int  # search.searcher.connections, to each searcher
+    call_timeout: float  # search.searcher.timeout
+    recheck: float  # search.searchers.recheck.seconds
+    queue_max: int  # server.queue.max, requests waiting for a light searcher
+    heavy_queue_max: int  # server.heavy.queue.max, for a heavy one
+    bounds: Bounds  # the largest replies: http.content.limit, http.content.limit.documents
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> PoolSettings:
+        return cls(
+            addresses=tuple(searcher_addresses(settings)),
+            light_workers=settings["server.search.workers"] or os.cpu_count() or 1,
+            heavy_workers=settings["server.heavy.workers"],
+            connections=settings["search.searcher.connections"],
+            call_timeout=settings["search.searcher.timeout"],
+            recheck=settings["search.searchers.recheck.seconds"],
+            queue_max=settings["server.queue.max"],
+            heavy_queue_max=settings["server.heavy.queue.max"],
+            bounds=Bounds.from_settings(settings),
+        )
+
+
 class SearcherPool:
     """The searchers a broker calls: those at `search.searchers`, or local ones over every
     shard (`server.search.workers` light and `server.heavy.workers` heavy processes),
     grouped by the shards they serve, checked and started again."""
 
     def __init__(self, crawl: CrawlDir, settings: Settings):
-        self.call_timeout = settings["search.searcher.timeout"]
-        self.bounds = Bounds.of(settings)
-        self.recheck = settings["search.searchers.recheck.seconds"]
-        self.queue_max = (settings["server.queue.max"], settings["server.heavy.queue.max"])
-        capacity = settings["search.searcher.connections"]
-        addresses = searcher_addresses(settings)
+        self.config = config = PoolSettings.from_settings(settings)
+        # read by web/broker.py for each call
+        self.call_timeout, self.bounds = config.call_timeout, config.bounds
+        capacity = config.connections
         self._socket_dir: str | None = None
         self.heavy: set[Replica] = set()
-        if addresses:
-            self.replicas = [Replica(address, capacity) for address in addresses]
+        if config.addresses:
+            self.replicas = [Replica(address, capacity) for address in config.addresses]
         else:
             self._socket_dir = tempfile.mkdtemp(prefix="filbert-searchers-")
-            light = settings["server.search.workers"] or os.cpu_count() or 1
-            heavy = settings["server.heavy.workers"]
+            light = config.light_workers
             self.replicas = [
                 Replica(self._socket(i), capacity, self._starter(crawl, settings, 0))
                 for i in range(light)
@@ -324,7 +352,7 @@ class SearcherPool:
                 Replica(
                     self._socket(light + i), capacity, self._starter(crawl, settings, HEAVY_NICE)
                 )
-                for i in range(heavy)
+                for i in range(config.heavy_workers)
             }
             self.replicas += sorted(self.heavy, key=attrgetter("address"))
         self.groups: dict[tuple[bool, tuple[int, ...]], Group] = {}
@@ -383,7 +411,7 @@ class SearcherPool:
     async def _check(self, replica: Replica) -> bool:
         """Whether the searcher answers "info" (it rejoins then)."""
         request = {"kind": "info"}
-        timeout = max(self.recheck, self.call_timeout)
+        timeout = max(self.config.recheck, self.config.call_timeout)
         try:
             reply = await replica.call(request, timeout, Expect(request, (), self.bounds))
             if reply.status != 200:  # its shards cannot say (a 500: a bug)
@@ -425,7 +453,8 @@ class SearcherPool:
                         clash[0].name,
                     )
                     continue
-                groups[key] = self.groups.get(key) or Group(shards, self.queue_max[heavy], heavy)
+                queue_max = self.config.heavy_queue_max if heavy else self.config.queue_max
+                groups[key] = self.groups.get(key) or Group(shards, queue_max, heavy)
                 groups[key].replicas = []
             groups[key].replicas.append(replica)
         for key, dropped in self.groups.items():
@@ -436,7 +465,7 @@ class SearcherPool:
 
     async def _recheck_loop(self) -> None:
         while True:
-            await asyncio.sleep(self.recheck)
+            await asyncio.sleep(self.config.recheck)
             for replica, failed in zip(
                 self.replicas,
                 await asyncio.gather(
@@ -480,7 +509,7 @@ class SearcherPool:
         if replica.alive:
             log.warning("searcher %s is taken out: %s", replica.address, problem)
             if strike:  # once: its other calls in flight may fail alike
-                replica.strike(self.recheck)
+                replica.strike(self.config.recheck)
         replica.take_out(problem)
         for group in self.groups.values():
             if replica in group.replicas:

@@ -166,14 +166,17 @@ _REQUEST: TypeAdapter[Request] = TypeAdapter(Annotated[Request, Field(discrimina
 
 @dataclass(frozen=True)
 class Limits:
-    """The work a searcher does for one request, from its own settings."""
+    """The work a searcher does for one request, from its own settings, read once
+    (defaults.toml documents each)."""
 
-    depth: int  # phase one's candidates per shard
-    urls: int  # candidates whose URLs one request asks
-    seconds: float  # the longest a request may take
+    # phase one's candidates per shard: the most of the deepest page of results,
+    # search.rerank.depth and search.hits.root
+    depth: int
+    urls: int  # candidates whose URLs one request asks: search.hits.root
+    seconds: float  # the longest a request may take: search.deadline.seconds
 
     @classmethod
-    def of(cls, settings: Settings) -> Limits:
+    def from_settings(cls, settings: Settings) -> Limits:
         hits_root = settings["search.hits.root"]
         depth = max(MAX_OFFSET + MAX_RESULTS, settings["search.rerank.depth"], hits_root)
         return cls(depth, hits_root, settings["search.deadline.seconds"])

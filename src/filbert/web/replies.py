@@ -174,13 +174,18 @@ def _valid(adapter: TypeAdapter[T], data: bytes | dict[str, Any], what: str) -> 
 
 @dataclass(frozen=True)
 class Bounds:
-    """The largest replies real searchers send, from the settings."""
+    """The largest replies real searchers send, from the settings, read once (defaults.toml
+    documents each)."""
 
-    page: int  # a cached page: the most content the fetcher keeps of one
-    field: int  # a hit's one long field: titles are not cut, one may be a whole HTML page
+    # a cached page: the most content the fetcher keeps of one (the larger of
+    # http.content.limit and http.content.limit.documents; -1 in either: MAX_MESSAGE)
+    page: int
+    # a hit's one long field: titles are not cut, one may be a whole HTML page
+    # (http.content.limit; -1: MAX_MESSAGE)
+    field: int
 
     @classmethod
-    def of(cls, settings: Settings) -> Bounds:
+    def from_settings(cls, settings: Settings) -> Bounds:
         html, documents = settings["http.content.limit"], settings["http.content.limit.documents"]
         page = MAX_MESSAGE if -1 in (html, documents) else max(html, documents)
         return cls(page, MAX_MESSAGE if html == -1 else html)

@@ -21,6 +21,7 @@ import traceback
 from collections import Counter
 from collections.abc import Sequence
 from contextlib import suppress
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -56,12 +57,36 @@ HEALTH_TTL = 5.0  # seconds a searcher's health check is trusted
 ORPHAN_CHECK = 1.0  # seconds between a local searcher's checks that its server still runs
 
 
+@dataclass(frozen=True)
+class ShardServerSettings:
+    """The settings a searcher serves with, read once (defaults.toml documents each); those
+    of its searches are search/shard_searcher.py's and search/ranking.py's."""
+
+    limits: Limits  # a request's: search.rerank.depth, search.hits.root, search.deadline.seconds
+    max_connections: int  # search.searcher.max.connections (as far as the open-files limit goes)
+    per_client: int  # search.searcher.max.connections.per.client
+    idle: float  # search.searcher.idle.seconds
+    transfer: float  # search.searcher.transfer.seconds
+    cache_words: int  # server.cache.words: the analyzers' cache of analyzed words
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ShardServerSettings:
+        return cls(
+            limits=Limits.from_settings(settings),
+            max_connections=settings["search.searcher.max.connections"],
+            per_client=settings["search.searcher.max.connections.per.client"],
+            idle=settings["search.searcher.idle.seconds"],
+            transfer=settings["search.searcher.transfer.seconds"],
+            cache_words=settings["server.cache.words"],
+        )
+
+
 class ShardServer:
     """A searcher's shards of the current index generation, and its answers to requests."""
 
     def __init__(self, crawl: CrawlDir, settings: Settings, numbers: Sequence[int] | None):
         self.crawl, self.settings, self.numbers = crawl, settings, numbers
-        self.limits = Limits.of(settings)
+        self.config = ShardServerSettings.from_settings(settings)
         self.holder = GenerationHolder(crawl.index, self._open)
         self.health = GenerationHolder(
             crawl.index, lambda _: check_index(crawl, self.numbers), HEALTH_TTL
@@ -83,8 +108,9 @@ class ShardServer:
         head: dict[str, Any] = {"status": 200}
         body = b""
         try:
-            request = parse_request(data, self.limits)
-            deadline = time.monotonic() + self.limits.timeout(request)
+            limits = self.config.limits
+            request = parse_request(data, limits)
+            deadline = time.monotonic() + limits.timeout(request)
             body = self._answer(request, head, deadline)
         except QueryError as exc:
             head.update(status=400, error=str(exc))
@@ -169,11 +195,9 @@ class Connections:
     `idle` seconds (the broker opens another), or takes more than `transfer` seconds to send
     a request or take a reply."""
 
-    def __init__(self, settings: Settings):
-        self.total = connection_limit(settings["search.searcher.max.connections"])
-        self.per_client = settings["search.searcher.max.connections.per.client"]
-        self.idle = settings["search.searcher.idle.seconds"]
-        self.transfer = settings["search.searcher.transfer.seconds"]
+    def __init__(self, config: ShardServerSettings):
+        self.total = connection_limit(config.max_connections)
+        self.per_client, self.idle, self.transfer = config.per_client, config.idle, config.transfer
         self.clients: Counter[str] = Counter()
         self.waiting: dict[asyncio.StreamWriter, None] = {}  # oldest first
 
@@ -246,7 +270,7 @@ async def _serve(
 ) -> None:
     """Serves on host:port or the Unix socket `path`; with `orphan_check`, until the process
     that started this one is gone (a local searcher must not outlive its server)."""
-    connections = Connections(shards.settings)
+    connections = Connections(shards.config)
 
     def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> Any:
         return _serve_connection(shards, connections, reader, writer)
@@ -279,8 +303,8 @@ def run_searcher(
     interrupted."""
     from filbert.analysis.analyzers import set_cache_limit
 
-    set_cache_limit(settings["server.cache.words"])
     shards = ShardServer(crawl, settings, numbers)
+    set_cache_limit(shards.config.cache_words)
     with suppress(FileNotFoundError):  # no index yet: answered to each request instead
         shards.holder.get()  # open the index now, and refuse shards it lacks
     served = "all shards" if numbers is None else f"shards {','.join(map(str, numbers))}"
@@ -297,9 +321,8 @@ def local_searcher(path: str, crawl_path: str, values: dict[str, Any], nice: int
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the server, which stops us
     if nice:
         os.nice(nice)
-    settings = Settings(values)
-    set_cache_limit(settings["server.cache.words"])
-    shards = ShardServer(CrawlDir(Path(crawl_path)), settings, None)
+    shards = ShardServer(CrawlDir(Path(crawl_path)), Settings(values), None)
+    set_cache_limit(shards.config.cache_words)
     with suppress(Exception):  # a failure is answered to each request instead
         shards.holder.get()  # open the index now, not on the first query
     _event_loop()
