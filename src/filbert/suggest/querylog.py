@@ -23,6 +23,7 @@ import secrets
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -37,19 +38,37 @@ KEY_FILE = "client.key"
 APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT
 
 
+@dataclass(frozen=True)
+class QueryLogSettings:
+    """The search.log.* settings a QueryLog writes with, read once (defaults.toml documents
+    each)."""
+
+    max_chars: int  # search.log.query.max.chars: of a query, the rest cut
+    rate: float  # search.log.rate: lines a second at most (< 0: no limit)
+    burst: int  # search.log.burst
+    max_bytes: int  # search.log.max.mb, in bytes: the file's size before it is rotated
+    files: int  # search.log.files: rotated files kept
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> QueryLogSettings:
+        return cls(
+            max_chars=settings["search.log.query.max.chars"],
+            rate=settings["search.log.rate"],
+            burst=settings["search.log.burst"],
+            max_bytes=int(settings["search.log.max.mb"] * 1_000_000),
+            files=settings["search.log.files"],
+        )
+
+
 class QueryLog:
     """Appends query lines; `written`, `limited` (over the rate) and `dropped` (the write
     failed: disk full, no permission...) count them since the log was opened."""
 
     def __init__(self, path: Path, settings: Settings):
         self.path = path
-        self.max_chars = settings["search.log.query.max.chars"]
-        self.rate = settings["search.log.rate"]
-        self.burst = settings["search.log.burst"]
-        self.max_bytes = int(settings["search.log.max.mb"] * 1_000_000)
-        self.files = settings["search.log.files"]
+        self.config = QueryLogSettings.from_settings(settings)
         self.written = self.limited = self.dropped = 0
-        self._tokens, self._filled = float(self.burst), time.monotonic()
+        self._tokens, self._filled = float(self.config.burst), time.monotonic()
         self._lock = threading.Lock()
         self._key = client_key(path.parent)
 
@@ -66,16 +85,17 @@ class QueryLog:
         if not self._take_token():
             self.limited += 1
             return
+        max_chars = self.config.max_chars
         entry = {
             "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
-            "query": query[: self.max_chars],
+            "query": query[:max_chars],
             "results": results,
             "matched_all": matched_all,
             "latency_ms": round(seconds * 1000, 2),
             "status": status,
             "client": self.client_hash(client),
         }
-        if len(query) > self.max_chars:
+        if len(query) > max_chars:
             entry["truncated"] = True
         try:
             self._append(orjson.dumps(entry) + b"\n")
@@ -97,11 +117,12 @@ class QueryLog:
         ).hexdigest()
 
     def _take_token(self) -> bool:
-        if self.rate < 0:
+        rate = self.config.rate
+        if rate < 0:
             return True
         with self._lock:
             now = time.monotonic()
-            self._tokens = min(self.burst, self._tokens + (now - self._filled) * self.rate)
+            self._tokens = min(self.config.burst, self._tokens + (now - self._filled) * rate)
             self._filled = now
             if self._tokens < 1:
                 return False
@@ -119,7 +140,7 @@ class QueryLog:
         try:
             if os.write(fd, line) != len(line):
                 raise OSError(f"short write to {self.path}")
-            if os.fstat(fd).st_size >= self.max_bytes:
+            if os.fstat(fd).st_size >= self.config.max_bytes:
                 self._rotate(fd)
         finally:
             os.close(fd)
@@ -132,11 +153,11 @@ class QueryLog:
             if not self._is_current(fd):
                 return
             for number, old in reversed(rotated_files(self.path)):
-                if number >= self.files:
+                if number >= self.config.files:
                     old.unlink()
                 else:
                     old.rename(rotated(self.path, number + 1))
-            if self.files:
+            if self.config.files:
                 self.path.rename(rotated(self.path, 1))
             else:
                 self.path.unlink()

@@ -95,17 +95,19 @@ def _list(spec: str) -> tuple[str, ...]:
 @dataclass(frozen=True)
 class FilterLimits:
     """Settings of the fast checks. The defaults here turn all but max_length off;
-    from_settings gives the crawl's."""
+    from_settings gives the crawl's, read once (defaults.toml documents each)."""
 
-    max_length: int = 2048
-    allow_hosts: frozenset[str] = frozenset()  # empty: every host
-    deny_hosts: frozenset[str] = frozenset()
-    deny_suffixes: tuple[str, ...] = ()  # lower case, matched on the path
-    max_path_depth: int = -1  # slashes in the path; -1: no limit
-    max_query_params: int = -1  # -1: no limit
-    max_repeats: int = 0  # occurrences of one path segment; 0: off
-    first_year: int = 0  # calendar years allowed in URLs
-    last_year: int = _NO_LAST_YEAR
+    max_length: int = 2048  # urlfilter.max.length
+    allow_hosts: frozenset[str] = frozenset()  # urlfilter.domain.allow; empty: every host
+    deny_hosts: frozenset[str] = frozenset()  # urlfilter.domain.deny
+    # urlfilter.suffix.deny and those of the types parser.types leaves out: lower case,
+    # matched on the path
+    deny_suffixes: tuple[str, ...] = ()
+    max_path_depth: int = -1  # urlfilter.max.path.depth: slashes in the path; -1: no limit
+    max_query_params: int = -1  # urlfilter.max.query.params; -1: no limit
+    max_repeats: int = 0  # urlfilter.trap.max.repeats: of one path segment; 0: off
+    first_year: int = 0  # urlfilter.trap.year.min: calendar years allowed in URLs
+    last_year: int = _NO_LAST_YEAR  # this year and urlfilter.trap.years.ahead
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any]) -> FilterLimits:

@@ -43,12 +43,13 @@ class UrlNormalizer:
     """Rewrites a normalized http(s) URL into the one spelling the crawl keeps."""
 
     def __init__(self, strip_params: str = "", sort_query: bool = False, strip_www: bool = False):
-        self.strip = ParamNames(strip_params)
-        self.sort_query = sort_query
-        self.strip_www = strip_www
+        self.strip = ParamNames(strip_params)  # urlnormalizer.strip.params
+        self.sort_query = sort_query  # urlnormalizer.sort.query
+        self.strip_www = strip_www  # urlnormalizer.strip.www
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any]) -> UrlNormalizer:
+        """The crawl's normalizer, its settings read once (defaults.toml documents each)."""
         return cls(
             settings["urlnormalizer.strip.params"],
             settings["urlnormalizer.sort.query"],
