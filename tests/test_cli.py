@@ -495,6 +495,23 @@ ERRORS = {
         ["readseg", "20000101000000", "--dir", "crawl", "--dump"],
         "no segment 20000101000000",
     ),
+    "search-no-directory": (["search", "river", "--dir", "nowhere"], "nowhere does not exist"),
+    "suggest-no-directory": (["suggest", "riv", "--dir", "nowhere"], "nowhere does not exist"),
+    "readdb-no-directory": (["readdb", "--stats", "--dir", "nowhere"], "nowhere does not exist"),
+    "readseg-no-directory": (["readseg", "--dir", "nowhere"], "nowhere does not exist"),
+    "serve-no-directory": (["serve", "--dir", "nowhere"], "nowhere does not exist"),
+    "missing-seed-file": (
+        ["inject", "seedz.txt", "--dir", "crawl"],
+        "seedz.txt: no such file of seed URLs (a seed URL starts with its scheme",
+    ),
+    "crawl-missing-seed-file": (
+        ["crawl", "seedz.txt", "--dir", "crawl"],
+        "seedz.txt: no such file of seed URLs",
+    ),
+    "depth-zero": (
+        ["crawl", "http://127.0.0.1:9/", "--depth", "0", "--dir", "crawl"],
+        "'--depth': 0 is not in the range",
+    ),
 }
 
 
@@ -577,6 +594,7 @@ def test_long_error_message_stays_on_one_line(tmp_path: Path) -> None:
 
 
 def test_error_text_is_not_markup(tmp_path: Path) -> None:
+    (tmp_path / "crawl").mkdir()
     result = run_cli("search", "river", "--dir", "crawl", "-D", "[/x]=1", cwd=tmp_path)
     assert_clean_error(result, "unknown setting '[/x]'")
 
@@ -615,6 +633,7 @@ def test_suggest_build_and_a_missing_dictionary(crawled: Crawled, tmp_path: Path
     assert built.returncode == 0 and "1 synonym" in built.stderr
     [hit] = json.loads(run_cli("suggest", "seventh pa", "--dir", crawled.dir, "--json").stdout)
     assert hit["canonical"] == graph_title(7)
+    (tmp_path / "nothing").mkdir()
     missing = run_cli("suggest", "page", "--dir", tmp_path / "nothing")
     assert missing.returncode == 2 and "filbert suggest-build" in missing.stderr
 
@@ -680,3 +699,49 @@ def test_bad_arguments_exit_2_with_one_line(
 ) -> None:
     args, fragment = USAGE_ERRORS[case]
     assert_clean_error(run_main(args, tmp_path, monkeypatch, capsys), fragment)
+
+
+def test_version_prints_the_installed_version() -> None:
+    from importlib.metadata import version
+
+    assert invoke("--version").stdout.strip() == f"filbert {version('filbert')}"
+
+
+def test_every_option_and_argument_has_help_text() -> None:
+    import typer.main
+
+    missing = [
+        f"{name} {param.name}"
+        for name, command in typer.main.get_command(app).commands.items()  # type: ignore[attr-defined]
+        for param in command.params
+        if not getattr(param, "help", None)
+    ]
+    assert missing == []
+
+
+def test_readseg_get_of_a_url_in_no_segment_says_so_and_fails(crawled: Crawled) -> None:
+    result = invoke("readseg", "--get", "http://127.0.0.1:9/nowhere", "--dir", crawled.dir, code=1)
+    assert "http://127.0.0.1:9/nowhere is in no segment" in result.stderr
+    assert result.stdout == ""
+
+
+def test_an_injection_that_accepts_no_seed_fails(tmp_path: Path) -> None:
+    result = invoke("inject", "ftp://127.0.0.1/file.txt", "--dir", tmp_path / "crawl", code=1)
+    assert "rejected ftp://127.0.0.1/file.txt" in result.stderr
+    assert "no seed URL was accepted" in result.stderr
+
+
+def test_serve_on_a_busy_port_fails_before_saying_it_serves(
+    crawled: Crawled, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = run_main(
+            ["serve", "--dir", crawled.dir, "--port", port], tmp_path, monkeypatch, capsys
+        )
+    assert_clean_error(result, f"cannot listen on 127.0.0.1:{port}")
+    assert "serving" not in result.stderr

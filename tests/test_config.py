@@ -42,6 +42,20 @@ def test_file_then_command_line(tmp_path):
     assert settings["db.fetch.retry.max"] == 3  # untouched default
 
 
+def test_settings_file_keys_may_be_quoted_dotted_or_tables(tmp_path):
+    """TOML reads an unquoted dotted key as nested tables: each form names the setting."""
+    (tmp_path / "filbert.toml").write_text(
+        'fetcher.server.delay = 1.5\n"http.agent.name" = "mybot"\n[db.fetch]\nretry.max = 7\n'
+    )
+    settings = load_settings(tmp_path)
+    assert settings["fetcher.server.delay"] == 1.5
+    assert settings["http.agent.name"] == "mybot"
+    assert settings["db.fetch.retry.max"] == 7
+    (tmp_path / "filbert.toml").write_text("fetcher.no.such = 1\n")
+    with pytest.raises(ConfigError, match=re.escape("unknown setting 'fetcher.no.such'")):
+        load_settings(tmp_path)
+
+
 def test_override_values_parse_as_toml_or_text():
     assert parse_override("db.fetch.retry.max=7") == ("db.fetch.retry.max", 7)
     assert parse_override("db.ignore.external.links=true") == ("db.ignore.external.links", True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import json
+import logging
 import os
 import sys
 from collections.abc import Callable
@@ -31,10 +32,27 @@ if TYPE_CHECKING:
 R = TypeVar("R", bound=StepResult)
 
 app = typer.Typer(
-    add_completion=False,
     no_args_is_help=True,
     help="filbert: crawl websites like Nutch, index them, search and serve them.",
 )
+
+
+def _version(show: bool) -> None:
+    if show:
+        from importlib.metadata import version
+
+        print(f"filbert {version('filbert')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """filbert: crawl websites like Nutch, index them, search and serve them."""
+
 
 Dir = Annotated[Path, typer.Option("--dir", "-d", help="The crawl directory.")]
 Define = Annotated[list[str] | None, typer.Option("-D", help="Override a setting: -D key=value.")]
@@ -46,12 +64,32 @@ AddDays = Annotated[
     float, typer.Option("--adddays", help="Generate as if this many days later (Nutch's).")
 ]
 AsJson = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+Host = Annotated[str, typer.Option("--host", help="The address to listen on.")]
+Port = Annotated[int, typer.Option("--port", min=1, max=65535, help="The port to listen on.")]
 
 USER_ERRORS = (UserError, FileNotFoundError)
 
 
 def _open(directory: Path, defines: list[str] | None) -> tuple[CrawlDir, Settings]:
     return CrawlDir(directory), load_settings(directory, defines or [])
+
+
+def _existing(directory: Path, defines: list[str] | None) -> tuple[CrawlDir, Settings]:
+    """_open for the commands that read a crawl: its directory must exist."""
+    crawl_dir = CrawlDir(directory)
+    crawl_dir.require_directory()
+    return crawl_dir, load_settings(directory, defines or [])
+
+
+def _checked_seeds(seeds: list[str]) -> list[str]:
+    """Seeds as given; one that is neither a URL nor a file is an error, not a rejected URL."""
+    for seed in seeds:
+        if "://" not in seed and not Path(seed).is_file():
+            raise UserError(
+                f"{seed}: no such file of seed URLs (a seed URL starts with its scheme, "
+                f"e.g. https://{seed.strip('/')}/)"
+            )
+    return seeds
 
 
 def _show_tasks() -> TaskBars:
@@ -85,7 +123,7 @@ def crawl(
         typer.Argument(help="Seed URLs or files of URLs (optional when continuing a crawl)."),
     ] = None,
     dir: Dir = Path("crawl"),
-    depth: int = typer.Option(3, help="Generate/fetch/parse/update rounds."),
+    depth: int = typer.Option(3, min=1, help="Generate/fetch/parse/update rounds."),
     top_n: TopN = None,
     threads: Threads = None,
     no_index: bool = typer.Option(False, "--no-index", help="Stop after invertlinks."),
@@ -103,6 +141,7 @@ def crawl(
     from filbert.crawl import run_crawl
 
     gc.freeze()  # the imported modules' objects: not worth re-scanning during a crawl
+    _checked_seeds(seeds or [])
     crawl_dir, settings = _open(dir, define)
     tasks = _show_tasks()
     with crawl_dir.lock():
@@ -162,7 +201,11 @@ def inject(
     """Add seed URLs to the crawldb (known URLs are kept as they are)."""
     from filbert.crawldb.inject import inject as run
 
-    _run(dir, define, lambda crawl_dir, settings: run(crawl_dir, settings, seeds))
+    _checked_seeds(seeds)
+    result = _run(dir, define, lambda crawl_dir, settings: run(crawl_dir, settings, seeds))
+    if not result.accepted:
+        console.print("no seed URL was accepted", style="red")
+        raise typer.Exit(1)
 
 
 @app.command()
@@ -335,7 +378,7 @@ def suggest_build(
 
 @app.command()
 def suggest(
-    prefix: str,
+    prefix: Annotated[str, typer.Argument(help="The start of a query, typos allowed.")],
     dir: Dir = Path("crawl"),
     n: int | None = typer.Option(None, "-n", min=1, help="Completions (default: suggest.count)."),
     errors: int | None = typer.Option(
@@ -349,7 +392,7 @@ def suggest(
 
     from filbert.suggest.step import load_suggester
 
-    crawl_dir, settings = _open(dir, define)
+    crawl_dir, settings = _existing(dir, define)
     _, suggester = load_suggester(crawl_dir, settings)
     count = min(n or settings["suggest.count"], settings["suggest.max.count"])
     found = suggester.suggest(prefix, count, errors)
@@ -366,10 +409,10 @@ def suggest(
 
 @app.command()
 def search(
-    query: str,
+    query: Annotated[str, typer.Argument(help="The query (see the README for its syntax).")],
     dir: Dir = Path("crawl"),
     n: int = typer.Option(10, "-n", help="Hits to show."),
-    offset: int = 0,
+    offset: int = typer.Option(0, "--offset", min=0, help="Skip this many hits (paging)."),
     ranking: str = typer.Option("bm25", help="bm25, or hits (HITS authority)."),
     explain: bool = typer.Option(
         False,
@@ -388,7 +431,7 @@ def search(
         raise typer.BadParameter(
             f"{n}: from 1 to {MAX_RESULTS} hits at a time (--offset pages further)", param_hint="-n"
         )
-    crawl_dir, settings = _open(dir, define)
+    crawl_dir, settings = _existing(dir, define)
     request = SearchRequest.of(
         query, n=n, offset=offset, ranking=ranking, explain=explain, spell=spell
     )
@@ -460,7 +503,7 @@ def eval_(
     from filbert.search import Searcher
     from filbert.tools import evaluation as ev
 
-    crawl_dir, settings = _open(dir, define)
+    crawl_dir, settings = _existing(dir, define)
     items = ev.load_queries(queries, base)
     searcher = Searcher(crawl_dir, settings)
     run = ev.evaluate("filbert", items, lambda q: [h.url for h in searcher.search(q).hits])
@@ -477,8 +520,8 @@ def eval_(
 @app.command()
 def serve(
     dir: Dir = Path("crawl"),
-    host: str = "127.0.0.1",
-    port: int = 8080,
+    host: Host = "127.0.0.1",
+    port: Port = 8080,
     workers: int | None = typer.Option(
         None,
         "--workers",
@@ -498,10 +541,28 @@ def serve(
 
     options = [f"server.search.workers={workers}"] if workers is not None else []
     options += [f"search.searchers={searchers}"] if searchers is not None else []
-    crawl_dir, settings = _open(dir, [*options, *(define or [])])
-    crawl_dir.require_directory()
+    crawl_dir, settings = _existing(dir, [*options, *(define or [])])
+    _require_free(host, port)
+    if crawl_dir.index.current() is None:
+        console.print(
+            f"[yellow]{crawl_dir.path} has no index yet[/]: searches answer 503 until "
+            "`filbert index` publishes one, which this server then picks up"
+        )
     console.print(f"filbert is serving {crawl_dir.path} at [bold]http://{host}:{port}/[/]")
     run_server(crawl_dir, settings, host, port)
+
+
+def _require_free(host: str, port: int) -> None:
+    """The port can be listened on, checked before saying that the server serves."""
+    import socket
+
+    try:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        with socket.socket(family) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+            probe.bind((host, port))
+    except OSError as exc:
+        raise UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
 
 @app.command()
@@ -510,15 +571,15 @@ def searcher(
     shards: str | None = typer.Option(
         None, "--shards", help="The index's shards to serve, e.g. 0,1 or 0-3 (default: all)."
     ),
-    host: str = "127.0.0.1",
-    port: int = 8090,
+    host: Host = "127.0.0.1",
+    port: Port = 8090,
     define: Define = None,
 ) -> None:
     """Serve some of the index's shards to `filbert serve --searchers`."""
     from filbert.web.shard_server import run_searcher
 
-    crawl_dir, settings = _open(dir, define)
-    crawl_dir.require_directory()
+    crawl_dir, settings = _existing(dir, define)
+    _require_free(host, port)
     run_searcher(crawl_dir, settings, _shard_numbers(shards), host, port)
 
 
@@ -542,7 +603,9 @@ def _shard_numbers(text: str | None) -> list[int] | None:
 @app.command()
 def readdb(
     dir: Dir = Path("crawl"),
-    stats: bool = typer.Option(False, "--stats"),
+    stats: bool = typer.Option(
+        False, "--stats", help="Counts by status and HTTP status, top hosts, fetch errors, scores."
+    ),
     url: str | None = typer.Option(None, "--url", help="Show one URL's entry."),
     explain: bool = typer.Option(
         False, "--explain", help="With --url: how a focused crawl made its priority and tunnel."
@@ -556,6 +619,7 @@ def readdb(
     from filbert.tools.readdb import crawldb_dump, crawldb_stats, crawldb_url, explain_priority
 
     crawl_dir = CrawlDir(dir)
+    crawl_dir.require_directory()
     if url:
         entry = (
             explain_priority(crawl_dir, url, load_settings(dir))
@@ -641,7 +705,7 @@ def readhostdb(
     """Inspect the host database: pages, fetch outcomes, response times, unreachable hosts."""
     from filbert.tools.readdb import hostdb_rows
 
-    crawl_dir, settings = _open(dir, define)
+    crawl_dir, settings = _existing(dir, define)
     crawl_dir.require()
     rows = hostdb_rows(crawl_dir, settings, host, unreachable)
     if host and not rows:
@@ -682,7 +746,9 @@ def readlinkdb(
     """Show a URL's inlinks and their anchor texts (the linkdb)."""
     from filbert.tools.readdb import linkdb_url
 
-    found = linkdb_url(CrawlDir(dir), url)
+    crawl_dir = CrawlDir(dir)
+    crawl_dir.require_directory()
+    found = linkdb_url(crawl_dir, url)
     if found is None:
         console.print(f"{url} has no inlinks in the linkdb", markup=False)
         raise typer.Exit(1)
@@ -706,6 +772,7 @@ def readseg(
     from filbert.tools.readseg import dump_segment, list_segments
 
     crawl_dir = CrawlDir(dir)
+    crawl_dir.require_directory()
     if list_ or not (dump or get):
         for row in list_segments(crawl_dir):
             print(json.dumps(row))
@@ -714,9 +781,14 @@ def readseg(
         names = [seg.name for seg in crawl_dir.segments()]
     else:
         names = [_segment_or_latest(crawl_dir, segment, "generated")]
+    found = False
     for name in names:
         for line in dump_segment(crawl_dir, name, get):
             print(line)
+            found = True
+    if get and not found:
+        console.print(f"{get} is in no segment of {crawl_dir.path}", markup=False)
+        raise typer.Exit(1)
 
 
 @app.command()
@@ -733,7 +805,7 @@ def warc(
     """Export a segment's fetched content as a WARC 1.1 file (gzip per record)."""
     from filbert.tools.warc import export_warc
 
-    crawl_dir, settings = _open(dir, define)
+    crawl_dir, settings = _existing(dir, define)
     stats = export_warc(crawl_dir, _segment_or_latest(crawl_dir, segment, "fetched"), settings, out)
     console.print(
         f"wrote {stats.responses} responses ({stats.truncated} truncated, {stats.bytes} bytes) "
@@ -776,6 +848,10 @@ def _require_utf8(args: list[str]) -> None:
 
 
 def _fail(message: str, code: int) -> None:
+    # a lost Dask scheduler's client logs its own tracebacks while the process exits
+    for name in list(logging.root.manager.loggerDict):
+        if name.partition(".")[0] == "distributed":
+            logging.getLogger(name).disabled = True
     console.print(
         f"error: {message}", style="bold red", markup=False, highlight=False, soft_wrap=True
     )

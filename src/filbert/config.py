@@ -280,6 +280,19 @@ class Settings(Mapping[str, Any]):
         return settings
 
 
+def _flattened(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A TOML file's settings by their dotted keys: `"fetcher.server.delay" = 1`, the
+    unquoted `fetcher.server.delay = 1` (TOML's nested tables) and `[fetcher]` sections
+    all name the same setting."""
+    flat: dict[str, Any] = {}
+    for key, value in table.items():
+        if isinstance(value, dict):
+            flat.update(_flattened(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
 def load_settings(crawl_dir: Path | None, overrides: Iterable[str] = ()) -> Settings:
     """Defaults, then CRAWL/filbert.toml if present (and CRAWL/focus.txt as focus.topic,
     unless that is set), then -D overrides."""
@@ -291,7 +304,7 @@ def load_settings(crawl_dir: Path | None, overrides: Iterable[str] = ()) -> Sett
                 file_values = tomllib.loads(path.read_text("utf-8"))
             except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
                 raise ConfigError(f"{path}: {exc}") from exc
-            settings = settings.with_overrides(file_values, str(path))
+            settings = settings.with_overrides(_flattened(file_values), str(path))
         topic = Path(crawl_dir) / FOCUS_FILE
         if not settings["focus.topic"] and topic.exists():
             settings = settings.with_overrides({"focus.topic": str(topic.resolve())}, str(topic))

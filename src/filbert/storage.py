@@ -461,6 +461,8 @@ class CrawlDir:
             raise CrawlDirError(f"{self.path} {problem}")
 
     def require(self) -> None:
+        """The crawl directory has a crawldb, for steps that work on a crawl."""
+        self.require_directory()
         if not self.crawldb.exists():
             raise CrawlDirError(f"{self.path} has no crawldb yet: run `filbert inject` first")
 
