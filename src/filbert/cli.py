@@ -9,6 +9,7 @@ import os
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, TypeVar
 
@@ -68,6 +69,16 @@ Host = Annotated[str, typer.Option("--host", help="The address to listen on.")]
 Port = Annotated[int, typer.Option("--port", min=1, max=65535, help="The port to listen on.")]
 
 USER_ERRORS = (UserError, FileNotFoundError)
+INTERRUPTED = 130  # the exit code of a command stopped by Ctrl-C
+
+
+class Scope(StrEnum):
+    """crawl --scope (filbert.crawl.scope_of)."""
+
+    host = "host"
+    domain = "domain"
+    prefix = "prefix"
+    any = "any"
 
 
 def _open(directory: Path, defines: list[str] | None) -> tuple[CrawlDir, Settings]:
@@ -129,6 +140,14 @@ def crawl(
     no_index: bool = typer.Option(False, "--no-index", help="Stop after invertlinks."),
     sitemaps: bool = typer.Option(False, "--sitemaps", help="First read the hosts' sitemaps."),
     adddays: AddDays = 0,
+    scope: Scope | None = typer.Option(
+        None,
+        "--scope",
+        help="Where links are followed: the seeds' hosts (host, the default for new seeds), "
+        "their registered domains (domain), under their directories (prefix), or anywhere "
+        "(any). Kept in CRAWL/scope.txt for later rounds.",
+        case_sensitive=False,
+    ),
     focus: Path | None = typer.Option(
         None,
         "--focus",
@@ -149,6 +168,8 @@ def crawl(
         if focus:
             examples = _adopt_topic(crawl_dir, focus, settings)
             settings = load_settings(dir, define or [])  # with the crawl's topic
+        if seeds or scope:
+            settings = _adopt_scope(crawl_dir, settings, seeds or [], scope, define)
         summary = run_crawl(
             crawl_dir,
             [*(seeds or []), *examples],
@@ -179,6 +200,30 @@ def crawl(
         },
     )
     console.print(table)
+
+
+def _adopt_scope(
+    crawl_dir: CrawlDir,
+    settings: Settings,
+    seeds: list[str],
+    scope: Scope | None,
+    defines: list[str] | None,
+) -> Settings:
+    """The seeds' scope added to the crawl's, said; the settings with it."""
+    from filbert.crawl import adopt_scope
+
+    if scope not in (None, Scope.any) and not seeds:
+        raise UserError(f"--scope {scope.value} takes its hosts from seed URLs: give some")
+    adopt_scope(crawl_dir, settings, seeds, scope.value if scope else "host")
+    settings = load_settings(crawl_dir.path, defines or [])
+    entries = settings["urlfilter.scope"].replace(",", ", ")
+    where = f"only {entries}" if entries else "anywhere"
+    console.print(
+        f"scope: links are followed {where} (urlfilter.scope; --scope to change)",
+        markup=False,
+        soft_wrap=True,
+    )
+    return settings
 
 
 def _adopt_topic(crawl_dir: CrawlDir, topic: Path, settings: Settings) -> list[str]:
@@ -861,7 +906,10 @@ def _fail(message: str, code: int) -> None:
 def main() -> None:
     try:
         _require_utf8(sys.argv[1:])
-        sys.exit(app(prog_name="filbert", standalone_mode=False))  # an exit code, or None: 0
+        code = app(prog_name="filbert", standalone_mode=False)  # an exit code, or None: 0
+        if code == INTERRUPTED:  # typer's answer to Ctrl-C
+            raise KeyboardInterrupt
+        sys.exit(code)
     except typer.TyperException as exc:  # bad arguments: one line, not click's usage box
         ctx = getattr(exc, "ctx", None)
         if type(exc).__name__ == "NoArgsIsHelpError":
@@ -871,5 +919,5 @@ def main() -> None:
     except USER_ERRORS as exc:
         _fail(str(exc), 2)
     except KeyboardInterrupt:
-        console.print("[yellow]interrupted[/]: re-run the step to continue")
-        sys.exit(130)
+        console.print("[yellow]interrupted[/]: nothing half-done was kept; run it again to go on")
+        sys.exit(INTERRUPTED)

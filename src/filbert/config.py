@@ -24,6 +24,7 @@ from filbert.errors import UserError
 
 SETTINGS_FILE = "filbert.toml"
 FOCUS_FILE = "focus.txt"  # a crawl's topic, written by `crawl --focus` (focus.topic)
+SCOPE_FILE = "scope.txt"  # a crawl's scope, written by `crawl` (urlfilter.scope)
 
 Number = int | float
 
@@ -187,6 +188,7 @@ PARSERS: dict[str, Callable[[Mapping[str, Any], str], object]] = {
     "urlfilter.regex.file": _of_settings("filbert.urls.filter:UrlFilter.from_settings"),
     "urlfilter.domain.allow": _of_settings("filbert.urls.filter:FilterLimits.from_settings"),
     "urlfilter.domain.deny": _of_settings("filbert.urls.filter:FilterLimits.from_settings"),
+    "urlfilter.scope": _of_settings("filbert.urls.filter:FilterLimits.from_settings"),
     "analysis.zh.userdict": _of_path("filbert.analysis.analyzers:read_user_dict"),
     "focus.topic": _of_path("filbert.analysis.topic:Topic.read"),
     "suggest.errors.lengths": error_lengths_setting,
@@ -280,6 +282,15 @@ class Settings(Mapping[str, Any]):
         return settings
 
 
+def read_scope(path: Path) -> list[str]:
+    """A scope file's entries, one per line ('#' starts a comment); none: anywhere."""
+    try:
+        lines = path.read_text("utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
+    return [e for line in lines if (e := line.partition("#")[0].strip())]
+
+
 def _flattened(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     """A TOML file's settings by their dotted keys: `"fetcher.server.delay" = 1`, the
     unquoted `fetcher.server.delay = 1` (TOML's nested tables) and `[fetcher]` sections
@@ -295,7 +306,7 @@ def _flattened(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def load_settings(crawl_dir: Path | None, overrides: Iterable[str] = ()) -> Settings:
     """Defaults, then CRAWL/filbert.toml if present (and CRAWL/focus.txt as focus.topic,
-    unless that is set), then -D overrides."""
+    CRAWL/scope.txt as urlfilter.scope, unless they are set), then -D overrides."""
     settings = Settings()
     if crawl_dir is not None:
         path = Path(crawl_dir) / SETTINGS_FILE
@@ -308,5 +319,9 @@ def load_settings(crawl_dir: Path | None, overrides: Iterable[str] = ()) -> Sett
         topic = Path(crawl_dir) / FOCUS_FILE
         if not settings["focus.topic"] and topic.exists():
             settings = settings.with_overrides({"focus.topic": str(topic.resolve())}, str(topic))
+        scope = Path(crawl_dir) / SCOPE_FILE
+        if not settings["urlfilter.scope"] and scope.exists():
+            entries = read_scope(scope)
+            settings = settings.with_overrides({"urlfilter.scope": ",".join(entries)}, str(scope))
     pairs = dict(parse_override(o) for o in overrides)
     return settings.with_overrides(pairs, "-D")

@@ -12,6 +12,7 @@ is generated.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -19,10 +20,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Protocol
 
-from filbert.config import Settings
+import ada_url
+
+from filbert.config import SCOPE_FILE, Settings, read_scope
 from filbert.crawldb.dedup import dedup
 from filbert.crawldb.generate import generate
-from filbert.crawldb.inject import InjectStats, inject
+from filbert.crawldb.inject import InjectStats, inject, read_seeds
 from filbert.crawldb.sitemaps import sitemap
 from filbert.crawldb.updatedb import pending_segments, updatedb
 from filbert.fetch import FetchStats, fetch_segment
@@ -34,6 +37,7 @@ from filbert.parse.step import SegmentParser, parse, parsed
 from filbert.segments.mergesegs import mergeable, mergesegs
 from filbert.step_result import StepResult, step
 from filbert.storage import CrawlDir
+from filbert.urls import InvalidUrl, UrlNormalizer, domain_of, normalize_url
 
 if TYPE_CHECKING:
     from filbert.index import IndexStats
@@ -53,6 +57,48 @@ class Reporter(Protocol):
         """A step's result."""
 
 
+def scope_of(urls: list[str], scope: str) -> list[str]:
+    """urlfilter.scope's entries that keep a crawl of `urls` on their hosts, their
+    registered domains or under their directories; none for `any`."""
+    if scope == "any":
+        return []
+    entries = []
+    for url in urls:
+        parsed = ada_url.URL(url)
+        if scope == "domain":
+            entries.append(f"*.{domain_of(parsed.hostname)}/")
+        elif scope == "prefix":
+            entries.append(f"{parsed.host}{parsed.pathname.rpartition('/')[0]}/")
+        else:
+            entries.append(f"{parsed.host}/")
+    return sorted(set(entries))
+
+
+def adopt_scope(crawl: CrawlDir, settings: Settings, seeds: list[str], scope: str) -> list[str]:
+    """Adds the scope of the seeds' URLs to the crawl's (CRAWL/scope.txt, where later rounds
+    find it; `any` removes every limit); returns the crawl's scope, empty for anywhere."""
+    path = crawl.path / SCOPE_FILE
+    kept = read_scope(path) if path.exists() else []
+    normalizer = UrlNormalizer.from_settings(settings)
+    urls = []
+    for text in read_seeds(seeds):
+        with contextlib.suppress(InvalidUrl):  # inject reports it
+            urls.append(normalizer.normalize(normalize_url(text)))
+    if scope == "any" or (path.exists() and not kept):  # anywhere stays anywhere
+        entries = []
+    else:
+        entries = sorted({*kept, *scope_of(urls, scope)})
+    crawl.path.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{SCOPE_FILE}.tmp")
+    tmp.write_text(
+        "# the crawl's scope (urlfilter.scope): host/path-prefix or *.domain/path-prefix;"
+        " no entry: anywhere\n" + "".join(f"{e}\n" for e in entries),
+        "utf-8",
+    )
+    tmp.replace(path)
+    return entries
+
+
 @dataclass
 class CrawlSummary:
     rounds: int = 0
@@ -60,13 +106,14 @@ class CrawlSummary:
     fetched: Counter = field(default_factory=Counter)  # by fetch status
     http: Counter = field(default_factory=Counter)  # by HTTP status
     urls: int = 0
+    pages: int = 0  # fetched with their page (FetchStats.pages)
     seconds: float = 0.0
     fetch_seconds: float = 0.0
     documents: int | None = None
 
     @property
     def pages_per_second(self) -> float:
-        return self.urls / self.fetch_seconds if self.fetch_seconds else 0.0
+        return self.pages / self.fetch_seconds if self.fetch_seconds else 0.0
 
 
 @step("fetch")
@@ -143,6 +190,7 @@ def _finish_segments(
             summary.fetched.update(stats.by_status)
             summary.http.update(stats.by_http)
             summary.urls += stats.urls
+            summary.pages += stats.pages
             summary.fetch_seconds += stats.seconds
             if stats.parsed:
                 reporter.done(parsed(stats.parsed))

@@ -20,6 +20,7 @@ from rich.table import Table
 from filbert.step_result import StepResult
 
 REFRESH_SECONDS = 0.1
+LINE_SECONDS = 5.0  # without a terminal: a progress line this often while a step runs
 console = Console(stderr=True)  # progress and messages
 stdout = Console()  # results
 
@@ -31,12 +32,16 @@ class RichReporter:
         self.progress: Progress | None = None
         self.task: TaskID | None = None
         self.shown = 0.0
+        self.total = 0  # URLs on the fetch list
+        self.started = 0.0
 
     def step(self, message: str) -> None:
         console.print(f"[bold cyan]»[/] {escape(message)}")
 
     def fetch_started(self, total: int) -> None:
-        if not console.is_terminal:  # a log: a bar would leave a blank line in it
+        self.total, self.started = total, time.monotonic()
+        self.shown = self.started
+        if not console.is_terminal:  # a log: lines (a bar would leave a blank line in it)
             return
         self.progress = Progress(
             TextColumn("[bold]fetch"),
@@ -54,6 +59,16 @@ class RichReporter:
 
     def fetched(self, ok: int, failed: int) -> None:
         now = time.monotonic()
+        if self.progress is None and now - self.shown >= LINE_SECONDS:
+            self.shown = now
+            elapsed = now - self.started
+            queued = self.total - ok - failed  # pages found on the way are fetched too
+            console.print(
+                f"  fetch: {ok} ok ({ok / elapsed:.1f} pages/s), {failed} failed or "
+                f"redirected, {f'{queued} listed to go, ' if queued > 0 else ''}{elapsed:.0f} s",
+                markup=False,
+                highlight=False,
+            )
         if self.progress is not None and now - self.shown > REFRESH_SECONDS:  # redraws cost CPU
             self.shown = now
             assert self.task is not None  # added with the progress bar
@@ -76,10 +91,8 @@ class RichReporter:
             self.progress = None
         for note in result.notes():
             console.print(f"  [yellow]{escape(note)}[/]", soft_wrap=True)
-        console.print(
-            f"[bold green]✓[/] {escape(result.summary())} [dim]{result.seconds:.1f} s[/]",
-            soft_wrap=True,
-        )
+        took = f" [dim]{result.seconds:.1f} s[/]" if result.step else ""  # a step's, timed
+        console.print(f"[bold green]✓[/] {escape(result.summary())}{took}", soft_wrap=True)
 
 
 class TaskBars:
@@ -91,10 +104,15 @@ class TaskBars:
         self.tasks = 0
         self.seconds = 0.0
         self.workers = 0
+        self.done_tasks: list[int] = []  # of each running map, as bars
+        self.totals: list[int] = []
+        self.shown = 0.0  # when the last line was printed, without a terminal
 
     def started(self, name: str, tasks: int, workers: int) -> None:
         self.workers = max(self.workers, workers)
         self.bars.append((self._bar(name, tasks, workers), time.monotonic()))
+        self.done_tasks.append(0)
+        self.totals.append(tasks)
 
     def _bar(self, name: str, tasks: int, workers: int) -> Progress | None:
         """A live bar, unless the console is no terminal or the fetch's bar shows."""
@@ -119,6 +137,15 @@ class TaskBars:
     def done(self, name: str) -> None:
         bar, start = self.bars[-1]
         self.tasks += 1
+        self.done_tasks[-1] += 1
+        now = time.monotonic()
+        if bar is None and not console.is_terminal and now - max(start, self.shown) >= LINE_SECONDS:
+            self.shown = now
+            console.print(
+                f"  {name}: {self.done_tasks[-1]} of {self.totals[-1]} tasks, {now - start:.0f} s",
+                markup=False,
+                highlight=False,
+            )
         if bar is not None:
             task = bar.tasks[0]
             rate = (task.completed + 1) / max(time.monotonic() - start, 1e-3)
@@ -126,6 +153,8 @@ class TaskBars:
 
     def finished(self, name: str) -> None:
         bar, start = self.bars.pop()
+        self.done_tasks.pop()
+        self.totals.pop()
         if bar is not None:
             bar.stop()
         if not self.bars:

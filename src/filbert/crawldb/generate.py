@@ -49,11 +49,23 @@ DUE_COLUMNS = (
 )
 
 
+LONG_ROUND = 300.0  # seconds of politeness alone in one round that are worth a note
+
+
 @dataclass
 class GenerateStats(StepResult):
     segment: str | None  # None when nothing is due
     urls: int
     hosts: int
+    busiest: int = 0  # URLs on the host with the most
+    delay: float = 0.0  # between two requests to a host (fetcher.server.delay, min.delay)
+    per_host: int = 1  # requests to a host at a time (fetcher.threads.per.queue)
+
+    @property
+    def polite_seconds(self) -> float:
+        """The least time fetching the segment takes at the crawl's delay (robots.txt's
+        Crawl-delay can only lengthen it)."""
+        return self.busiest * self.delay / self.per_host
 
     def summary(self) -> str:
         if self.segment is None:
@@ -61,7 +73,23 @@ class GenerateStats(StepResult):
         return f"generated segment {self.segment}: {self.urls} URLs on {self.hosts} hosts"
 
     def figures(self) -> dict[str, int | float | str]:
-        return {"segment": self.segment or "", "urls": self.urls, "hosts": self.hosts}
+        return {
+            "segment": self.segment or "",
+            "urls": self.urls,
+            "hosts": self.hosts,
+            "busiest host": self.busiest,
+        }
+
+    def notes(self) -> list[str]:
+        if self.polite_seconds < LONG_ROUND:
+            return []
+        minutes = self.polite_seconds / 60
+        note = (
+            f"fetching it takes at least {minutes:.0f} minutes: {self.busiest} URLs on one "
+            f"host, {self.delay:g} s apart (fetcher.server.delay; on a site of your own, "
+            "-D fetcher.server.delay=0 is quicker; a robots.txt Crawl-delay still wins)"
+        )
+        return [note]
 
 
 @dataclass(frozen=True)
@@ -167,19 +195,23 @@ def generate(
     candidates = {b: tmp / CANDIDATES / part_name(b) for b in found}
     taken = _best(candidates, top_n) if top_n and sum(found.values()) > top_n else found
     (tmp / Segment.GENERATE).mkdir()
-    urls = hosts = 0
+    urls = hosts = busiest = 0
     for bucket, count in sorted(taken.items()):
         table = pq.read_table(candidates[bucket]).slice(0, count).drop_columns(["rank"])
         write_table(table, tmp / Segment.GENERATE / part_name(bucket))
         urls += table.num_rows
-        hosts += len(pc.unique(table["host"]))  # a host is in one bucket
+        per_host = pc.value_counts(table["host"]).field("counts")  # a host is in one bucket
+        hosts += len(per_host)
+        busiest = max(busiest, pc.max(per_host).as_py() or 0)
     shutil.rmtree(tmp / CANDIDATES)
     if urls == 0:
         shutil.rmtree(tmp)
         return GenerateStats(None, 0, 0)
     name = crawl.new_segment_name()
     tmp.rename(crawl.segments_dir / name)
-    return GenerateStats(name, urls, hosts)
+    per_host = settings["fetcher.threads.per.queue"]
+    delay = settings["fetcher.server.delay" if per_host == 1 else "fetcher.server.min.delay"]
+    return GenerateStats(name, urls, hosts, busiest, delay, per_host)
 
 
 def _best(candidates: dict[int, Path], top_n: int) -> dict[int, int]:

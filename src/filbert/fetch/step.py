@@ -26,6 +26,13 @@ from filbert.step_result import StepResult
 from filbert.storage import CrawlDir, CrawlDirError, PartWriter, Segment, count_rows, read_parts
 from filbert.urls import bucket_of
 
+OK_STATUSES = {  # the fetch statuses that are no failure
+    schemas.FETCH_SUCCESS,
+    schemas.FETCH_NOTMODIFIED,
+    schemas.FETCH_REDIR_TEMP,
+    schemas.FETCH_REDIR_PERM,
+}
+
 
 @dataclass
 class FetchStats(StepResult):
@@ -40,10 +47,6 @@ class FetchStats(StepResult):
     # by parse status, and "outlinks")
     deadlines: dict[str, float] = field(default_factory=dict)  # HostClock.deadlines at the end
 
-    @property
-    def fetched(self) -> int:
-        return self.by_status[schemas.FETCH_SUCCESS]
-
     def add(self, other: FetchStats) -> None:
         """Combine a partition's figures (partitions run side by side: take the longest time)."""
         self.urls += other.urls
@@ -56,15 +59,31 @@ class FetchStats(StepResult):
             self.deadlines[key] = max(self.deadlines.get(key, at), at)
 
     @property
+    def pages(self) -> int:
+        """URLs answered with their page (or that it is unchanged)."""
+        return self.by_status[schemas.FETCH_SUCCESS] + self.by_status[schemas.FETCH_NOTMODIFIED]
+
+    @property
+    def redirects(self) -> int:
+        return self.by_status[schemas.FETCH_REDIR_TEMP] + self.by_status[schemas.FETCH_REDIR_PERM]
+
+    @property
     def pages_per_second(self) -> float:
-        return self.urls / self.seconds if self.seconds else 0.0
+        """Over what succeeded: failures are not pages."""
+        return self.pages / self.seconds if self.seconds else 0.0
 
     def summary(self) -> str:
-        statuses = ", ".join(f"{k} {v}" for k, v in self.by_status.most_common())
-        return (
-            f"fetched {self.urls} URLs in {self.seconds:.1f} s "
-            f"({self.pages_per_second:.1f} pages/s, {self.bytes / 1e6:.1f} MB): {statuses}"
+        failures = [(k, v) for k, v in self.by_status.most_common() if k not in OK_STATUSES]
+        failed = sum(v for _, v in failures)
+        text = (
+            f"fetched {self.urls} URLs in {self.seconds:.1f} s: {self.pages} pages "
+            f"({self.pages_per_second:.1f} pages/s, {self.bytes / 1e6:.1f} MB)"
         )
+        if self.redirects:
+            text += f", {self.redirects} redirected"
+        if failed:
+            text += f"; {failed} failed: " + ", ".join(f"{k} {v}" for k, v in failures)
+        return text
 
     def figures(self) -> dict[str, int | float | str]:
         return {

@@ -88,6 +88,45 @@ def _match_host(host: str, entries: frozenset[str]) -> str | None:
     return name
 
 
+class ScopeEntry(NamedTuple):
+    """Part of a crawl's scope: a host (or a domain and its subdomains) and a path prefix."""
+
+    host: str
+    domain: bool  # the host and its subdomains
+    path: str  # the prefix of the path, "/" for all of it
+
+    @classmethod
+    def parse(cls, entry: str) -> ScopeEntry:
+        """`host/path-prefix` or `*.domain/path-prefix` (see urlfilter.scope)."""
+        name, slash, path = entry.partition("/")
+        domain = name.startswith("*.")
+        try:
+            if "://" in entry:
+                raise UrlFilterError(entry)
+            host = _host_entry(name, "urlfilter.scope")
+        except UrlFilterError:
+            raise UrlFilterError(
+                f"urlfilter.scope: {entry!r} is not host/path-prefix or *.domain/path-prefix "
+                "(no scheme)"
+            ) from None
+        return cls(host, domain, slash + path or "/")
+
+    def __str__(self) -> str:
+        return f"{'*.' if self.domain else ''}{self.host}{self.path}"
+
+    def covers(self, parts: _Parts) -> bool:
+        if not parts.path.startswith(self.path) and parts.path + "/" != self.path:
+            return False
+        if self.domain:
+            return _match_host(parts.host, frozenset([self.host])) is not None
+        return parts.host == self.host
+
+
+def parse_scope(spec: str) -> tuple[ScopeEntry, ...]:
+    """urlfilter.scope's entries; empty for no limit."""
+    return tuple(ScopeEntry.parse(e.strip()) for e in spec.split(",") if e.strip())
+
+
 def _list(spec: str) -> tuple[str, ...]:
     return tuple(s for s in (p.strip().lower() for p in spec.split(",")) if s)
 
@@ -108,6 +147,7 @@ class FilterLimits:
     max_repeats: int = 0  # urlfilter.trap.max.repeats: of one path segment; 0: off
     first_year: int = 0  # urlfilter.trap.year.min: calendar years allowed in URLs
     last_year: int = _NO_LAST_YEAR  # this year and urlfilter.trap.years.ahead
+    scope: tuple[ScopeEntry, ...] = ()  # urlfilter.scope; empty: anywhere
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any]) -> FilterLimits:
@@ -125,6 +165,7 @@ class FilterLimits:
             max_repeats=settings["urlfilter.trap.max.repeats"],
             first_year=settings["urlfilter.trap.year.min"],
             last_year=datetime.now(UTC).year + ahead if ahead >= 0 else _NO_LAST_YEAR,
+            scope=parse_scope(settings["urlfilter.scope"]),
         )
 
 
@@ -194,6 +235,7 @@ class UrlFilter:
     def _enabled_checks(self) -> list[Callable[[_Parts], str | None]]:
         lim = self.limits
         enabled = [
+            (lim.scope, self._out_of_scope),
             (lim.deny_hosts, self._denied_host),
             (lim.allow_hosts, self._unlisted_host),
             (lim.deny_suffixes, self._denied_suffix),
@@ -203,6 +245,11 @@ class UrlFilter:
             (lim.first_year > 0 or lim.last_year < _NO_LAST_YEAR, self._calendar),
         ]
         return [check for on, check in enabled if on]
+
+    def _out_of_scope(self, parts: _Parts) -> str | None:
+        if any(entry.covers(parts) for entry in self.limits.scope):
+            return None
+        return "outside the crawl's scope (urlfilter.scope, CRAWL/scope.txt)"
 
     def _denied_host(self, parts: _Parts) -> str | None:
         entry = _match_host(parts.host, self.limits.deny_hosts)
