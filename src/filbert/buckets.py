@@ -1,4 +1,4 @@
-"""Bucket-by-bucket table rewrites with DuckDB (crawldb, linkdb).
+"""Bucket-by-bucket table rewrites with DuckDB (crawldb, linkdb, hostdb).
 
 A rewrite runs one task per host bucket through the executor; each task reads its bucket
 of the current generation and writes its bucket of the next one, which is then published
@@ -160,7 +160,8 @@ def rewrite(
     meta: dict,
     only_buckets: set[int] | None = None,
 ) -> dict[str, int]:
-    """Produce the next crawldb generation bucket by bucket, then publish it.
+    """Produce a table's next generation (crawldb, linkdb, hostdb) bucket by bucket, then
+    publish it.
 
     `make_task(bucket, old, out)` builds each bucket's task, which `run` runs (in a worker
     process, possibly). Buckets outside `only_buckets` are carried over unchanged (hard

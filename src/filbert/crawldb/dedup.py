@@ -1,7 +1,7 @@
 """dedup: mark exact and near-duplicate pages in the crawldb (Nutch's DeduplicationJob).
 
 Exact duplicates share a text signature (pages without text: title, else URL; see
-parse.segment.content_signature); near-duplicates have simhashes (64-bit, over
+parse.step.content_signature); near-duplicates have simhashes (64-bit, over
 8-byte shingles) within `dedup.simhash.distance` bits. A page's simhash is computed here,
 from its latest parse_text, the first time dedup sees it (updatedb clears it when the page
 is fetched again) and kept in the crawldb. A page whose rel=canonical points
