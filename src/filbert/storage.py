@@ -462,7 +462,6 @@ class CrawlDir:
 
     def require(self) -> None:
         """The crawl directory has a crawldb, for steps that work on a crawl."""
-        self.require_directory()
         if not self.crawldb.exists():
             raise CrawlDirError(f"{self.path} has no crawldb yet: run `filbert inject` first")
 
