@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -226,12 +227,38 @@ def test_a_searcher_that_dies_is_started_again(crawled: Crawl) -> None:
 # --- item 5: slow clients ------------------------------------------------------------------
 
 
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextmanager
+def server_process(command: list[str], port: int) -> Iterator[str]:
+    """The server `command` starts on `port`, once its /healthz answers 200; stopped after."""
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(url + "/healthz").status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert process.poll() is None, process.stderr.read().decode()
+            assert time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.2)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
 @pytest.fixture(scope="module")
 def served(crawled: Crawl, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """`filbert serve` as a real process with a low connection limit."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     command = [
         sys.executable,
         "-c",
@@ -250,23 +277,8 @@ def served(crawled: Crawl, tmp_path_factory: pytest.TempPathFactory) -> Iterator
         "-D",
         "fetcher.server.delay=0",
     ]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(url + "/healthz").status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert process.poll() is None, process.stderr.read().decode()
-            assert time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.2)
+    with server_process(command, port) as url:
         yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
 
 
 def partial_requests(url: str, count: int) -> list[socket.socket]:
@@ -313,6 +325,73 @@ def test_large_replies_come_whole_through_the_worker_socket(served: str, crawled
 def test_oversized_headers_get_431(served: str) -> None:
     response = httpx.get(served + "/healthz", headers={"x-big": "a" * 100_000}, timeout=5)
     assert response.status_code == 431
+
+
+GUARDED_APP = """
+import asyncio, sys
+from filbert.config import load_settings
+from filbert.web.server import serve
+
+async def app(scope, receive, send):
+    if scope["type"] == "http":
+        if scope["path"] == "/slow":
+            await asyncio.sleep(2.0)
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-length", b"2")]})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+serve(app, load_settings(None, sys.argv[2:]), "127.0.0.1", int(sys.argv[1]))
+"""
+
+
+@pytest.fixture(scope="module")
+def guarded() -> Iterator[tuple[str, int]]:
+    """web/server.py's `serve` (as a real process) with an application answering "ok" at
+    once, or after 2 s at /slow, a header timeout of 1 s and 16 connections."""
+    port = free_port()
+    limits = ["server.header.timeout=1.0", "server.max.connections=16"]
+    with server_process([sys.executable, "-c", GUARDED_APP, str(port), *limits], port):
+        yield ("127.0.0.1", port)
+
+
+def answer(sock: socket.socket) -> bytes:
+    received = b""
+    while not received.endswith(b"ok"):
+        chunk = sock.recv(1000)
+        assert chunk, f"closed after {received!r}"
+        received += chunk
+    return received
+
+
+def test_each_request_on_a_kept_connection_has_the_header_timeout(
+    guarded: tuple[str, int],
+) -> None:
+    with socket.create_connection(guarded, timeout=5) as sock:
+        for _ in range(3):  # 1.5 s in all: longer than one header timeout
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert answer(sock).startswith(b"HTTP/1.1 200")
+            time.sleep(0.5)
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n")
+        answer(sock)
+        start = time.monotonic()  # the next request's headers never end
+        assert sock.recv(100) == b""
+        assert 0.7 < time.monotonic() - start < 3
+
+
+def test_past_the_connection_limit_an_idle_connection_is_closed_not_a_busy_one(
+    guarded: tuple[str, int],
+) -> None:
+    with socket.create_connection(guarded, timeout=5) as busy:
+        busy.sendall(b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+        time.sleep(0.3)  # in the application, past the header timeout
+        idle = [socket.create_connection(guarded) for _ in range(20)]
+        try:
+            idle[0].settimeout(0.5)  # the oldest waiting: closed at once
+            assert idle[0].recv(100) == b""
+            assert answer(busy).startswith(b"HTTP/1.1 200")
+        finally:
+            for sock in idle:
+                sock.close()
 
 
 # --- item 6: headers from crawled pages ------------------------------------------------------
