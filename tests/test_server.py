@@ -31,8 +31,8 @@ from filbert.config import Settings, load_settings
 from filbert.search.query import QueryError, analyze_query, parse_query
 from filbert.storage import CrawlDir
 from filbert.web import create_app
-from filbert.web.app import safe_media_type
 from filbert.web.broker import Broker
+from filbert.web.cached import safe_media_type
 from filbert.web.pool import Group, Overloaded, Replica
 
 WORD = "river"

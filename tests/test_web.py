@@ -25,7 +25,7 @@ from filbert.parse.step import parse
 from filbert.storage import CrawlDir
 from filbert.suggest.step import suggest_build
 from filbert.web import create_app
-from filbert.web.app import cached_copy
+from filbert.web.cached import cached_copy
 
 PAGES = 24
 COMMON = "river"  # a link_graph filler word found on most pages

@@ -12,7 +12,6 @@ JSON of one shape, `{"error": "..."}`, on the API, and an HTML page on `/`.
 
 import asyncio
 import logging
-import re
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -35,7 +34,6 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from filbert.config import Settings
 from filbert.errors import public_message
-from filbert.parse import decode_html, decode_text
 from filbert.search.query import checks_text
 from filbert.search.searcher import (
     MAX_OFFSET,
@@ -50,6 +48,7 @@ from filbert.suggest import SuggestError
 from filbert.suggest.querylog import QueryLog
 from filbert.suggest.step import SuggesterHolder
 from filbert.web.broker import Broker, Reply
+from filbert.web.cached import add_cache
 from filbert.web.protocol import INTERNAL_ERROR
 
 HERE = Path(__file__).parent
@@ -66,11 +65,6 @@ SECURITY_HEADERS = {
 RAW_SECURITY_HEADERS = [
     (name.lower().encode(), value.encode()) for name, value in SECURITY_HEADERS.items()
 ]
-# A media type and its parameters as RFC 9110 allows them: anything else from a crawled
-# server (control characters, stray quotes) is not sent on.
-TOKEN = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
-PARAMETER = rf"[ \t]*;[ \t]*{TOKEN}=(?:{TOKEN}|\"[ !#-\[\]-~]*\")"
-MEDIA_TYPE = re.compile(rf"({TOKEN}/{TOKEN})((?:{PARAMETER})*)")
 
 
 log = logging.getLogger(__name__)
@@ -94,13 +88,6 @@ ERROR_RESPONSES: dict[int | str, dict] = {
         ),
         (503, "no index yet, a damaged file, or too busy: see Retry-After"),
     )
-}
-
-
-CACHE_RESPONSES: dict[int | str, dict] = {
-    200: {"description": "the page as fetched, with its own media type", "content": {"*/*": {}}},
-    404: {**ERROR_RESPONSES["4XX"], "description": "the URL is not in the index"},
-    **ERROR_RESPONSES,
 }
 
 
@@ -202,24 +189,6 @@ async def send_json(
         headers.append((b"retry-after", RETRY_AFTER.encode()))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": b"" if head else body})
-
-
-def safe_media_type(value: str) -> str:
-    """A crawled page's Content-Type as it may be sent again: its type and the well-formed
-    parameters before anything that is not, or application/octet-stream."""
-    match = MEDIA_TYPE.match(value.strip())
-    return match.group(1) + match.group(2) if match else "application/octet-stream"
-
-
-def cached_copy(url: str, content: bytes, content_type: str) -> tuple[bytes, str]:
-    """A cached page's body and Content-Type as sent. Text that does not name its charset
-    in its type is sent as the UTF-8 of what the parser read: Starlette would label it
-    UTF-8 anyway, garbling other encodings."""
-    sent_type = safe_media_type(content_type)
-    if sent_type.startswith("text/") and "charset=" not in sent_type.lower():
-        decode = decode_html if sent_type.startswith("text/html") else decode_text
-        return decode(content, sent_type, url)[0].encode(), f"{sent_type}; charset=utf-8"
-    return content, sent_type
 
 
 @dataclass(frozen=True)
@@ -515,31 +484,6 @@ def add_suggest(
         # orjson writes the dataclasses itself (asdict and JSONResponse cost ~0.5 ms here)
         body = orjson.dumps({"query": q, "suggestions": found})
         return Response(body, media_type="application/json")
-
-
-def add_cache(app: FastAPI, broker: Broker) -> None:
-    """GET /cache: a page as it was fetched, in a sandbox."""
-
-    @app.get("/cache", summary="A page as it was fetched", responses=CACHE_RESPONSES)
-    async def cache(
-        request: Request,
-        url: Annotated[str, Query(min_length=1, description="the page's URL, as indexed")],
-    ) -> Response:
-        """The page's bytes as fetched, in a sandbox (no scripts, no requests to its site)."""
-        reply = await broker.cached(url, request.scope["deadline"])
-        if reply.status != 200:
-            return error_json(reply.status, reply.error or "")
-        body, content_type = cached_copy(url, reply.body, reply.head["content_type"])
-        # the copy runs in a sandbox: no scripts, no requests to the page's site, its own origin
-        return Response(
-            body,
-            media_type=content_type,
-            headers={
-                "Content-Security-Policy": "sandbox; default-src 'none'; style-src 'unsafe-inline'",
-                "X-Robots-Tag": "noindex",
-                "X-Filbert-Segment": reply.head["segment"],
-            },
-        )
 
 
 def add_search_page(app: FastAPI, service: SearchService) -> None:
