@@ -35,7 +35,13 @@ a heading, or an anchor text on its pages, that `suggest.template.share` of its 
 repeat (and at least `suggest.template.min.pages`: "Navigation", "Copyright"), and an
 anchor text its pages use for links to `suggest.template.min.pages` different pages or more
 ("Next"); and noise (phrases.is_noise): no letter, an opening bracket ("(package
-variable)"), a bare reference ("Section 5.14").
+variable)"), a bare reference ("Section 5.14"). Code documentation's titles, headings and
+anchor texts follow the rule of suggest/phrases.py: an item's name ("Vec::with_capacity",
+"str.split") is a name; rustdoc's and Sphinx's titles, headings and index entries give
+their items' names ("HashMap in std::collections": "HashMap" and
+"std::collections::HashMap"); signatures (impl blocks, declarations, parameter lists,
+where clauses) are left out, and other code ranks `suggest.code.factor` as an anchor text
+and is left out as a heading; no code makes terms.
 
 What each host's pages add is tallied per host (TALLY: names with their ranks, the pages
 of headings, terms and body terms) and kept with the dictionary, which is written into
@@ -70,7 +76,9 @@ from filbert.suggest.phrases import (
     Affixes,
     clean,
     is_code,
+    is_code_pair,
     is_noise,
+    names,
     site_affixes,
     term_stop_words,
     terms,
@@ -316,7 +324,13 @@ def _body_terms(
         "template_pages": rules.template_pages,
     }
     rows = con.execute(sql, bound).fetchall()
-    return _tally_table([(host, "body", word, float(pages), None) for host, word, pages in rows])
+    return _tally_table(
+        [
+            (host, "body", word, float(pages), None)
+            for host, word, pages in rows
+            if not is_code_pair(word)
+        ]
+    )
 
 
 def _tally_table(rows: list[TallyRow]) -> pa.Table:
@@ -361,7 +375,7 @@ class PagePhrases:
         affixes = self.affixes.get(host)
         name = self._title(host, fp, title, score, affixes)
         named = name + self._anchors(host, anchors, affixes)
-        page_headings = _distinct(h for h in map(clean, headings) if h and not is_noise(h))
+        page_headings = _distinct(_headings(headings))
         # a heading that repeats the page's own title (its h1, mostly) names nothing new
         own = {normalize(n) for n in name}
         self.headings.update((host, h) for h in page_headings if normalize(h) not in own)
@@ -373,26 +387,36 @@ class PagePhrases:
     def _title(
         self, host: str, fp: bytes, title: str | None, score: float, affixes: Affixes | None
     ) -> list[str]:
-        """Counts a page's cleaned title; returns it (if it is no noise)."""
+        """Counts a page's cleaned title, or the item names it gives (phrases.names);
+        returns them (none if it is noise or a signature)."""
         name = clean(title or "", affixes)
         if not name or is_noise(name):
             return []
-        self.titles.append((host, name, 1.0 + score, fp))
-        return [name]
+        given = names(name, title=True)
+        found = [name] * given.itself + [item for item in given.items if item != name]
+        self.titles += [(host, item, 1.0 + score, fp) for item in found]
+        return found
 
     def _anchors(
         self, host: str, anchors: Sequence[dict[str, Any]], affixes: Affixes | None
     ) -> list[str]:
-        """Counts the cleaned anchor texts of the links to a page; returns those whose terms
-        count (code's terms are mostly an index's kinds: "method", "attribute")."""
+        """Counts the cleaned anchor texts of the links to a page (code ranked lower), or
+        the item names they give (phrases.names); returns those whose terms count (code's
+        terms are mostly an index's kinds, "method", "attribute", or a signature's)."""
         texts = []
         for anchor in anchors:
             name = clean(anchor["anchor"], affixes)
             if not name or is_noise(name):
                 continue
-            code = is_code(name)
-            self.names[host, name] += anchor["links"] * (self.rules.code_factor if code else 1.0)
-            texts += [] if code else [name]
+            given = names(name)
+            for item in given.items:
+                self.names[host, item] += anchor["links"]
+            texts += list(given.items)
+            if given.itself:
+                code = is_code(name)
+                factor = self.rules.code_factor if code else 1.0
+                self.names[host, name] += anchor["links"] * factor
+                texts += [] if code else [name]
         return texts
 
     def tally(self) -> pa.Table:
@@ -408,6 +432,18 @@ class PagePhrases:
         ]
         titles: list[TallyRow] = [(h, "name", name, rank, fp) for h, name, rank, fp in self.titles]
         return _tally_table(titles + counted)
+
+
+def _headings(headings: Iterable[str]) -> Iterable[str]:
+    """A page's cleaned headings as they name things: no noise, no code (a signature, an
+    impl block), the item names of a documentation generator's (phrases.names)."""
+    for heading in map(clean, headings):
+        if not heading or is_noise(heading):
+            continue
+        given = names(heading)
+        yield from given.items
+        if given.itself and not is_code(heading):
+            yield heading
 
 
 def _distinct(texts: Iterable[str]) -> list[str]:
