@@ -5,15 +5,25 @@ rustdoc's and Sphinx's output, crawled, indexed and suggested from."""
 
 from __future__ import annotations
 
+import json
 from html import escape
 
+import pyarrow as pa
 import pytest
 from pipeline import crawl_site
 from sites import SiteServer, html, link
 
 from filbert.search import Searcher
+from filbert.storage import read_parts, write_table
 from filbert.suggest.phrases import Names, clean, is_code, is_code_pair, is_signature, names
-from filbert.suggest.step import crawl_phrases, load_suggester
+from filbert.suggest.step import (
+    RULES,
+    TALLY,
+    TALLY_FILE,
+    crawl_phrases,
+    load_suggester,
+    suggest_build,
+)
 
 SIGNATURES = [
     "impl<K, V, S> Extend<(K, V)> for HashMap<K, V, S> where K: Eq + Hash, S: BuildHasher,",
@@ -315,3 +325,28 @@ def test_cleaned_sphinx_titles_keep_the_module_first() -> None:
     assert clean("os.path — Common pathname manipulations¶") == (
         "os.path — Common pathname manipulations"
     )
+
+
+def test_a_dictionary_of_older_rules_is_tallied_anew(rust) -> None:
+    """Tallies kept from a dictionary built by older rules would keep their signatures: a
+    build for some hosts only tallies every host anew when the rules changed."""
+    _, crawl, settings = rust
+    suggest_build(crawl, settings)
+    current = crawl.suggest.current()
+    tally = read_parts([current / TALLY_FILE], TALLY)
+    bogus = pa.Table.from_pylist(
+        [{"host": "elsewhere", "kind": "name", "spelling": "zqbogusx", "value": 5.0}],
+        schema=TALLY,
+    )
+    write_table(pa.concat_tables([tally, bogus]), current / TALLY_FILE)
+    suggest_build(crawl, settings, hosts=[])  # the same rules: the kept tallies are used
+    assert "zqbogusx" in [s.phrase for s in load_suggester(crawl, settings)[1].suggest("zqb", 1)]
+
+    current = crawl.suggest.current()
+    write_table(pa.concat_tables([tally, bogus]), current / TALLY_FILE)
+    meta = json.loads((current / "_meta.json").read_text())
+    del meta["rules"]  # a dictionary of the first rules
+    (current / "_meta.json").write_text(json.dumps(meta))
+    suggest_build(crawl, settings, hosts=[])
+    assert load_suggester(crawl, settings)[1].suggest("zqb", 1) == []
+    assert crawl.suggest.meta()["rules"] == RULES

@@ -48,9 +48,10 @@ of headings, terms and body terms) and kept with the dictionary, which is writte
 CRAWL/suggest/ as a new generation and published atomically. `filbert index` refreshes it in
 proportion to what changed: the hosts whose pages changed are tallied anew, the others'
 tallies are kept (their titles ranked by the current PageRank scores), and the thresholds
-apply to the sum, so the result is a full build's. The dictionary names the index generation
-it goes with; one that lags behind (a step killed after publishing the index) is built in
-full by the next index step.
+apply to the sum, so the result is a full build's. Tallies are kept only from a dictionary
+made with the same `suggest.*` and `analysis.*` settings and the same rules (RULES). The
+dictionary names the index generation it goes with; one that lags behind (a step killed
+after publishing the index) is built in full by the next index step.
 """
 
 from __future__ import annotations
@@ -101,6 +102,9 @@ TallyRow = tuple[str, str, str, float, bytes | None]
 KINDS = ("name", "heading", "term", "body")  # a rank; then pages each
 TALLY_FILE = "phrases.parquet"
 PHRASE_SETTINGS = ("suggest.", "analysis.")  # what a tally depends on
+# The version of the rules that make a host's tally (phrases.py, PagePhrases): another one
+# builds the dictionary in full. 2: code documentation's signatures and item names.
+RULES = 2
 # A query's rows of the hosts `$hosts`, or of all when `$all_hosts`.
 HOST_FILTER = "($all_hosts OR list_contains($hosts, host))"
 
@@ -139,7 +143,7 @@ def suggest_build(
     suggester.save(tmp)
     write_table(tally, tmp / TALLY_FILE)
     index = crawl.index.current()  # the generation this dictionary goes with
-    meta = {"settings": _phrase_settings(settings), "index": index and index.name}
+    meta = {"settings": _phrase_settings(settings), "rules": RULES, "index": index and index.name}
     table.publish(tmp, {**counts, **meta})
     return Figures(
         counts=dict(counts),
@@ -155,13 +159,14 @@ def _phrase_settings(settings: Settings) -> dict[str, Any]:
 
 def _tally(crawl: CrawlDir, settings: Settings, hosts: set[str] | None) -> pa.Table:
     """The page phrases' tally: of all hosts, or of `hosts` anew and of the others as the
-    last build counted them (when it was made with the same settings)."""
+    last build counted them (when it was made with the same settings and RULES)."""
     current = crawl.suggest.current()
     fresh = (
         hosts is None
         or current is None
         or not (current / TALLY_FILE).exists()
         or crawl.suggest.meta().get("settings") != _phrase_settings(settings)
+        or crawl.suggest.meta().get("rules", 1) != RULES
     )
     if fresh:
         return host_tallies(crawl, settings)
