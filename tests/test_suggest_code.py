@@ -350,3 +350,9 @@ def test_a_dictionary_of_older_rules_is_tallied_anew(rust) -> None:
     suggest_build(crawl, settings, hosts=[])
     assert load_suggester(crawl, settings)[1].suggest("zqb", 1) == []
     assert crawl.suggest.meta()["rules"] == RULES
+
+
+def test_a_call_with_one_plain_argument_is_no_signature() -> None:
+    for phrase in ("Zebra <img src=x onerror=alert(1)> stripes", "Windows(TM) tips", "len(s)"):
+        assert not is_signature(phrase), phrase
+    assert is_signature("f(x: u32)") and is_signature("len(&self)")

@@ -116,9 +116,10 @@ INDEX_ENTRY = re.compile(
     rf"|(?:{ENTRY_KINDS}) in (?P<within>{DOTTED})"
     rf"|(?:C |C\+\+ |built-in )?(?:{ENTRY_KINDS}))\)"
 )
-# Signatures (see the module's rule): a declaration, a name with its parameters (f(a, b);
-# spaced, with a default, pointer, bracket or quote: concat ( val1 "any" [, ...] )), a
-# return type, a where clause.
+# Signatures (see the module's rule): a declaration, a name with its parameters (f(a, b),
+# f(a=1), f(char *s), f(x: T), f(&self); spaced, with a default, pointer, bracket or quote:
+# concat ( val1 "any" [, ...] ); not "alert(1)", "Windows(TM)"), a return type, a where
+# clause.
 DECLARATION = re.compile(
     r"(?:pub(?:\([\w:\s]+\))?\s+)?(?:(?:const|async|unsafe|extern(?:\s+\"\w+\")?|default)\s+)*"
     r"(?:impl\b|fn\s+\w|def\s+\w|class\s+\w+\s*[(:<]|struct\s+\w|enum\s+\w|trait\s+\w"
@@ -127,7 +128,7 @@ DECLARATION = re.compile(
 )
 # In a title, a keyword and a word name a language feature ("impl Trait"), not a signature.
 FEATURE = re.compile(r"[a-z]+ \w+")
-PARAMETERS = re.compile(r"\w\((?!\))|\w\s\([^()]*[=*\[\"][^()]*\)")
+PARAMETERS = re.compile(r"\w\([^()]*[,=*:\[&][^()]*\)|\w\s\([^()]*[=*\[\"][^()]*\)")
 RETURNS = re.compile(r"\)\s*(?:->|→|=>)")
 WHERE = re.compile(r"\bwhere\s+[\w']+(?:<[^<>]*>)?\s*:")
 # The pieces of a text that terms are made of: a Han run; a word of letters and digits with
