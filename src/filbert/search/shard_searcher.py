@@ -41,7 +41,7 @@ from filbert.index.schema import (
     stored_str,
     stored_text,
 )
-from filbert.search.cache import CachedPage, cached_page
+from filbert.search.cache import CachedPage, CachedText, cached_copy, cached_page
 from filbert.search.query import (
     AnalyzedQuery,
     QueryBuilder,
@@ -534,6 +534,11 @@ class ShardSearcher:
         """The page as fetched, from the segment its indexed version came from (None when
         it is not in these shards)."""
         return cached_page(self.crawl, self.generation, self.shards, self.builder.schema, url)
+
+    def cached_copy(self, url: str, text: bool = False) -> CachedPage | CachedText | None:
+        """The page's cached copy as shown: as fetched if a browser shows it as a page and
+        `text` is not asked, else its text as parsed (search.cache.cached_copy)."""
+        return cached_copy(self.crawl, self.generation, self.shards, self.builder.schema, url, text)
 
 
 def best_by_text(candidates: list[Candidate], depth: int) -> list[Candidate]:

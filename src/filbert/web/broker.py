@@ -298,14 +298,14 @@ class Broker:
         except StopIteration as done:
             return done.value
 
-    async def cached(self, url: str, deadline: float) -> Reply:
-        """The page as fetched, from whichever group has it."""
+    async def cached(self, url: str, deadline: float, text: bool = False) -> Reply:
+        """The page as fetched, or with `text` its text as parsed, from whichever group has
+        it (web/protocol.py: "cache")."""
         await self.pool.start()
+        request = {"kind": "cache", "url": url, "text": text}
         try:
             fan = self.fanout(False)
-            replies = await self._each(
-                fan, {group: {"kind": "cache", "url": url} for group in fan.groups}, deadline
-            )
+            replies = await self._each(fan, dict.fromkeys(fan.groups, request), deadline)
         except (Overloaded, Unavailable) as exc:
             return Reply(503, {"error": str(exc)}, b"")
         found = [reply for _, reply in replies if reply.status == 200]

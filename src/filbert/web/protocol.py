@@ -15,7 +15,10 @@ A reply is a JSON head line ({"status": 200, ...} or an "error") and a body:
 - "fetch" (q, conjunction, explain, generation, candidates as REF rows): body a JSON list,
   one search.shard_searcher.Fetched or null per candidate;
 - "urls" (generation, candidates): body a JSON list of URLs (or null);
-- "cache" (url): head `content_type`, `segment`; body the page as fetched; 404 if absent.
+- "cache" (url, text): head `content_type`, `segment`, `fetched` (ISO 8601, or null) and
+  `view`: "page", the body the page as fetched; or "text" (asked for, or a document a
+  browser does not show as a page: a PDF, a feed...), `kind` (what was parsed) and the body
+  CACHED_TEXT's JSON, its title and text (a line a block); 404 if absent.
 
 Status 400 is a query error, 404 a page not there, 503 no index, a damaged file or the
 timeout, 500 a bug.
@@ -158,6 +161,7 @@ class Urls(_Request):
 class Cache(_Request):
     kind: Literal["cache"]
     url: Text
+    text: bool = False  # the text as parsed, not the page as fetched
 
 
 Request = Info | Search | Retrieve | Fetch | Urls | Cache

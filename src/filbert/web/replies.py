@@ -11,7 +11,7 @@ settings), read no further than that.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import numpy as np
 import orjson
@@ -28,6 +28,8 @@ REPLY_SLACK = 64 << 10
 HIT_BYTES = 64 << 10
 EXPLAINED_HIT_BYTES = 256 << 10
 URL_BYTES = 16 << 10  # a URL as JSON, urlfilter.max.length characters at most
+JSON_BYTES = 6  # the most bytes a character takes in JSON ("\u0001")
+ISO_TIME = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?:Z|[+-]\d{2}:\d{2})$"
 T = TypeVar("T")
 
 
@@ -87,12 +89,20 @@ class _RetrieveHead(_Head):
 class _CacheHead(_Head):
     content_type: str
     segment: Annotated[str, Field(pattern=r"^[!-~]{1,100}$")]  # sent as a header
+    fetched: Annotated[str, Field(pattern=ISO_TIME)] | None = None
+    view: Literal["page", "text"] = "page"
+    kind: str | None = None
 
 
 class _Exact(BaseModel):
     """What goes to clients as it came: every field known."""
 
     model_config = ConfigDict(strict=True, extra="forbid")
+
+
+class _CachedText(_Exact):  # a cached copy's text view (shard_server)
+    title: str
+    text: str
 
 
 class _Hit(_Exact):  # search.searcher.Hit.to_dict (orjson writes a NaN as null)
@@ -154,6 +164,7 @@ HEADS: dict[str, TypeAdapter[Any]] = {
 ERROR_HEAD: TypeAdapter[_ErrorHead] = TypeAdapter(_ErrorHead)
 STATUSES = frozenset({200, 400, 500, 503})  # and 404 to "cache" (a page not there)
 RESULTS: TypeAdapter[_Results] = TypeAdapter(_Results)
+CACHED_TEXT: TypeAdapter[_CachedText] = TypeAdapter(_CachedText)
 LISTS: dict[str, tuple[str, TypeAdapter[list[Any]]]] = {  # one item per candidate asked
     "fetch": ("fetched hits", TypeAdapter(list[Fetched | None], config=ConfigDict(strict=True))),
     "urls": ("URLs", TypeAdapter(list[str | None])),
@@ -183,12 +194,17 @@ class Bounds:
     # a hit's one long field: titles are not cut, one may be a whole HTML page
     # (http.content.limit; -1: MAX_MESSAGE)
     field: int
+    # a cached page's text view as JSON: its text (parser.text.max.length characters) and
+    # title (a field), each character JSON_BYTES at most
+    text: int = MAX_MESSAGE
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Bounds:
         html, documents = settings["http.content.limit"], settings["http.content.limit.documents"]
         page = MAX_MESSAGE if -1 in (html, documents) else max(html, documents)
-        return cls(page, MAX_MESSAGE if html == -1 else html)
+        field = MAX_MESSAGE if html == -1 else html
+        text = JSON_BYTES * (settings["parser.text.max.length"] + field)
+        return cls(page, field, min(text, MAX_MESSAGE))
 
 
 @dataclass(frozen=True)
@@ -216,8 +232,12 @@ class Expect:
             body = count * hit + self.bounds.field
         elif kind == "urls":
             body = len(request["candidates"]) * URL_BYTES
+        elif kind == "cache":  # the page, or its text (a document's even when not asked)
+            body = (
+                self.bounds.text if request.get("text") else max(self.bounds.page, self.bounds.text)
+            )
         else:
-            body = self.bounds.page if kind == "cache" else 0
+            body = 0
         return min(REPLY_SLACK + body, MAX_MESSAGE)
 
     def reply(self, message: bytes) -> Reply:
@@ -235,12 +255,16 @@ class Expect:
             raise Malformed(f"status {status!r} to a {self.kind}")
         _valid(HEADS[self.kind] if status == 200 else ERROR_HEAD, head, "head")
         if status == 200:
-            self._body(body)
+            self._body(body, head)
         return Reply(status, head, body)
 
-    def _body(self, body: bytes) -> None:
+    def _body(self, body: bytes, head: dict[str, Any]) -> None:
         kind = self.kind
-        if kind == "search":
+        if kind == "cache" and head.get("view") == "text":
+            _valid(CACHED_TEXT, body, "body")
+        elif kind == "cache" and self.request.get("text"):
+            raise Malformed("a page where its text was asked")
+        elif kind == "search":
             hits, asked = len(_valid(RESULTS, body, "body").hits), self.request["n"]
             if hits > asked:
                 raise Malformed(f"{hits} hits, {asked} asked")

@@ -30,6 +30,7 @@ import orjson
 from filbert.config import Settings
 from filbert.errors import UserError, public_message
 from filbert.index.schema import check_index
+from filbert.search.cache import CachedText
 from filbert.search.query import QueryError
 from filbert.search.searcher import Searcher
 from filbert.search.shard_searcher import SearchTimeout, ShardSearcher
@@ -148,12 +149,20 @@ class ShardServer:
             )
             return pack(found.candidates)
         if isinstance(request, Cache):
-            page = searcher.cached(request.url)
-            if page is None:
+            copy = searcher.cached_copy(request.url, request.text)
+            if copy is None:
                 head.update(status=404, error="the URL is not in the index")
                 return b""
-            head.update(content_type=page.content_type, segment=page.segment)
-            return page.content
+            head.update(
+                content_type=copy.content_type,
+                segment=copy.segment,
+                fetched=copy.fetched.isoformat() if copy.fetched else None,
+            )
+            if isinstance(copy, CachedText):
+                head.update(view="text", kind=copy.kind)
+                return orjson.dumps({"title": copy.title, "text": copy.text})
+            head.update(view="page")
+            return copy.content
         candidates = from_refs(request.candidates)
         strangers = {c.shard for c in candidates} - searcher.shards.keys()
         if strangers:
