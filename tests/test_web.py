@@ -85,7 +85,7 @@ def test_api_shape_and_unique_word_is_top(site: Site) -> None:
     body = api(site, q=rare_word(7))
     assert set(body) == {
         *("query", "total", "offset", "matched_all", "partial", "shards", "hits"),
-        *("correction", "relaxed"),
+        *("correction", "relaxed", "facets"),
     }
     assert body["matched_all"] is True and body["partial"] is False
     assert body["correction"] is None
@@ -96,7 +96,7 @@ def test_api_shape_and_unique_word_is_top(site: Site) -> None:
     hit = body["hits"][0]
     assert set(hit) == {
         *("url", "title", "lang", "score", "snippet", "snippet_html", "signals"),
-        *("description", "author", "published", "modified"),
+        *("description", "author", "published", "modified", "date"),
     }
     assert hit["url"] == site.server.url(graph_path(7))
     assert hit["title"].startswith("Page 0007")

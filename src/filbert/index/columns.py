@@ -30,6 +30,7 @@ class Columns:
         "simhash": np.int64,
         "host_id": np.int64,
         "uid": np.int64,
+        "recency": np.int64,
     }
 
     def __init__(self, values: dict[str, list[np.ndarray]]):

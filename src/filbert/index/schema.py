@@ -19,11 +19,23 @@ from filbert.storage import CrawlDir, damaged_file
 
 # Bumped when what a document holds changes (its fields included): an index of another
 # format is rebuilt by the index step, and the searcher will not read it.
-INDEX_FORMAT = 7
+INDEX_FORMAT = 8  # 8: type, recency and year; site with path prefixes; fast host and lang
 TEXT_FIELDS = ("title", "headings", "anchor", "urlwords", "body")  # analyzed hit types
 STORED_TEXT = ("title_text", "body_text", "description_text", "author_text")  # shown, not indexed
 DATE_FIELDS = ("published", "modified")  # stored: seconds since the epoch, UTC
-KEYWORD_FIELDS = ("url", "host", "site", "lang", "segment")  # exact values
+# exact values: site holds the host, its parent domains and each with the URL's path
+# prefixes (site_terms); type the kind parsed (mediatypes.KINDS: html, pdf, feed...)
+KEYWORD_FIELDS = ("url", "host", "site", "lang", "segment", "type")
+FACETED = ("host", "lang", "type")  # keywords kept as columns too (fast), for facet counts
+SITE_PATH_DEPTH = 16  # path segments a page's site terms go down to (a site: path, at most)
+# A page's date (index.step.page_date: published, else modified, else when the version
+# indexed was fetched) in seconds since the epoch, from 1970-01-01T00:00:01 up to
+# MAX_DATE; in the fast field `recency` shifted left by RECENCY_SHIFT bits, the top bits of
+# its uid below, so that pages are ordered newest first each at its own place (ties broken
+# alike on every shard); an undated page has only the uid bits, older than any date.
+RECENCY_SHIFT = 30
+MAX_DATE = (1 << 32) - 1  # 2106-02-07
+YEAR_FIELD = "year"  # the date's year (UTC), for the year facet; none when undated
 # every text field's terms, without counts or positions: matches a page as a word in any
 # text field does, in one posting list (tantivy intersects those by skipping; the searcher
 # finds multi-word matches with it, then scores the hit-type fields on those pages only)
@@ -47,19 +59,24 @@ def index_schema() -> tantivy.Schema:
     for name in STORED_TEXT:
         builder.add_bytes_field(name, stored=True)
     for name in KEYWORD_FIELDS:
-        # site holds the host and its parent domains, for site: queries
         builder.add_text_field(
-            name, stored=name != "site", tokenizer_name="raw", index_option="basic"
+            name,
+            stored=name not in ("site", "type"),
+            fast=name in FACETED,
+            tokenizer_name="raw",
+            index_option="basic",
         )
     # per-document signals the searcher reads as columns (fast fields) when it re-ranks
     builder.add_float_field("score", stored=True, fast=True)  # crawldb score: PageRank
     builder.add_integer_field("simhash", fast=True)  # near-duplicate collapsing
     builder.add_integer_field("host_id", fast=True)  # host crowding
     builder.add_integer_field("uid", indexed=True, fast=True)  # picks candidates by id
+    builder.add_integer_field("recency", fast=True)  # sort=date, after: and before:
     for name in DATE_FIELDS:
         builder.add_integer_field(name, stored=True)
     builder.add_text_field(ALL_FIELD, tokenizer_name="whitespace", index_option="basic")
     builder.add_text_field(GRAMS_FIELD, tokenizer_name=GRAMS_FIELD)
+    builder.add_integer_field(YEAR_FIELD, fast=True)
     return builder.build()
 
 
@@ -70,8 +87,8 @@ def with_analyzers(index: tantivy.Index) -> tantivy.Index:
     return index
 
 
-FAST_FIELDS = ("score", "simhash", "host_id", "uid")
-FIELD_NAMES = (
+FAST_FIELDS = ("score", "simhash", "host_id", "uid", "recency")  # Columns: the searcher's
+FIELD_NAMES = (  # in the schema's order: tantivy's explanations number them so
     *TEXT_FIELDS,
     *STORED_TEXT,
     *KEYWORD_FIELDS,
@@ -79,7 +96,60 @@ FIELD_NAMES = (
     *DATE_FIELDS,
     ALL_FIELD,
     GRAMS_FIELD,
+    YEAR_FIELD,
 )
+
+
+def recency(date: int | None, uid: int) -> int:
+    """The `recency` of a page of this date (seconds since the epoch, None: undated) and uid."""
+    low = uid >> (63 - RECENCY_SHIFT)
+    if date is None:
+        return low
+    return (min(max(date, 1), MAX_DATE) << RECENCY_SHIFT) | low
+
+
+def recency_bound(date: int) -> int:
+    """The least `recency` of pages dated `date` (seconds) or later."""
+    return min(max(date, 1), MAX_DATE) << RECENCY_SHIFT
+
+
+def date_of(value: int) -> int | None:
+    """The date (seconds since the epoch) a `recency` holds; None for an undated page."""
+    return (value >> RECENCY_SHIFT) or None
+
+
+def iso_date(seconds: int | None) -> str | None:
+    """Seconds since the epoch as ISO 8601 (2024-01-02T03:04:05Z); None stays None."""
+    if seconds is None:
+        return None
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def site_terms(host: str, url: str) -> list[str]:
+    """What site: may name of a page: its host and parent domains (parent_domains), each
+    alone and with each path prefix of the URL down to SITE_PATH_DEPTH segments
+    (docs.rs, docs.rs/src, docs.rs/src/lib.rs.html), the path as the normalized URL
+    spells it, without its query."""
+    start = url.find("//") + 2
+    slash = url.find("/", start)
+    path = "" if slash < 0 else url[slash:].split("?", 1)[0]
+    segments = [s for s in path.split("/") if s][:SITE_PATH_DEPTH]
+    prefixes = ["/" + "/".join(segments[: i + 1]) for i in range(len(segments))]
+    names = parent_domains(host)
+    return names + [name + prefix for name in names for prefix in prefixes]
+
+
+def parent_domains(host: str) -> list[str]:
+    """www.debian.org:8080 → [www.debian.org:8080, www.debian.org, debian.org]: the names
+    site: may give of a host."""
+    name, colon, port = host.rpartition(":")
+    if not colon or not port.isdigit() or name.endswith(":"):  # no port, or bare IPv6
+        name = host
+    names = [host] if name == host else [host, name]
+    labels = name.split(".")
+    if name.replace(".", "").isdigit() or ":" in name:  # an IP address
+        return names
+    return names + [".".join(labels[i:]) for i in range(1, max(1, len(labels) - 1))]
 
 
 def shard_name(shard: int) -> str:
@@ -128,9 +198,7 @@ def stored_text(doc: tantivy.Document, name: str) -> str:
 def stored_date(doc: tantivy.Document, name: str) -> str | None:
     """A DATE_FIELDS field as ISO 8601 (2024-01-02T03:04:05Z), None when unknown."""
     value = doc.get_first(name)
-    if not isinstance(value, int):
-        return None
-    return datetime.fromtimestamp(value, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return iso_date(value) if isinstance(value, int) else None
 
 
 _TANTIVY_FILE = re.compile(r'filepath: "([^"]+)"')

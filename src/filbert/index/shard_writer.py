@@ -51,6 +51,7 @@ from filbert.index.schema import (
     ALL_FIELD,
     GRAMS_FIELD,
     TEXT_FIELDS,
+    YEAR_FIELD,
     index_schema,
     shard_name,
     with_analyzers,
@@ -73,12 +74,15 @@ FORWARD = pa.schema(
         ("site", pa.list_(pa.string())),
         ("lang", pa.string()),
         ("segment", pa.string()),
+        ("type", pa.string()),
         ("score", pa.float64()),
         ("simhash", pa.int64()),
         ("host_id", pa.int64()),
         ("uid", pa.int64()),
+        ("recency", pa.int64()),
         ("published", pa.int64()),
         ("modified", pa.int64()),
+        (YEAR_FIELD, pa.int64()),
     ]
 )
 LIVE = pa.schema([("uid", pa.int64()), ("file", pa.string()), ("lang", pa.string())])
@@ -98,7 +102,7 @@ def forward_dir(generation: Path, shard: int) -> Path:
 
 def tantivy_document(row: dict) -> tantivy.Document:
     """The tantivy document of an analyzed page (analyze_document's row or a FORWARD row)."""
-    fields = {name: row[name] for name in FORWARD.names if row[name] is not None}  # dates
+    fields = {name: row[name] for name in FORWARD.names if row[name] is not None}  # dates, year
     # ALL_FIELD keeps no counts or positions: each term once makes the same posting lists
     # at less than half of tantivy's work on the field
     terms = distinct(" ".join([row[name] for name in TEXT_FIELDS]))

@@ -19,6 +19,7 @@ import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
@@ -39,8 +40,18 @@ from filbert.buckets import (
 )
 from filbert.config import Settings
 from filbert.executor import make_executor
-from filbert.index.schema import FILLER, GRAMS_FIELD, INDEX_FORMAT, shard_name
+from filbert.index.schema import (
+    FILLER,
+    GRAMS_FIELD,
+    INDEX_FORMAT,
+    YEAR_FIELD,
+    parent_domains,  # noqa: F401  # its old home, still imported
+    recency,
+    shard_name,
+    site_terms,
+)
 from filbert.index.shard_writer import FORWARD, LIVE_FILE, forward_dir, hash_shard, update_shards
+from filbert.mediatypes import KIND_OF_TYPE, media_type
 from filbert.parse.boilerplate import cuts_sql, own_headings, templates_sql, without_template
 from filbert.step_result import Figures, step
 from filbert.storage import CrawlDir, Segment, existing, part_name, reading, write_table
@@ -61,7 +72,7 @@ HOLDINGS = pa.schema(
     ]
 )
 # the crawldb columns the index step reads (relevance: NULL in crawldbs made before it)
-CRAWLDB_READ = ("fp", "url", "host", "score", "simhash", "status", "relevance")
+CRAWLDB_READ = ("fp", "url", "host", "score", "simhash", "status", "relevance", "modified_time")
 # Settings that change what is indexed: a change rebuilds the index.
 INDEXED_WITH = ("index.shards", "parser.text.max.length", "analysis.zh.userdict")
 
@@ -110,8 +121,11 @@ def _relations(task: StateTask | DocsTask) -> tuple[Relation, Relation, Relation
     return db, links, data
 
 
-# What parse_data tells of a page besides its text, indexed since format 4.
-METADATA = ("description", "author", "published", "modified")
+# What parse_data tells of a page besides its text, indexed since format 4 (kind and
+# content_type: its type, since format 8).
+METADATA = ("description", "author", "published", "modified", "kind", "content_type")
+# A date further ahead of the fetch than this is no page's date (a wrong clock or metadata).
+DATE_SLACK = 86_400
 
 
 # A page's blocks that are its host's template, as a sorted list: part of its key, so a
@@ -149,7 +163,7 @@ def _state_bucket(task: StateTask) -> int:
         con.execute(
             f"""CREATE TEMP TABLE indexed AS
             WITH pages AS (
-                SELECT fp, url, host, score, coalesce(simhash, 0) AS simhash
+                SELECT fp, url, host, score, coalesce(simhash, 0) AS simhash, modified_time
                 FROM (SELECT {optional_columns(db, schemas.CRAWLDB, CRAWLDB_READ)} FROM {db.sql})
                 WHERE status IN ('{schemas.DB_FETCHED}', '{schemas.DB_NOTMODIFIED}')
                     AND ($min_relevance IS NULL OR coalesce(relevance, 0) >= $min_relevance)
@@ -170,7 +184,7 @@ def _state_bucket(task: StateTask) -> int:
             i.url, i.host, coalesce(i.title, ''), coalesce(i.headings, ''),
             coalesce(a.anchor, ''), coalesce(hex(i.signature), ''), i.simhash::VARCHAR,
             {", ".join(f"coalesce(i.{name}::VARCHAR, '')" for name in METADATA)},
-            coalesce(c.cut::VARCHAR, ''))) AS key
+            coalesce(i.modified_time::VARCHAR, ''), coalesce(c.cut::VARCHAR, ''))) AS key
         FROM indexed i LEFT JOIN anchors a USING (fp) LEFT JOIN cuts c USING (fp)
         """
         table = con.sql(sql, params=links.params).to_arrow_table()
@@ -198,7 +212,8 @@ def _write_docs(task: DocsTask) -> int:
     WITH changed AS (
         SELECT fp, segment FROM read_parquet($changed) WHERE bucket = $bucket
     ), pages AS (
-        SELECT fp, url, host, score, coalesce(simhash, 0) AS simhash FROM {db.sql}
+        SELECT fp, url, host, score, coalesce(simhash, 0) AS simhash, modified_time
+        FROM (SELECT {optional_columns(db, schemas.CRAWLDB, CRAWLDB_READ)} FROM {db.sql})
         WHERE fp IN (SELECT fp FROM changed)
     ), latest AS (
         SELECT d.fp, d.title, d.segment,
@@ -218,6 +233,7 @@ def _write_docs(task: DocsTask) -> int:
            coalesce(a.anchor, '') AS anchor, coalesce(l.description, '') AS description,
            coalesce(l.author, '') AS author,
            epoch(l.published)::BIGINT AS published, epoch(l.modified)::BIGINT AS modified,
+           epoch(p.modified_time)::BIGINT AS fetched, l.kind, l.content_type,
            coalesce(b.text, '') AS body, l.block_hashes, l.block_lengths, c.cut,
            l.segment, p.score, p.simhash
     FROM pages p JOIN latest l USING (fp)
@@ -293,17 +309,22 @@ def analyze_document(doc: dict) -> dict:
         analyzed[name], field_grams = text.with_grams(value)
         grams.append(field_grams)
     analyzed[GRAMS_FIELD] = f" {FILLER} ".join([*grams, " ".join(text.stop_words_in(title))])
+    uid = int.from_bytes(fingerprint(doc["url"])[:8], "big") >> 1
+    date = page_date(doc)
     return {
         "url": doc["url"],
         "host": doc["host"],
-        "site": parent_domains(doc["host"]),
+        "site": site_terms(doc["host"], doc["url"]),
         "lang": lang,
+        "type": page_type(doc),
         "segment": doc["segment"],
         "score": doc["score"],
         # 63-bit ids so they fit tantivy's i64 fields
         "simhash": doc["simhash"],
         "host_id": xxhash.xxh3_64_intdigest(doc["host"].encode()) >> 1,
-        "uid": int.from_bytes(fingerprint(doc["url"])[:8], "big") >> 1,
+        "uid": uid,
+        "recency": recency(date, uid),
+        YEAR_FIELD: None if date is None else datetime.fromtimestamp(date, UTC).year,
         "title_text": title.encode(),
         "body_text": body.encode(),
         "description_text": description.encode(),
@@ -314,17 +335,22 @@ def analyze_document(doc: dict) -> dict:
     }
 
 
-def parent_domains(host: str) -> list[str]:
-    """www.debian.org:8080 → [www.debian.org:8080, www.debian.org, debian.org]: what site:
-    may name."""
-    name, colon, port = host.rpartition(":")
-    if not colon or not port.isdigit() or name.endswith(":"):  # no port, or bare IPv6
-        name = host
-    names = [host] if name == host else [host, name]
-    labels = name.split(".")
-    if name.replace(".", "").isdigit() or ":" in name:  # an IP address
-        return names
-    return names + [".".join(labels[i:]) for i in range(1, max(1, len(labels) - 1))]
+def page_date(doc: dict) -> int | None:
+    """A page's date, in seconds since the epoch: when it was published, else last
+    modified (its metadata, or Last-Modified), else when the version indexed was fetched
+    (the crawldb's modified_time: its content's first fetch). A date more than DATE_SLACK
+    after that fetch is left out, as no page's date. None when there is none."""
+    fetched = doc.get("fetched")
+    for date in (doc.get("published"), doc.get("modified")):
+        if date is not None and (fetched is None or date <= fetched + DATE_SLACK):
+            return int(date)
+    return fetched
+
+
+def page_type(doc: dict) -> str | None:
+    """The kind parsed (mediatypes.KINDS: html, text, pdf, feed, docx, odt), else what its
+    media type says; None when neither tells."""
+    return doc.get("kind") or KIND_OF_TYPE.get(media_type(doc.get("content_type")))
 
 
 @dataclass(kw_only=True)

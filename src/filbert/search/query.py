@@ -1,9 +1,15 @@
 """The query language and its translation into a tantivy query over the analyzed fields.
 
 Syntax: plain words (all required, any when nothing matches all), "quoted phrases", -word and
--"phrase" to exclude, site:host (the host or any host under it) and lang:xx. Words are analyzed
-as the index analyzed its documents: in the query's language when it can be told, otherwise in
-every language of the index, each analysis an alternative for the word.
+-"phrase" to exclude, and operators that narrow the pages searched: site:host or
+site:host/path (the host or any host under it, under that path), type:pdf (the kind parsed:
+mediatypes.KINDS), lang:xx, after:DATE and before:DATE (YYYY, YYYY-MM or YYYY-MM-DD, UTC: the
+page's date from the start of that day, month or year on; before the start of it). Several
+of one operator take any of their values (but after: and before:, which bound the date
+together); -site:, -type: and -lang: leave pages out. A query of operators alone lists every
+page they let through. Words are analyzed as the index analyzed its documents: in the
+query's language when it can be told, otherwise in every language of the index, each
+analysis an alternative for the word.
 
 Questions and long queries are relaxed: the words that frame a question ("how", "do", "i",
 "как", "如何": analyzers.frame_words) are left out when the query has others, and from
@@ -18,6 +24,7 @@ import os
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from functools import cached_property
 from typing import Any
 
@@ -36,9 +43,25 @@ from filbert.analysis.analyzers import (
     jieba_words,
 )
 from filbert.errors import UserError
-from filbert.index.schema import ALL_FIELD, FILLER, GRAMS_FIELD, TEXT_FIELDS
+from filbert.index.schema import (
+    ALL_FIELD,
+    FILLER,
+    GRAMS_FIELD,
+    SITE_PATH_DEPTH,
+    TEXT_FIELDS,
+    recency_bound,
+)
+from filbert.mediatypes import KINDS
+from filbert.urls import InvalidUrl, host_of, normalize_url
 
-QUERY_TOKEN = re.compile(r'(-?)(?:"([^"]*)"?|\b(site|lang):(\S+)|(\S+))', re.IGNORECASE)
+OPERATORS = ("site", "type", "lang", "after", "before")
+QUERY_TOKEN = re.compile(
+    rf'(-?)(?:"([^"]*)"?|\b({"|".join(OPERATORS)}):(\S+)|(\S+))', re.IGNORECASE
+)
+# what type: takes besides the kinds' names
+TYPE_ALIASES = {"htm": "html", "xhtml": "html", "txt": "text", "md": "text", "rss": "feed"}
+TYPE_ALIASES |= {"atom": "feed", "doc": "docx", "word": "docx"}
+DATE_VALUE = re.compile(r"(\d{4})(?:-(\d{1,2})(?:-(\d{1,2}))?)?")
 # typographic quotation marks quote a phrase as '"' does (what a phone's keyboard types)
 QUOTES = str.maketrans(dict.fromkeys("\u201c\u201d\u201e\u201f\u00ab\u00bb\uff02", '"'))
 CJK_PHRASE_SLOP = 2
@@ -123,22 +146,47 @@ class ParsedQuery:
     words: list[str] = field(default_factory=list)  # free text, in order
     phrases: list[str] = field(default_factory=list)
     excluded: list[str] = field(default_factory=list)  # words and phrases
+    # site: values as index.schema.site_terms spells them (host, or host/path), any of them
     sites: list[str] = field(default_factory=list)
-    lang: str | None = None
+    langs: list[str] = field(default_factory=list)  # lang: codes, any of them
+    types: list[str] = field(default_factory=list)  # type: kinds, any of them
+    not_sites: list[str] = field(default_factory=list)  # -site:, -lang:, -type: values
+    not_langs: list[str] = field(default_factory=list)
+    not_types: list[str] = field(default_factory=list)
+    after: int | None = None  # seconds since the epoch: pages dated then or later
+    before: int | None = None  # pages dated before then
 
     @property
     def text(self) -> str:
         return " ".join(self.words)
 
+    @property
+    def lang(self) -> str | None:
+        """The language asked for (the first lang:), None when none was."""
+        return self.langs[0] if self.langs else None
+
+    @property
+    def narrowed(self) -> bool:
+        """Whether an operator narrows the pages searched."""
+        return bool(
+            self.sites
+            or self.langs
+            or self.types
+            or self.not_sites
+            or self.not_langs
+            or self.not_types
+            or self.after is not None
+            or self.before is not None
+        )
+
 
 def parse_query(text: str) -> ParsedQuery:
+    """The query's words, phrases, exclusions and operators; QueryError for an operator's
+    value that is not one (site:, type:, lang:, after:, before:)."""
     parsed = ParsedQuery()
     for minus, phrase, operator, value, word in QUERY_TOKEN.findall(text.translate(QUOTES)):
         if operator:
-            if operator.lower() == "site":
-                parsed.sites.append(value.lower().strip("."))
-            else:
-                parsed.lang = _language_code(value)
+            _operator(parsed, operator.lower(), value, bool(minus))
             continue
         item = phrase if phrase or not word else word
         if not item.strip():
@@ -152,11 +200,76 @@ def parse_query(text: str) -> ParsedQuery:
     return parsed
 
 
+def _operator(parsed: ParsedQuery, name: str, value: str, minus: bool) -> None:
+    if name in ("after", "before"):
+        if minus:
+            raise QueryError(
+                f"-{name}: is no operator: {'before' if name == 'after' else 'after'}: is"
+            )
+        date = _date(name, value)
+        if name == "after":
+            parsed.after = date if parsed.after is None else max(parsed.after, date)
+        else:
+            parsed.before = date if parsed.before is None else min(parsed.before, date)
+        return
+    read = {"site": _site, "type": _type, "lang": _language_code}[name]
+    values = getattr(parsed, f"not_{name}s" if minus else f"{name}s")
+    found = read(value)
+    if found not in values:
+        values.append(found)
+
+
 def _language_code(value: str) -> str:
     code = value.lower()
     if not LANG_CODE.fullmatch(code):
         raise QueryError(f"lang: takes a language code such as en, ru or zh, not {value[:20]!r}")
     return code
+
+
+def _type(value: str) -> str:
+    kind = value.lower().lstrip(".")
+    kind = TYPE_ALIASES.get(kind, kind)
+    if kind not in KINDS:
+        raise QueryError(f"type: takes one of {', '.join(KINDS)}, not {value[:20]!r}")
+    return kind
+
+
+def _site(value: str) -> str:
+    """A site: value as the index spells its site terms: the host (lower case, IDNA, no
+    default port) or the host and a path (as a normalized URL spells it, without its
+    query and its last slash)."""
+    text = value.strip().rstrip(".")
+    scheme = "" if text.lower().startswith(("http://", "https://")) else "http://"
+    problem = (
+        "site: takes a host, or a host and a path, such as example.org or "
+        f"docs.rs/src, not {value[:40]!r}"
+    )
+    try:
+        url = normalize_url(scheme + text)
+    except InvalidUrl:
+        raise QueryError(problem) from None
+    host = host_of(url).strip(".")
+    path = url[url.find("/", url.find("//") + 2) :].split("?", 1)[0]
+    segments = [s for s in path.split("/") if s]
+    if not host or "@" in value:
+        raise QueryError(problem)
+    if len(segments) > SITE_PATH_DEPTH:
+        raise QueryError(f"site: paths go {SITE_PATH_DEPTH} directories deep at most")
+    return "/".join([host, *segments])
+
+
+def _date(name: str, value: str) -> int:
+    """An after: or before: value: the start of its year, month or day (UTC), in seconds."""
+    match = DATE_VALUE.fullmatch(value)
+    try:
+        if match is None:
+            raise ValueError
+        year, month, day = (int(part) if part else 1 for part in match.groups())
+        return int(datetime(year, month, day, tzinfo=UTC).timestamp())
+    except (ValueError, OverflowError):
+        raise QueryError(
+            f"{name}: takes a date as YYYY, YYYY-MM or YYYY-MM-DD, not {value[:20]!r}"
+        ) from None
 
 
 @dataclass
@@ -196,7 +309,8 @@ class AnalyzedQuery:
 
     @property
     def empty(self) -> bool:
-        return not (self.clauses or self.phrases or self.parsed.sites or self.parsed.lang)
+        """Nothing to search for: no words, no phrases, no operator narrowing the pages."""
+        return not (self.clauses or self.phrases or self.parsed.narrowed)
 
 
 def analyze_query(
@@ -211,14 +325,16 @@ def analyze_query(
     languages with pages (present_langs, see query_language), gets the preference. `frames`:
     leave out the words that frame a question when there are others."""
     text = " ".join(parsed.words + parsed.phrases)
-    if parsed.lang and parsed.lang not in ANALYZED_LANGS and parsed.lang not in present_langs:
-        known = ", ".join(sorted(present_langs)) or "none yet"
-        raise QueryError(
-            f"lang:{parsed.lang} is not a language filbert analyzes or the index "
-            f"has pages in ({known})"
-        )
+    for code in parsed.langs:
+        if code not in ANALYZED_LANGS and code not in present_langs:
+            known = ", ".join(sorted(present_langs)) or "none yet"
+            raise QueryError(
+                f"lang:{code} is not a language filbert analyzes or the index "
+                f"has pages in ({known})"
+            )
     lang = parsed.lang or query_language(text, index_langs, present_langs)
-    langs = list(dict.fromkeys([lang, *index_langs] if lang else index_langs)) or ["en"]
+    first = [lang, *parsed.langs] if lang else []
+    langs = list(dict.fromkeys([*first, *index_langs])) or ["en"]
     words, ignored = without_frames(parsed.text) if frames else (parsed.text, [])
     clauses = _clauses(words, langs)
     if not clauses and not parsed.phrases:  # nothing but the frame ("how to", "what is it")
@@ -465,6 +581,13 @@ class QueryBuilder:
             return words
         return max(1, math.ceil(self.config.relax_share * words - 1e-9))
 
+    def pages(self, query: AnalyzedQuery, conjunction: bool = True) -> Query:
+        """The pages matching() finds, unscored: what facets count and sort=date orders
+        (each word found in ALL_FIELD, which holds every text field's terms)."""
+        needed = self.required(query) if conjunction else 1
+        words = [self._anywhere(alternatives) for alternatives in query.clauses]
+        return self._restricted(query, [(Occur.Must, _at_least(needed, words))] if words else [])
+
     def _restricted(self, query: AnalyzedQuery, clauses: list[tuple[Occur, Query]]) -> Query:
         """The clauses with the query's phrases, filters and exclusions."""
         clauses = clauses + [(Occur.Must, self._phrase(variants)) for variants in query.phrases]
@@ -473,6 +596,7 @@ class QueryBuilder:
             (Occur.MustNot, self._anywhere(x) if isinstance(x, set) else self._phrase(x))
             for x in query.excluded
         ]
+        clauses += [(Occur.MustNot, q) for q in self._left_out(query.parsed)]
         if not any(occur == Occur.Must for occur, _ in clauses):
             clauses.append((Occur.Must, Query.all_query()))
         return Query.boolean_query(clauses)
@@ -631,13 +755,50 @@ class QueryBuilder:
         return options
 
     def _filters(self, parsed: ParsedQuery) -> list[Query]:
-        filters = []
-        if parsed.sites:
-            sites = [(Occur.Should, Query.term_query(self.schema, "site", s)) for s in parsed.sites]
-            filters.append(Query.boolean_query(sites))
-        if parsed.lang:
-            filters.append(Query.term_query(self.schema, "lang", parsed.lang))
+        """What the operators let through: any of each operator's values, the date range."""
+        filters = [
+            self._any_of(name, values)
+            for name, values in (
+                ("site", parsed.sites),
+                ("type", parsed.types),
+                ("lang", parsed.langs),
+            )
+            if values
+        ]
+        if parsed.after is not None or parsed.before is not None:
+            # an undated page's recency is below any date's: before: alone leaves it out too
+            low = recency_bound(parsed.after if parsed.after is not None else 1)
+            high = None if parsed.before is None else recency_bound(parsed.before)
+            filters.append(
+                Query.range_query(
+                    self.schema,
+                    "recency",
+                    tantivy.FieldType.Integer,
+                    low,
+                    high,
+                    include_upper=high is None,  # tantivy's way to say: no upper bound
+                )
+            )
         return filters
+
+    def _left_out(self, parsed: ParsedQuery) -> list[Query]:
+        """What -site:, -type: and -lang: leave out."""
+        return [
+            self._any_of(name, values)
+            for name, values in (
+                ("site", parsed.not_sites),
+                ("type", parsed.not_types),
+                ("lang", parsed.not_langs),
+            )
+            if values
+        ]
+
+    def _any_of(self, name: str, values: list[str]) -> Query:
+        if len(values) == 1:
+            return Query.term_query(self.schema, name, values[0])
+        return Query.boolean_query(
+            [(Occur.Should, Query.term_query(self.schema, name, value)) for value in values]
+        )
 
 
 def _at_least(needed: int, queries: list[Query]) -> Query:

@@ -37,6 +37,7 @@ class Candidate:
     simhash: int = 0
     host: int = 0
     uid: int = 0
+    recency: int = 0  # the page's date and uid's top bits (index.schema.recency)
     proximity: float = 0.0  # the proximity bins' score (phase two)
     pagerank_score: float = 0.0  # PageRank's share of the score (phase two)
     score: float = 0.0
@@ -114,6 +115,11 @@ class Reranker:
             return head
         self._score(tail)
         return head + self._collapse(head + tail)[len(head) :]
+
+    def by_date(self, candidates: list[Candidate]) -> list[Candidate]:
+        """sort=date: the newest first (ties by uid), near-duplicates of a newer page left
+        out; the same order whatever the number of candidates, as rank's."""
+        return self._collapse(sorted(candidates, key=lambda c: (-c.recency, c.uid)))
 
     def rerank(self, candidates: list[Candidate]) -> list[Candidate]:
         """Plain Python: on ~100 candidates, numpy's per-call costs would outweigh its loops."""

@@ -18,11 +18,13 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
 
 from filbert.config import Settings
+from filbert.index.schema import date_of, iso_date
 from filbert.search.cache import CachedPage
+from filbert.search.facets import FACETS, facet_names, shown
 from filbert.search.query import QueryError, query_text
 from filbert.search.ranking import Candidate, RankingSettings, Reranker
 from filbert.search.shard_searcher import (
@@ -41,6 +43,7 @@ if TYPE_CHECKING:
 
 MAX_RESULTS = 100
 MAX_OFFSET = 10_000  # deeper pages cost memory in the collector and nobody reads them
+Sort = Literal["relevance", "date"]
 
 
 class SearchRequest(BaseModel):
@@ -50,7 +53,14 @@ class SearchRequest(BaseModel):
     field here and its use in Ranking.steps."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    q: str = Field("", description='words, "phrases", -word, -"phrase", site:host, lang:xx')
+    q: str = Field(
+        "",
+        description='words, "phrases", -word, -"phrase", and operators: site:host or '
+        "site:host/path, type:pdf (html, text, pdf, feed, docx, odt), lang:xx, "
+        "after:YYYY[-MM[-DD]] and before:… (the page's date: published, else modified, "
+        "else fetched), -site:, -type:, -lang: (see the README); operators alone list "
+        "every page they let through",
+    )
     n: int = Field(
         10,
         ge=0,
@@ -66,6 +76,29 @@ class SearchRequest(BaseModel):
     spell: bool = Field(
         True, description="correct misspelt words (false: search the words as typed)"
     )
+    sort: Sort = Field(
+        "relevance", description="date: the newest pages first (by the page's date, as after:)"
+    )
+    facets: str = Field(
+        "",
+        description=f"count the pages found by these, comma-separated: {', '.join(FACETS)} "
+        "(the results' `facets`: the most common values, years the latest)",
+    )
+
+    @field_validator("facets")
+    @classmethod
+    def _facets(cls, value: str) -> str:
+        return ",".join(facet_names(value))
+
+    @model_validator(mode="after")
+    def _ranking_or_date(self) -> SearchRequest:
+        if self.sort == "date" and self.ranking != "bm25":
+            raise ValueError("sort=date orders by date, ranking by relevance: not both")
+        return self
+
+    @property
+    def facet_names(self) -> tuple[str, ...]:
+        return tuple(filter(None, self.facets.split(",")))
 
     @classmethod
     def of(cls, q: str, **options: Any) -> SearchRequest:
@@ -103,6 +136,7 @@ class Hit:
     author: str = ""
     published: str | None = None  # ISO 8601, UTC
     modified: str | None = None
+    date: str | None = None  # the page's date: published, else modified, else fetched
 
     def to_dict(self) -> dict:
         data = {
@@ -116,6 +150,7 @@ class Hit:
             "author": self.author,
             "published": self.published,
             "modified": self.modified,
+            "date": self.date,
             "signals": self.signals,
         }
         if self.explanation is not None:
@@ -152,6 +187,8 @@ class SearchResults:
     shards: ShardCounts = field(default_factory=ShardCounts)
     correction: Correction | None = None  # applied: the hits are the corrected query's
     relaxed: Relaxation = field(default_factory=Relaxation)
+    # the facets asked for: each one's most common values (search/facets.py: shown)
+    facets: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     @property
     def searched(self) -> str:
@@ -174,13 +211,14 @@ class SearchResults:
             "partial": self.partial,
             "shards": vars(self.shards),
             "hits": [hit.to_dict() for hit in self.hits],
+            "facets": self.facets,
         }
 
 
 def parameter_error(error: ErrorDetails) -> str:
     """One line for a parameter pydantic found wrong (a SearchRequest's, an API route's),
     in the API's words."""
-    name, kind, value = error["loc"][-1], error["type"], str(error.get("input", ""))[:20]
+    name, kind, value = (error["loc"] or ("",))[-1], error["type"], str(error.get("input", ""))[:20]
     bounds = {"greater_than_equal": "at least {ge}", "less_than_equal": "at most {le}"}
     if kind == "int_parsing":
         return f"{name} must be an integer, not {value!r}"
@@ -190,6 +228,9 @@ def parameter_error(error: ErrorDetails) -> str:
         return f"{name} must be {bounds[kind].format(**error['ctx'])}, not {value}"
     if kind == "literal_error":
         return f"{name} must be one of {error['ctx']['expected']}, not {value!r}"
+    if kind == "value_error":  # a validator's own message
+        problem = str(error["ctx"]["error"])
+        return f"{name}: {problem}" if name else problem
     return f"{name}: {error['msg']}"
 
 
@@ -205,11 +246,14 @@ class Correct:
 
 @dataclass(frozen=True)
 class Retrieve:
-    """Phase one on every shard → Retrieved, the shards' candidates in shard order."""
+    """Phase one on every shard → Retrieved, the shards' candidates in shard order (the
+    newest by date with sort "date"), and their counts of the `facets`."""
 
     query: str
     conjunction: bool
     depth: int
+    sort: Sort = "relevance"
+    facets: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -265,20 +309,30 @@ class Ranking:
         """The request's search (see SearchRequest): `ranking` "bm25" (text features, then
         PageRank) or "hits" (the top results re-ordered by HITS authority within their base
         set); `explain` adds each hit's score as a tree of the features and weights behind
-        it; `spell` corrects misspelt words (False: the query as typed). `deadline`
+        it; `spell` corrects misspelt words (False: the query as typed); `sort` "date"
+        orders the pages found newest first instead (near duplicates of a newer one left
+        out); `facets` counts the pages found by type, language, host or year. `deadline`
         (time.monotonic()): SearchTimeout when it has passed, checked between the steps."""
         check, config = partial(check_deadline, deadline), self.config
         query, n, offset, ranking = request.q, request.n, request.offset, request.ranking
         text = query_text(query, config.max_query)
         depth = max(offset + n, config.rerank_depth, config.hits_root if ranking == "hits" else 0)
+        retrieve = partial(
+            self._retrieve, depth=depth, check=check, sort=request.sort, facets=request.facet_names
+        )
         correction: Correction | None = (yield Correct(query)) if request.spell else None
         searched = correction.text if correction and correction.applied else query
-        conjunction, retrieved = yield from self._retrieve(searched, depth, check)
+        conjunction, retrieved = yield from retrieve(searched)
         if correction and searched != query and retrieved.total == 0:  # no better: as typed
             searched, correction = query, replace(correction, applied=False)
-            conjunction, retrieved = yield from self._retrieve(query, depth, check)
+            conjunction, retrieved = yield from retrieve(query)
         check()
-        ranked = self.reranker.rank(self._near_only_best(retrieved.candidates), config.rerank_depth)
+        if request.sort == "date":
+            ranked = self.reranker.by_date(retrieved.candidates)
+        else:
+            ranked = self.reranker.rank(
+                self._near_only_best(retrieved.candidates), config.rerank_depth
+            )
         if ranking == "hits":
             check()
             root = ranked[: config.hits_root]
@@ -297,17 +351,23 @@ class Ranking:
             conjunction,
             correction=correction,
             relaxed=Relaxation(retrieved.ignored, retrieved.required, retrieved.words),
+            facets=shown(retrieved.facets),
         )
 
     def _retrieve(
-        self, query: str, depth: int, check: Callable[[], None]
+        self,
+        query: str,
+        depth: int,
+        check: Callable[[], None],
+        sort: Sort,
+        facets: tuple[str, ...],
     ) -> Generator[Step, Any, tuple[bool, Retrieved]]:
         """Phase one with the query's words required (as relaxed: query.py), and again with
         any of them when no page has them; whether they were required, and the answer."""
-        retrieved: Retrieved = yield Retrieve(query, True, depth)
+        retrieved: Retrieved = yield Retrieve(query, True, depth, sort, facets)
         if retrieved.total == 0 and retrieved.words > 1:
             check()
-            return False, (yield Retrieve(query, False, depth))
+            return False, (yield Retrieve(query, False, depth, sort, facets))
         return True, retrieved
 
     def _near_only_best(self, candidates: list[Candidate]) -> list[Candidate]:
@@ -334,6 +394,7 @@ class Ranking:
             fetched["author"],
             fetched["published"],
             fetched["modified"],
+            iso_date(date_of(candidate.recency)),
         )
 
 
@@ -393,7 +454,9 @@ class Searcher:
         if isinstance(step, Correct):
             return self.speller().correct(step.query)
         if isinstance(step, Retrieve):
-            return shards.retrieve(step.query, step.conjunction, step.depth, deadline)
+            return shards.retrieve(
+                step.query, step.conjunction, step.depth, deadline, step.sort, step.facets
+            )
         if isinstance(step, Urls):
             return shards.urls(step.candidates)
         if isinstance(step, Authority):

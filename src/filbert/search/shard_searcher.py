@@ -42,6 +42,7 @@ from filbert.index.schema import (
     stored_text,
 )
 from filbert.search.cache import CachedPage, CachedText, cached_copy, cached_page
+from filbert.search.facets import Counts, aggregation, counted, merged
 from filbert.search.query import (
     AnalyzedQuery,
     QueryBuilder,
@@ -101,6 +102,7 @@ class Retrieved:
     words: int  # the query's words (after analysis): 0 when it is only stop words
     required: int = 0  # how many of them a page had to have (QueryBuilder.required)
     ignored: list[str] = field(default_factory=list)  # words framing a question, left out
+    facets: Counts = field(default_factory=dict)  # the facets asked: value → pages found
 
 
 class Fetched(TypedDict):
@@ -220,19 +222,74 @@ class ShardSearcher:
     # --- phase one ---------------------------------------------------------------------
 
     def retrieve(
-        self, query: str, conjunction: bool, depth: int, deadline: float | None = None
+        self,
+        query: str,
+        conjunction: bool,
+        depth: int,
+        deadline: float | None = None,
+        sort: str = "relevance",
+        facets: Sequence[str] = (),
     ) -> Retrieved:
         """The match count and the top `depth` pages of each shard by text score (the
         preference for the query's language included), the best `search.proximity.depth`
-        of them with their proximity bins scored."""
+        of them with their proximity bins scored; with `sort` "date", the newest `depth`
+        instead. With `facets` (search/facets.py), the pages found counted by each."""
         analyzed = self.analyze(query)
         if analyzed.empty:  # no words to search for (punctuation)
-            return Retrieved(0, [], 0)
-        total, candidates = self._retrieve(analyzed, conjunction, depth, deadline)
-        check_deadline(deadline)
-        self._proximity(analyzed, candidates)
+            return Retrieved(0, [], 0, facets={name: {} for name in facets})
+        if sort == "date":
+            total, candidates = self._newest(analyzed, conjunction, depth, deadline)
+        else:
+            total, candidates = self._retrieve(analyzed, conjunction, depth, deadline)
+            check_deadline(deadline)
+            self._proximity(analyzed, candidates)
         required = self.builder.required(analyzed) if conjunction else 1
-        return Retrieved(total, candidates, len(analyzed.clauses), required, analyzed.ignored)
+        counts = self._facets(analyzed, conjunction, facets, deadline) if facets else {}
+        return Retrieved(
+            total, candidates, len(analyzed.clauses), required, analyzed.ignored, counts
+        )
+
+    def _newest(
+        self, analyzed: AnalyzedQuery, conjunction: bool, depth: int, deadline: float | None
+    ) -> tuple[int, list[Candidate]]:
+        """The match count and each shard's newest `depth` pages (by their recency fast
+        field: no scoring), text scores 0."""
+        query = self.builder.pages(analyzed, conjunction)
+        wanted, depth = depth, depth * LOOSE_DEPTH if analyzed.loose_phrases else depth
+        total, candidates = 0, []
+        for shard, searcher in self.shards.items():
+            result = searcher.search(
+                query, limit=max(1, depth), count=True, order_by_field="recency"
+            )
+            count, found = (
+                match_count(result),
+                hit_candidates(self.columns(shard), shard, result.hits),
+            )
+            for candidate in found:
+                candidate.text_score = 0.0
+            if analyzed.loose_phrases:
+                count, found = self._with_phrases(
+                    analyzed.loose_phrases, count, found, wanted, deadline
+                )
+            total += count
+            candidates += found
+        return total, candidates
+
+    def _facets(
+        self,
+        analyzed: AnalyzedQuery,
+        conjunction: bool,
+        names: Sequence[str],
+        deadline: float | None,
+    ) -> Counts:
+        """The pages the query finds counted by each facet of `names`, over these shards
+        (tantivy's terms aggregations on the facets' fast fields)."""
+        check_deadline(deadline)
+        query, request = self.builder.pages(analyzed, conjunction), aggregation(names)
+        counts: Counts = {name: {} for name in names}
+        for searcher in self.shards.values():
+            merged(counts, counted(searcher.aggregate(query, request), names))
+        return counts
 
     def _retrieve(
         self, analyzed: AnalyzedQuery, conjunction: bool, depth: int, deadline: float | None

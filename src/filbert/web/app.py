@@ -53,6 +53,9 @@ from filbert.web.protocol import INTERNAL_ERROR
 
 HERE = Path(__file__).parent
 PAGE_SIZE = 10
+PAGE_LINKS = 10  # numbered pages the pager links to, this one among them
+FACET_TITLES = {"type": "Type", "lang": "Language", "host": "Site", "year": "Year"}
+PAGE_FACETS = ",".join(FACET_TITLES)  # what the search page counts
 SEND_GRACE = 0.5  # seconds past the deadline a started response may take to be sent
 RETRY_AFTER = "1"  # seconds a client told 503 should wait before it asks again
 SECURITY_HEADERS = {
@@ -382,31 +385,82 @@ def make_templates() -> Jinja2Templates:
     return Jinja2Templates(env=env)
 
 
-def page_link(query: str, offset: int = 0, spell: bool = True) -> str:
-    """A relative link to a page of results (`spell` false: for the words as typed)."""
+def page_link(query: str, offset: int = 0, spell: bool = True, sort: str = "relevance") -> str:
+    """A relative link to a page of results (`spell` false: for the words as typed; `sort`
+    "date": the newest first)."""
     params: dict[str, str | int] = {"q": query}
     if offset:
         params["offset"] = offset
     if not spell:
         params["spell"] = 0
+    if sort != "relevance":
+        params["sort"] = sort
     return "?" + urlencode(params)
 
 
-def pager(results: dict, spell: bool = True) -> dict[str, str | None]:
-    """Relative links to the previous and next result pages (None where there is none),
-    and for a corrected query, to its results as typed (or for a correction offered, to
-    those)."""
+def pager(results: dict, spell: bool = True, sort: str = "relevance") -> dict[str, Any]:
+    """Relative links to the previous and next result pages (None where there is none), to
+    the numbered pages around this one (PAGE_LINKS at most: `pages`, each a number, a link
+    and whether it is this page), and for a corrected query, to its results as typed (or
+    for a correction offered, to those)."""
     start, end = results["offset"], results["offset"] + len(results["hits"])
     query = results["query"]
-    prev = page_link(query, max(start - PAGE_SIZE, 0), spell) if start > 0 else None
+    prev = page_link(query, max(start - PAGE_SIZE, 0), spell, sort) if start > 0 else None
     more = end < results["total"] and end < MAX_OFFSET
     correction = results["correction"] or {}
+    reachable = min(results["total"], MAX_OFFSET + PAGE_SIZE)  # offsets go to MAX_OFFSET
+    last = max(1, -(-reachable // PAGE_SIZE), start // PAGE_SIZE + 1)
+    current = start // PAGE_SIZE + 1
+    first = max(1, min(current - PAGE_LINKS // 2, last - PAGE_LINKS + 1))
+    pages = [
+        {
+            "number": number,
+            "href": page_link(query, (number - 1) * PAGE_SIZE, spell, sort),
+            "current": number == current and start % PAGE_SIZE == 0,
+        }
+        for number in range(first, min(last, first + PAGE_LINKS - 1) + 1)
+    ]
     return {
         "prev": prev,
-        "next": page_link(query, end, spell) if more else None,
-        "as_typed": page_link(query, spell=False) if correction.get("applied") else None,
-        "corrected": page_link(correction["text"]) if correction else None,
+        "next": page_link(query, end, spell, sort) if more else None,
+        "pages": pages if len(pages) > 1 else [],
+        "as_typed": page_link(query, spell=False, sort=sort) if correction.get("applied") else None,
+        "corrected": page_link(correction["text"], sort=sort) if correction else None,
+        "sorts": {name: page_link(query, spell=spell, sort=name) for name in ("relevance", "date")},
     }
+
+
+def facet_operators(name: str, value: str) -> list[str]:
+    """The query operators that keep a facet's value: type:pdf, lang:fr, site:host, and
+    for a year after:2023 before:2024."""
+    if name == "year":
+        return [f"after:{value}", f"before:{int(value) + 1}"]
+    return [f"{'site' if name == 'host' else name}:{value}"]
+
+
+def facet_links(query: str, facets: dict, spell: bool, sort: str) -> list[dict[str, Any]]:
+    """The facets as the page shows them: for each (FACET_TITLES' order) its values with
+    their counts and a link to the query with the value's operators added, or, when the
+    query has them (a filter chosen), without them."""
+    words = query.split()
+    folded = [word.casefold() for word in words]
+    shown = []
+    for name, title in FACET_TITLES.items():
+        values = []
+        for bucket in facets.get(name, []):
+            operators = facet_operators(name, bucket["value"])
+            chosen = all(op.casefold() in folded for op in operators)
+            if chosen:
+                kept = [
+                    w for w, f in zip(words, folded) if f not in {o.casefold() for o in operators}
+                ]
+                linked = " ".join(kept)
+            else:
+                linked = " ".join([*words, *operators])
+            values.append({**bucket, "chosen": chosen, "href": page_link(linked, 0, spell, sort)})
+        if values:
+            shown.append({"name": name, "title": title, "values": values})
+    return shown
 
 
 def error_json(status: int, message: str) -> JSONResponse:
@@ -493,14 +547,25 @@ def add_search_page(app: FastAPI, service: SearchService) -> None:
     @app.get("/", response_class=HTMLResponse)
     async def search_page(request: Request) -> HTMLResponse:
         q = request.query_params.get("q", "")
-        context: dict = {"query": q, "results": None, "error": None, "seconds": 0.0, "pager": None}
+        sort = request.query_params.get("sort", "relevance")
+        context: dict = {
+            "query": q,
+            "results": None,
+            "error": None,
+            "seconds": 0.0,
+            "pager": None,
+            "facets": [],
+            "sort": sort,
+        }
         status = 200
-        try:  # the page takes q and offset, checked as the API checks them
+        try:  # the page takes q, offset, spell and sort, checked as the API checks them
             params = SearchRequest.model_validate(
                 {
                     "q": q,
                     "offset": request.query_params.get("offset", 0),
                     "spell": request.query_params.get("spell", True),
+                    "sort": sort,
+                    "facets": PAGE_FACETS,
                 }
             )
         except ValidationError as exc:
@@ -511,7 +576,13 @@ def add_search_page(app: FastAPI, service: SearchService) -> None:
             reply = await service.search(params, client, request.scope["deadline"])
             if reply.status == 200:
                 results = orjson.loads(reply.body)
-                context.update(results=results, pager=pager(results, params.spell))
+                context.update(
+                    results=results,
+                    pager=pager(results, params.spell, params.sort),
+                    facets=facet_links(
+                        results["query"], results["facets"], params.spell, params.sort
+                    ),
+                )
             else:
                 context["error"], status = reply.error, reply.status
             context["seconds"] = time.perf_counter() - start

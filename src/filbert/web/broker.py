@@ -26,6 +26,7 @@ import orjson
 
 from filbert.config import Settings
 from filbert.errors import UserError, public_message
+from filbert.search.facets import Counts, merged
 from filbert.search.hits import LinkGraph, load_link_graph
 from filbert.search.query import QueryError
 from filbert.search.searcher import (
@@ -202,6 +203,8 @@ class Broker:
                 "q": step.query,
                 "conjunction": step.conjunction,
                 "depth": step.depth,
+                "sort": step.sort,
+                "facets": step.facets,
             }
             # again with any word: not of a group that failed (its hits could not be fetched)
             groups = [g for g in fan.groups if not fan.failed.intersection(g.shards)]
@@ -223,17 +226,20 @@ class Broker:
         return await self._by_owner(fan, step.candidates, request, deadline)
 
     def _merged(self, fan: Fanout, replies: list[tuple[Group, Reply]]) -> Retrieved:
-        """The groups' phase one as one: candidates in shard order, as one process has them."""
+        """The groups' phase one as one: candidates in shard order, as one process has them,
+        facet counts summed."""
         total, words, required, ignored, candidates = 0, 0, 0, [], []
+        facets: Counts = {}
         for group, reply in replies:
             total += reply.head["total"]
             words = max(words, reply.head["words"])
             required = max(required, reply.head["required"])
             ignored = reply.head["ignored"]
+            merged(facets, reply.head.get("facets", {}))
             candidates += unpack(reply.body)
             fan.generations.update(dict.fromkeys(group.shards, reply.head["generation"]))
         candidates.sort(key=attrgetter("shard"))  # stable: each shard's order is kept
-        return Retrieved(total, candidates, words, required, ignored)
+        return Retrieved(total, candidates, words, required, ignored, facets)
 
     async def _by_owner(
         self, fan: Fanout, candidates: list, request: dict[str, Any], deadline: float

@@ -5,13 +5,14 @@ The protocol, over a stream socket: each message is its length (8 bytes, big end
 the message. A request is one JSON object, {"kind": ..., "timeout": seconds it may take, ...}.
 A reply is a JSON head line ({"status": 200, ...} or an "error") and a body:
 
-- "search" (SearchRequest's fields: q, n, offset, ranking, explain, spell): the whole search
+- "search" (SearchRequest's fields: q, n, offset, ranking, explain, spell, sort, facets): the whole search
   (search/searcher.py), sent to a searcher that holds every shard; body the results' JSON;
 - "info": the shards served (`shards`), the index's shard count (`of`), `generation`,
   `documents`, and a `problem` when the shards cannot answer (health);
-- "retrieve" (q, conjunction, depth): head `total`, `words`, `required`, `ignored` (see
-  search.shard_searcher.Retrieved), `generation`; body the
-  candidates as packed records (CANDIDATE, little endian), in shard order;
+- "retrieve" (q, conjunction, depth, sort, facets): head `total`, `words`, `required`,
+  `ignored`, `facets` (each facet asked: value → pages; see search.shard_searcher.Retrieved),
+  `generation`; body the candidates as packed records (CANDIDATE, little endian), in shard
+  order;
 - "fetch" (q, conjunction, explain, generation, candidates as REF rows): body a JSON list,
   one search.shard_searcher.Fetched or null per candidate;
 - "urls" (generation, candidates): body a JSON list of URLs (or null);
@@ -46,9 +47,10 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from filbert.config import Settings
+from filbert.search.facets import FACETS, Facet
 from filbert.search.query import QueryError
 from filbert.search.ranking import Candidate
-from filbert.search.searcher import MAX_OFFSET, MAX_RESULTS, SearchRequest
+from filbert.search.searcher import MAX_OFFSET, MAX_RESULTS, SearchRequest, Sort
 
 INTERNAL_ERROR = "internal error (see the server's log)"
 HEADER = 8  # bytes of a message's length
@@ -64,6 +66,7 @@ CANDIDATE = np.dtype(
         ("simhash", "<i8"),
         ("host", "<i8"),
         ("uid", "<i8"),
+        ("recency", "<i8"),
         ("proximity", "<f8"),
     ]
 )
@@ -141,6 +144,8 @@ class Retrieve(_Request):
     q: Text
     conjunction: bool
     depth: int = Field(ge=0)
+    sort: Sort = "relevance"
+    facets: tuple[Facet, ...] = Field((), max_length=len(FACETS))
 
 
 class Fetch(_Request):

@@ -18,6 +18,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from filbert.config import Settings
+from filbert.search.facets import SHARD_SIZE, Facet
 from filbert.search.shard_searcher import Fetched
 from filbert.web.protocol import CANDIDATE, MAX_MESSAGE
 
@@ -28,6 +29,7 @@ REPLY_SLACK = 64 << 10
 HIT_BYTES = 64 << 10
 EXPLAINED_HIT_BYTES = 256 << 10
 URL_BYTES = 16 << 10  # a URL as JSON, urlfilter.max.length characters at most
+VALUE_BYTES = 300  # a facet's value (a host: 253 characters and a port) and its count, as JSON
 JSON_BYTES = 6  # the most bytes a character takes in JSON ("\u0001")
 ISO_TIME = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?:Z|[+-]\d{2}:\d{2})$"
 T = TypeVar("T")
@@ -79,11 +81,15 @@ class _SearchHead(_Head):
     searched: str
 
 
+FacetCounts = dict[Facet, dict[str, NonNegative]]  # search/facets.py: Counts
+
+
 class _RetrieveHead(_Head):
     total: NonNegative
     words: NonNegative
     required: NonNegative
     ignored: list[str]
+    facets: FacetCounts = {}
 
 
 class _CacheHead(_Head):
@@ -116,6 +122,7 @@ class _Hit(_Exact):  # search.searcher.Hit.to_dict (orjson writes a NaN as null)
     author: str
     published: str | None
     modified: str | None
+    date: str | None
     signals: dict[str, float | None]
     explanation: dict[str, Any] | None = None
 
@@ -138,6 +145,11 @@ class _Shards(_Exact):
     failed: NonNegative
 
 
+class _Bucket(_Exact):  # a facet's value and its pages (search/facets.py: shown)
+    value: str
+    count: NonNegative
+
+
 class _Results(_Exact):  # search.searcher.SearchResults.to_dict
     query: str
     total: NonNegative
@@ -148,6 +160,7 @@ class _Results(_Exact):  # search.searcher.SearchResults.to_dict
     partial: bool
     shards: _Shards
     hits: list[_Hit]
+    facets: dict[Facet, list[_Bucket]]
 
 
 HEADS: dict[str, TypeAdapter[Any]] = {
@@ -226,6 +239,8 @@ class Expect:
         request, kind = self.request, self.kind
         if kind == "retrieve":
             body = request["depth"] * len(self.shards) * CANDIDATE.itemsize
+            # the head's facet counts: each shard's most common values, summed
+            body += len(request.get("facets", ())) * len(self.shards) * SHARD_SIZE * VALUE_BYTES
         elif kind in ("search", "fetch"):
             count = request["n"] if kind == "search" else len(request["candidates"])
             hit = EXPLAINED_HIT_BYTES if request["explain"] else HIT_BYTES
@@ -270,6 +285,9 @@ class Expect:
                 raise Malformed(f"{hits} hits, {asked} asked")
         elif kind == "retrieve":
             self._candidates(body)
+            counted, asked = set(head.get("facets", {})), set(self.request.get("facets", ()))
+            if counted != asked:
+                raise Malformed(f"facets {sorted(counted)} counted, {sorted(asked)} asked")
         elif kind in LISTS:
             what, adapter = LISTS[kind]
             found, asked = len(_valid(adapter, body, what)), len(self.request["candidates"])

@@ -143,9 +143,20 @@ class ShardServer:
             )
             return orjson.dumps(results.to_dict())
         if isinstance(request, Retrieve):
-            found = searcher.retrieve(request.q, request.conjunction, request.depth, deadline)
+            found = searcher.retrieve(
+                request.q,
+                request.conjunction,
+                request.depth,
+                deadline,
+                request.sort,
+                request.facets,
+            )
             head.update(
-                total=found.total, words=found.words, required=found.required, ignored=found.ignored
+                total=found.total,
+                words=found.words,
+                required=found.required,
+                ignored=found.ignored,
+                facets=found.facets,
             )
             return pack(found.candidates)
         if isinstance(request, Cache):
