@@ -465,6 +465,11 @@ def search(
         help="Show every feature behind each score, and how the query was corrected and relaxed.",
     ),
     spell: bool = typer.Option(True, help="Correct misspelt words (--no-spell: as typed)."),
+    sort: str = typer.Option("relevance", help="relevance, or date (the newest first)."),
+    facets: str = typer.Option(
+        "",
+        help="Count the pages found by these, comma-separated: type, lang, host, year.",
+    ),
     as_json: AsJson = False,
     define: Define = None,
 ) -> None:
@@ -478,13 +483,20 @@ def search(
         )
     crawl_dir, settings = _existing(dir, define)
     request = SearchRequest.of(
-        query, n=n, offset=offset, ranking=ranking, explain=explain, spell=spell
+        query,
+        n=n,
+        offset=offset,
+        ranking=ranking,
+        explain=explain,
+        spell=spell,
+        sort=sort,
+        facets=facets,
     )
     results = Searcher(crawl_dir, settings).search(request)
     if as_json:
         data = results.to_dict()
         keep = ["url", "title", "lang", "score", "snippet", "description", "author"]
-        keep += ["published", "modified", "signals", "explanation"]
+        keep += ["published", "modified", "date", "signals", "explanation"]
         data["hits"] = [{k: h[k] for k in keep if k in h} for h in data["hits"]]
         print(json.dumps(data, ensure_ascii=False, indent=1))
         return
@@ -497,9 +509,13 @@ def search(
         stdout.print(f"Did you mean [bold]{escape(correction.text)}[/]?", highlight=False)
     if explain:
         stdout.print(_relaxation(results), highlight=False)
+    for name, values in results.facets.items():
+        counts = ", ".join(f"{escape(v['value'])} {v['count']:,}" for v in values) or "none"
+        stdout.print(f"{name}: {counts}", highlight=False)
     for rank, hit in enumerate(results.hits, offset + 1):
+        when = f"  {hit.date[:10]}" if sort == "date" and hit.date else ""
         stdout.print(
-            f"\n{rank}. [bold]{escape(hit.title)}[/]  ({hit.score:.3f})\n"
+            f"\n{rank}. [bold]{escape(hit.title)}[/]  ({hit.score:.3f}){when}\n"
             f"   [blue]{escape(hit.url)}[/]\n   {escape(hit.snippet)}",
             highlight=False,
         )
