@@ -470,3 +470,12 @@ def test_the_cli_sorts_and_counts(site: Site) -> None:
     assert str(wrong.exception).startswith("facets: facets are type, lang, host, year")
     wrong = runner.invoke(app, [*args, f"{WORD} after:2024-13"])
     assert isinstance(wrong.exception, QueryError) and "after: takes a date" in str(wrong.exception)
+
+
+def test_pages_without_a_value_are_not_a_facet_value() -> None:
+    from filbert.search.facets import counted, merged, shown
+
+    result = {"lang": {"buckets": [{"key": "en", "doc_count": 3}, {"key": "", "doc_count": 2}]}}
+    counts = merged(counted(result, ["lang"]), {"lang": {"en": 1, "fr": 1}})
+    assert counts == {"lang": {"en": 4, "fr": 1}}
+    assert shown(counts) == {"lang": [{"value": "en", "count": 4}, {"value": "fr", "count": 1}]}

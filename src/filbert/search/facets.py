@@ -50,12 +50,15 @@ def aggregation(names: Iterable[str]) -> dict[str, Any]:
 
 
 def counted(result: Mapping[str, Any], names: Iterable[str]) -> Counts:
-    """The counts of tantivy's aggregation result, each value as text (years too)."""
+    """The counts of tantivy's aggregation result, each value as text (years too); pages
+    without a value (a language not told is "") are not counted."""
     counts: Counts = {}
     for name in names:
         buckets = result.get(name, {}).get("buckets", [])
         counts[name] = {
-            str(int(b["key"]) if name == "year" else b["key"]): int(b["doc_count"]) for b in buckets
+            str(int(b["key"]) if name == "year" else b["key"]): int(b["doc_count"])
+            for b in buckets
+            if b["key"] != ""
         }
     return counts
 

@@ -175,8 +175,8 @@ class Speller:
 
     def correct(self, query: str) -> Correction | None:
         """The query with its misspelt free words corrected (quoted phrases, exclusions and
-        site:/lang: are left as typed), None when none is. The corrections sure enough are
-        applied; when none is, the others are offered."""
+        the operators, site: to before:, are left as typed), None when none is. The
+        corrections sure enough are applied; when none is, the others are offered."""
         if not self.config.error_lengths:
             return None
         found: list[tuple[int, str, str, bool]] = []  # (offset, as typed, corrected, sure)
