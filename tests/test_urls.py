@@ -22,7 +22,7 @@ from filbert.urls import (
     strip_port,
 )
 from filbert.urls.domain import _public_suffixes
-from filbert.urls.filter import FilterLimits, UrlFilterError
+from filbert.urls.filter import FilterLimits, RegexUrlFilter, UrlFilterError
 
 
 @pytest.mark.parametrize(
@@ -89,7 +89,7 @@ def test_filter_file_first_match_wins(tmp_path):
 @pytest.mark.parametrize("text", ["*bad", "+(unclosed"])
 def test_filter_file_errors(text):
     with pytest.raises(UrlFilterError, match="<rules>:1"):
-        UrlFilter.parse(text)
+        RegexUrlFilter.parse(text)
 
 
 # --- normalizers --------------------------------------------------------------
@@ -238,7 +238,9 @@ def test_strip_port():
 def _filter(**overrides) -> UrlFilter:
     """The fast checks from settings in front of one rule that accepts every http(s) URL."""
     settings = Settings({k.replace("_", "."): v for k, v in overrides.items()})
-    return UrlFilter.parse("+^https?://", limits=FilterLimits.from_settings(settings))
+    return UrlFilter(
+        [RegexUrlFilter.parse("+^https?://", limits=FilterLimits.from_settings(settings))]
+    )
 
 
 def test_why_rejected_explains_each_check():
@@ -251,7 +253,9 @@ def test_why_rejected_explains_each_check():
         f.why_rejected("ftp://a.com/") == "matches rule -^(?:file|ftp|mailto|javascript|data|tel): "
         "(regex-urlfilter.txt:6)"
     )
-    assert UrlFilter.parse("+^https://").why_rejected("http://a.com/") == "matches no accept rule"
+    assert (
+        RegexUrlFilter.parse("+^https://").why_rejected("http://a.com/") == "matches no accept rule"
+    )
 
 
 def test_filter_from_plain_dict_settings():

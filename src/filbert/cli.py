@@ -11,7 +11,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 # filbert does no dense linear algebra, and OpenBLAS's thread pool, started when numpy is
 # imported, costs 50-100 ms of CPU per command. The user's own setting wins.
@@ -897,6 +897,50 @@ def parsechecker(
     print(json.dumps(report, ensure_ascii=False, indent=1) if as_json else format_report(report))
     if not succeeded(report):
         raise typer.Exit(1)
+
+
+@app.command()
+def plugins(
+    dir: Annotated[
+        Path | None, typer.Option("--dir", "-d", help="Read settings from CRAWL/filbert.toml.")
+    ] = None,
+    as_json: AsJson = False,
+    define: Define = None,
+) -> None:
+    """List the extension points, the plugins installed for each and whether they run."""
+    from filbert import plugins as registry
+
+    settings = load_settings(dir, define or [])
+    points: list[dict[str, Any]] = [
+        {
+            "point": point.name,
+            "interface": point.interface,
+            "what": point.what,
+            "plugins": [
+                {
+                    "name": plugin.name,
+                    "class": plugin.target,
+                    "package": f"{plugin.package} {plugin.version}",
+                    "enabled": registry.is_enabled(plugin.name, settings),
+                }
+                for plugin in registry.installed(point.name)
+            ],
+            "order": [p.name for p in registry.enabled(point.name, settings)],
+        }
+        for point in registry.POINTS.values()
+    ]
+    if as_json:
+        print(json.dumps(points, indent=1))
+        return
+    for point in points:
+        stdout.print(f"[bold]{point['point']}[/]  {escape(point['what'])}", highlight=False)
+        for plugin in point["plugins"]:
+            state = "[green]enabled[/]" if plugin["enabled"] else "[dim]disabled[/]"
+            stdout.print(
+                f"  {escape(plugin['name'])}  {state}  {escape(plugin['class'])} "
+                f"({escape(plugin['package'])})",
+                highlight=False,
+            )
 
 
 def _require_utf8(args: list[str]) -> None:

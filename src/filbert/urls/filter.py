@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import ada_url
 
+from filbert import plugins
 from filbert.errors import UserError
 from filbert.mediatypes import denied_suffixes
 from filbert.urls.domain import is_ip, strip_port
@@ -169,8 +170,42 @@ class FilterLimits:
         )
 
 
+class URLFilter(Protocol):
+    """The extension point `urlfilter`: which URLs a crawl keeps.
+
+    Every URL injected, read in a sitemap, found on a page, redirected to or generated
+    passes the enabled filters in `urlfilter.order`; the first to reject it says why, in
+    words a user reads in `parsechecker` and the logs. Called once per URL: keep it fast."""
+
+    def why_rejected(self, url: str) -> str | None:
+        """Why the URL is rejected, or None to let the next filter decide."""
+
+
 class UrlFilter:
-    """Fast checks first, then the first regex rule found in the URL decides; no rule: rejected."""
+    """The enabled URL filters (plugins of `urlfilter`), in order: a URL passes if none
+    rejects it."""
+
+    def __init__(self, filters: list[URLFilter]):
+        self.filters = filters
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any]) -> UrlFilter:
+        return cls(plugins.build("urlfilter", settings))
+
+    def accepts(self, url: str) -> bool:
+        return self.why_rejected(url) is None
+
+    def why_rejected(self, url: str) -> str | None:
+        for url_filter in self.filters:
+            reason = url_filter.why_rejected(url)
+            if reason is not None:
+                return reason
+        return None
+
+
+class RegexUrlFilter:
+    """The built-in URL filter (`urlfilter-regex`): fast checks first, then the first
+    regex rule found in the URL decides; no rule: rejected."""
 
     def __init__(self, rules: list[Rule], limits: FilterLimits = FilterLimits()):
         self.rules = rules
@@ -180,7 +215,7 @@ class UrlFilter:
     @classmethod
     def parse(
         cls, text: str, source: str = "<rules>", limits: FilterLimits = FilterLimits()
-    ) -> UrlFilter:
+    ) -> RegexUrlFilter:
         rules = []
         for lineno, raw in enumerate(text.splitlines(), 1):
             line = raw.strip()
@@ -196,7 +231,7 @@ class UrlFilter:
         return cls(rules, limits)
 
     @classmethod
-    def from_settings(cls, settings: Mapping[str, Any]) -> UrlFilter:
+    def from_settings(cls, settings: Mapping[str, Any]) -> RegexUrlFilter:
         path = settings["urlfilter.regex.file"]
         if path:
             try:
@@ -207,9 +242,6 @@ class UrlFilter:
             path = "regex-urlfilter.txt"
             text = resources.files("filbert").joinpath(path).read_text("utf-8")
         return cls.parse(text, str(path), FilterLimits.from_settings(settings))
-
-    def accepts(self, url: str) -> bool:
-        return self.why_rejected(url) is None
 
     def why_rejected(self, url: str) -> str | None:
         """Why the URL is rejected, or None if it is accepted.

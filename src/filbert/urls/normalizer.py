@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
+
+from filbert import plugins
 
 _PATH_PARAM = re.compile(r";([^/;=]*)(?:=[^/;]*)?")
 
@@ -39,8 +41,36 @@ def _strip_www(url: str) -> str:
     return url
 
 
+class URLNormalizer(Protocol):
+    """The extension point `urlnormalizer`: the one spelling of a URL the crawl keeps.
+
+    Runs after WHATWG normalization on every URL injected, found or redirected to, each
+    enabled normalizer on what the one before returned (`urlnormalizer.order`). Called once
+    per URL: keep it fast."""
+
+    def normalize(self, url: str) -> str:
+        """The URL rewritten (or as it is)."""
+
+
 class UrlNormalizer:
-    """Rewrites a normalized http(s) URL into the one spelling the crawl keeps."""
+    """The enabled URL normalizers (plugins of `urlnormalizer`), in order."""
+
+    def __init__(self, normalizers: list[URLNormalizer]):
+        self.normalizers = normalizers
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any]) -> UrlNormalizer:
+        return cls(plugins.build("urlnormalizer", settings))
+
+    def normalize(self, url: str) -> str:
+        for normalizer in self.normalizers:
+            url = normalizer.normalize(url)
+        return url
+
+
+class BasicUrlNormalizer:
+    """The built-in normalizer (`urlnormalizer-basic`): session ids and tracking
+    parameters out, and by the settings a sorted query and no leading 'www.'."""
 
     def __init__(self, strip_params: str = "", sort_query: bool = False, strip_www: bool = False):
         self.strip = ParamNames(strip_params)  # urlnormalizer.strip.params
@@ -48,7 +78,7 @@ class UrlNormalizer:
         self.strip_www = strip_www  # urlnormalizer.strip.www
 
     @classmethod
-    def from_settings(cls, settings: Mapping[str, Any]) -> UrlNormalizer:
+    def from_settings(cls, settings: Mapping[str, Any]) -> BasicUrlNormalizer:
         """The crawl's normalizer, its settings read once (defaults.toml documents each)."""
         return cls(
             settings["urlnormalizer.strip.params"],

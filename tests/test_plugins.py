@@ -1,0 +1,184 @@
+"""Plugins: a package installed beside filbert binds classes to its extension points
+through entry points, and settings decide which run and in what order.
+
+Each test installs a real distribution (a module and its `.dist-info` with
+`entry_points.txt`) into a directory on sys.path, as pip would, so discovery goes through
+importlib.metadata exactly as for a package installed from PyPI.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pipeline import crawl_site
+from sites import html, link
+from typer.testing import CliRunner
+
+from filbert import plugins
+from filbert.cli import app
+from filbert.config import ConfigError, load_settings
+from filbert.urls import UrlFilter, UrlNormalizer
+
+BUILT_IN = "urlfilter-regex|urlnormalizer-basic"
+PLUGIN_MODULE = '''
+class NoPrivate:
+    """Denies URLs with a path segment `private`."""
+
+    def why_rejected(self, url):
+        path = url.split("://", 1)[-1].partition("/")[2].split("?")[0]
+        return "a private page (noprivate)" if "private" in path.split("/") else None
+
+
+class AcceptAll:
+    def why_rejected(self, url):
+        return None
+
+
+class LowerPath:
+    """Lower-cases the path (a site whose server ignores case)."""
+
+    @classmethod
+    def from_settings(cls, settings):
+        return cls()
+
+    def normalize(self, url):
+        scheme, _, rest = url.partition("://")
+        host, slash, path = rest.partition("/")
+        return f"{scheme}://{host}{slash}{path.lower()}"
+
+
+class Broken:
+    @classmethod
+    def from_settings(cls, settings):
+        raise RuntimeError("needs an API key")
+'''
+ENTRY_POINTS = """
+[filbert.urlfilter]
+noprivate = example_plugin:NoPrivate
+acceptall = example_plugin:AcceptAll
+broken = example_plugin:Broken
+missing = example_plugin:NoSuchClass
+
+[filbert.urlnormalizer]
+lowerpath = example_plugin:LowerPath
+"""
+
+
+@pytest.fixture
+def example_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """`example-plugin` 1.0, installed into a directory on sys.path."""
+    site = tmp_path / "site-packages"
+    info = site / "example_plugin-1.0.dist-info"
+    info.mkdir(parents=True)
+    (site / "example_plugin.py").write_text(textwrap.dedent(PLUGIN_MODULE))
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: example-plugin\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(ENTRY_POINTS)
+    monkeypatch.syspath_prepend(str(site))
+    plugins.forget()
+    yield site
+    sys.modules.pop("example_plugin", None)
+    plugins.forget()
+
+
+def settings_with(*overrides: str):
+    return load_settings(None, list(overrides))
+
+
+def test_builtins_are_plugins_listed_with_their_package() -> None:
+    result = CliRunner().invoke(app, ["plugins", "--json"])
+    points = {p["point"]: p for p in json.loads(result.stdout)}
+    assert {"urlfilter", "urlnormalizer"} <= set(points)
+    [regex] = [p for p in points["urlfilter"]["plugins"] if p["name"] == "urlfilter-regex"]
+    assert regex["enabled"] and regex["package"].startswith("filbert ")
+    assert regex["class"] == "filbert.urls.filter:RegexUrlFilter"
+    assert points["urlnormalizer"]["order"] == ["urlnormalizer-basic"]
+
+
+def test_an_installed_plugin_is_listed_but_runs_only_when_included(example_plugin) -> None:
+    listed = json.loads(CliRunner().invoke(app, ["plugins", "--json"]).stdout)
+    urlfilters = {p["name"]: p for p in listed[0]["plugins"]}
+    assert urlfilters["noprivate"]["package"] == "example-plugin 1.0"
+    assert not urlfilters["noprivate"]["enabled"]
+    private = "http://a.com/docs/private/x.html"
+    assert UrlFilter.from_settings(settings_with()).accepts(private)
+    included = settings_with(f"plugin.includes={BUILT_IN}|noprivate")
+    assert UrlFilter.from_settings(included).why_rejected(private) == "a private page (noprivate)"
+    excluded = settings_with(f"plugin.includes={BUILT_IN}|noprivate", "plugin.excludes=nopriv.*")
+    assert UrlFilter.from_settings(excluded).accepts(private)
+
+
+def test_the_order_decides_whose_reason_is_given(example_plugin) -> None:
+    url = "http://a.com/private/logo.png"  # the built-in denies it too, by its suffix
+    both = f"plugin.includes={BUILT_IN}|noprivate"
+    regex_first = UrlFilter.from_settings(settings_with(both))
+    assert "urlfilter.suffix.deny" in regex_first.why_rejected(url)
+    mine_first = UrlFilter.from_settings(settings_with(both, "urlfilter.order=noprivate"))
+    assert mine_first.why_rejected(url) == "a private page (noprivate)"
+
+
+def test_normalizers_run_in_order_each_on_the_last_ones_output(example_plugin) -> None:
+    normalizer = UrlNormalizer.from_settings(settings_with(f"plugin.includes={BUILT_IN}|lowerpath"))
+    assert normalizer.normalize("http://a.com/Docs/Page.HTML?utm_source=x") == (
+        "http://a.com/docs/page.html"
+    )
+
+
+def test_a_crawl_runs_an_enabled_plugin(example_plugin, site_server, tmp_path: Path) -> None:
+    server = site_server(
+        {
+            "/": html("Home", link("/Private/secret.html", "s") + link("/Open/page.html", "p")),
+            "/private/secret.html": html("Secret", "x"),
+            "/open/page.html": html("Open", "y"),
+        }
+    )
+    _, _, summary = crawl_site(
+        tmp_path / "crawl",
+        [server.url("/")],
+        f"plugin.includes={BUILT_IN}|noprivate|lowerpath",
+        "urlnormalizer.order=urlnormalizer-basic,lowerpath",
+        depth=2,
+    )
+    fetched = {request.path for request in server.requests}
+    assert "/open/page.html" in fetched and "/private/secret.html" not in fetched
+    assert summary.documents == 2
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (
+            ["plugin.includes=urlfilter-regex|missing"],
+            "plugin missing (example_plugin:NoSuchClass) cannot be loaded",
+        ),
+        (
+            ["urlfilter.order=nosuch"],
+            "urlfilter.order names nosuch, which is no installed urlfilter plugin",
+        ),
+        (["plugin.includes=("], "is no regular expression"),
+    ],
+)
+def test_a_misconfigured_plugin_is_a_one_line_error_when_settings_load(
+    example_plugin, overrides, message
+) -> None:
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        settings_with(*overrides)
+
+
+def test_a_plugin_that_fails_to_start_says_which_and_why(example_plugin) -> None:
+    settings = settings_with(f"plugin.includes={BUILT_IN}|broken")
+    with pytest.raises(
+        plugins.PluginError,
+        match=r"plugin broken \(example_plugin:Broken\) "
+        "failed to start: needs an API key",
+    ):
+        UrlFilter.from_settings(settings)
+
+
+def test_an_unknown_extension_point_is_an_error() -> None:
+    with pytest.raises(plugins.PluginError, match="no extension point 'nosuch'"):
+        plugins.installed("nosuch")
