@@ -303,7 +303,7 @@ def test_search_json_shape_and_unique_word_on_top(crawled: Crawled) -> None:
     [hit] = data["hits"]
     assert set(hit) == {
         *("url", "title", "lang", "score", "snippet", "description", "author"),
-        *("published", "modified", "signals"),
+        *("published", "modified", "date", "signals"),
     }
     assert hit["url"] == crawled.url(graph_path(7))
     assert hit["title"] == graph_title(7)
