@@ -75,10 +75,10 @@ costs, in one run against the baseline:
 - each kind's corpus parsed in this process and through a DocumentSandbox, pass by pass in
   alternating order (ABBA); the median pass, per document, and whether every result is the
   same both ways; the first document of a new child (its start included);
-- bombs (tests/documents.py makes them: a PDF whose one Flate stream inflates to --bomb-mb
-  MB of text operators, a DOCX and an ODT of 63 MB of empty paragraphs), each parsed in a
-  subprocess capped at --cap-gb GB of address space, in-process (as before the sandbox) and
-  sandboxed: the outcome, the parse's seconds and the peak RSS of the subprocess's largest
+- bombs (tests/support/documents.py makes them: a PDF whose one Flate stream inflates to
+  --bomb-mb MB of text operators, a DOCX and an ODT of 63 MB of empty paragraphs), each parsed
+  in a subprocess capped at --cap-gb GB of address space, in-process (as before the sandbox)
+  and sandboxed: the outcome, the parse's seconds and the peak RSS of the subprocess's largest
   process (wait4's ru_maxrss, which counts the sandbox's child).
 """
 
@@ -1476,8 +1476,8 @@ def child_bomb(kind: str, mode: str, megabytes: int, memory_mb: int, timeout: fl
 
 
 def _test_documents() -> Any:
-    """tests/documents.py (its bombs), under another name than this script's."""
-    path = BENCH.parent / "tests" / "documents.py"
+    """tests/support/documents.py (its bombs), under another name than this script's."""
+    path = BENCH.parent / "tests" / "support" / "documents.py"
     spec = importlib.util.spec_from_file_location("filbert_test_documents", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -1,4 +1,6 @@
-"""Shared fixtures: a local test web server factory and a scratch crawl directory."""
+"""Shared fixtures: a local test web server factory, a scratch crawl directory, and the crawls
+that test files of several folders only read, each made once per session (a folder's own
+shared crawls are in its conftest.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from sites import Page, SiteServer
+from two_hosts import Site, crawl_two_hosts
 
 
 @pytest.fixture
@@ -30,3 +33,10 @@ def tmp_crawl(tmp_path: Path) -> Path:
     path = tmp_path / "crawl"
     path.mkdir()
     return path
+
+
+@pytest.fixture(scope="session")
+def two_hosts(tmp_path_factory: pytest.TempPathFactory) -> Site:
+    """The two hosts of tests/support/two_hosts.py crawled into three shards, once per
+    session: search/test_filters.py and web/test_filters_distributed.py only read it."""
+    return crawl_two_hosts(tmp_path_factory.mktemp("filters") / "crawl")

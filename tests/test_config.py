@@ -1,3 +1,9 @@
+"""Settings (config.py, defaults.toml): Nutch's names and defaults, filbert.toml (quoted or
+dotted keys, tables) under -D overrides, values parsed and checked against their declared
+ranges and closed sets wherever settings are made, errors naming their source, and the
+defaults file's shape: every key read by its literal name (none built at run time) and
+placed in the section its prefix names."""
+
 import ast
 import re
 import tomllib

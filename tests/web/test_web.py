@@ -1,4 +1,9 @@
-"""The web front end, served from a real index built by crawling a small local site."""
+"""The web front end (web/app.py), served from a real index built by crawling a small local
+site: the JSON API (shape, paging, bad queries and parameters, explain, methods, security
+headers, escaping), the HTML page (results, paging links, escaped queries and crawled text,
+errors), /healthz, static files, no index (503) and a new index picked up without a
+restart, the cached copy in a sandbox, the query log, the search deadline, and the
+suggestion API."""
 
 from __future__ import annotations
 

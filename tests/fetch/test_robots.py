@@ -4,7 +4,10 @@
 # Apache License, Version 2.0 (https://www.apache.org/licenses/LICENSE-2.0).
 # Changes: translated from C++/gtest to Python/pytest; RobotsMatcher, ParseRobotsTxt,
 # GetPathParamsQuery and MaybeEscapePattern map to filbert.fetch.robots functions.
-"""robots.txt parsing and matching (RFC 9309, Google's robotstxt semantics)."""
+"""robots.txt parsing and matching (RFC 9309, Google's robotstxt semantics): Google's own
+test suite, ported; then filbert's: what each HTTP status of robots.txt means, crawl delays
+and sitemaps, byte order marks, typos, wildcards and anchors, pathological patterns and large,
+truncated or garbage files parsed quickly and without raising, and the per-rules caches."""
 
 from __future__ import annotations
 

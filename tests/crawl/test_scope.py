@@ -63,7 +63,7 @@ def two_hosts(site_server) -> tuple[SiteServer, SiteServer]:
 
 def test_the_readme_recipe_crawls_one_site_and_stays_on_it(two_hosts, tmp_path: Path) -> None:
     docs, other = two_hosts
-    readme = (Path(__file__).parents[1] / "README.md").read_text("utf-8")
+    readme = (Path(__file__).parents[2] / "README.md").read_text("utf-8")
     recipe = re.search(r"## Crawl your own sites\n+```bash\n(.*?)```", readme, re.S)
     assert recipe, "README has the recipe"
     crawl_line = next(line for line in recipe[1].splitlines() if "filbert crawl" in line)

@@ -1,4 +1,7 @@
-"""The inspection tools: `filbert warc` (WARC export), `filbert parsechecker` and `readdb --stats`."""
+"""The inspection tools: `filbert warc` (WARC export of a segment: exact bytes, truncated and
+decoded bodies marked, one gzip member a record), `filbert parsechecker` (one URL fetched
+and parsed as the crawl would: encodings, redirects, robots.txt, errors, other media types)
+and `readdb --stats` (by domain, errors, older JSON)."""
 
 from __future__ import annotations
 

@@ -13,12 +13,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from filbert.config import load_settings
+from filbert.config import Settings, load_settings
 from filbert.crawl import run_crawl
 from filbert.step_result import StepResult
 from filbert.storage import CrawlDir
 
-# one level a round (no per-site queues, test_follow.py covers them): the rounds these tests
+# one level a round (no per-site queues, fetch/test_follow.py covers them): the rounds these tests
 # count and compare are those of a fetch list
 FAST = ["fetcher.server.delay=0", "executor.kind=sequential", "fetcher.follow.depth=0"]
 
@@ -42,6 +42,14 @@ class Quiet:
 
     def done(self, result: StepResult) -> None:
         self.results.append(result)
+
+
+@dataclass(frozen=True)
+class Crawled:
+    """A crawl directory made for tests to read, and its settings."""
+
+    crawl: CrawlDir
+    settings: Settings
 
 
 def crawl_site(

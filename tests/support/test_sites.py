@@ -1,4 +1,4 @@
-"""Tests of the test web server and site generators in tests/sites.py."""
+"""Tests of the test web server and site generators in tests/support/sites.py."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """Filters, sort=date and facets over searcher processes (issue 37): the broker, fanning each
 step out to `filbert searcher` processes holding some shards each, answers as the
 in-process Searcher over every shard does (facet counts summed across the searchers), and
-the whole search sent to one searcher holding every shard too. The site is
-tests/test_filters.py's."""
+the whole search sent to one searcher holding every shard too. The site is the session's
+crawl of tests/support/two_hosts.py, which tests/search/test_filters.py reads too."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import orjson
 import pytest
 from fastapi.testclient import TestClient
 from pipeline import searcher_process
-from test_filters import WORD, Site, site  # noqa: F401  # the module fixture, shared
+from two_hosts import WORD, Site
 
 from filbert.web import create_app
 
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.slow  # searcher processes: CI runs these apart (-m slo
 FACETS = "type,lang,host,year"
 
 
-def queries(site: Site) -> list[str]:  # noqa: F811  # a Site, not the fixture
+def queries(site: Site) -> list[str]:
     return [
         WORD,
         f"{WORD} site:{site.docs}/docs",
@@ -46,7 +46,14 @@ VARIANTS = [
 
 
 @pytest.fixture(scope="module")
-def brokers(site: Site) -> Iterator[dict[str, TestClient]]:  # noqa: F811
+def site(two_hosts: Site) -> Site:
+    """The session's crawl of the two hosts (tests/support/two_hosts.py), which these tests
+    only read."""
+    return two_hosts
+
+
+@pytest.fixture(scope="module")
+def brokers(site: Site) -> Iterator[dict[str, TestClient]]:
     """Brokers over searchers of some shards each (step by step) and over one searcher of
     every shard (the whole search in one call)."""
     with ExitStack() as stack:
@@ -63,14 +70,14 @@ def brokers(site: Site) -> Iterator[dict[str, TestClient]]:  # noqa: F811
         yield clients
 
 
-def in_process(site: Site, q: str, params: dict) -> dict:  # noqa: F811
+def in_process(site: Site, q: str, params: dict) -> dict:
     results = site.searcher.search(q, **params)
     return orjson.loads(orjson.dumps(results.to_dict()))
 
 
 @pytest.mark.parametrize("layout", ["split", "whole"])
 def test_the_broker_filters_sorts_and_counts_as_one_process(
-    site: Site,  # noqa: F811
+    site: Site,
     brokers: dict[str, TestClient],
     layout: str,
 ) -> None:

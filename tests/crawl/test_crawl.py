@@ -1,4 +1,11 @@
-"""The crawl loop against real local sites: statuses, robots, politeness, scheduling."""
+"""The crawl loop (inject, generate, fetch, parse, updatedb, invertlinks, index) against real
+local sites: the trap site crawled once (robots.txt obeyed, the user agent, statuses, bounded
+retries and redirect loops, stats that account for every URL, encodings, noindex, a huge
+page cut at the content limit); link graphs (searchable end to end, anchor text, depth,
+topN and per-host limits, external links); politeness and crawl delays; re-fetch
+intervals; inject merging without clobbering and updatedb applying a segment once; fetching
+in worker processes; session ids and tracking parameters stripped; and parsing in the
+fetcher, equal to the parse step."""
 
 from __future__ import annotations
 

@@ -1,4 +1,9 @@
-"""Multilingual search end to end, the query language, and the known-item evaluation."""
+"""Multilingual search end to end over a small crawled site (English, Russian, Chinese): pages
+indexed with their language, stemming and stop words per language, phrases, exclusions,
+site: and lang: filters, headings as their own hit type, proximity, the language
+preference, the all field's scoring, explain adding up to the score; and the known-item
+evaluation (`filbert eval`: scores, the paired bootstrap, query files, a comparison with
+plain tantivy)."""
 
 from __future__ import annotations
 

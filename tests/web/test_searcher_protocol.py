@@ -19,8 +19,8 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pipeline import Running, crawl_site, searcher_process
-from sites import SiteServer, link_graph, rare_word
+from pipeline import Crawled, Running, searcher_process
+from sites import rare_word
 
 from filbert.config import Settings
 from filbert.search import Searcher
@@ -29,7 +29,6 @@ from filbert.storage import CrawlDir
 from filbert.web.protocol import HEADER, MAX_REQUEST, Limits, frame
 from filbert.web.shard_server import ShardServer
 
-SHARDS = 2
 SEARCH = {"kind": "search", "q": "", "n": 3, "offset": 0, "ranking": "bm25", "explain": False}
 REF = [0, 0, 0, 0, 0.0]
 # the frames of the probe that killed, stalled or crashed a searcher, and what they get now
@@ -76,11 +75,9 @@ class Site:
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
-    with SiteServer(link_graph(24, 3)) as server:
-        path = tmp_path_factory.mktemp("protocol") / "crawl"
-        crawl, settings, _ = crawl_site(path, [server.url("/")], f"index.shards={SHARDS}")
-        yield Site(crawl, settings, rare_word(3))
+def site(two_shards: Crawled) -> Site:
+    """The session's two-shard crawl (conftest.py), which these tests only read."""
+    return Site(two_shards.crawl, two_shards.settings, rare_word(3))
 
 
 @pytest.fixture(scope="module")

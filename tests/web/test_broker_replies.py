@@ -20,8 +20,8 @@ import numpy as np
 import orjson
 import pytest
 from fastapi.testclient import TestClient
-from pipeline import crawl_site
-from sites import GRAPH_WORDS, SiteServer, link_graph, rare_word
+from pipeline import Crawled
+from sites import GRAPH_WORDS, rare_word
 from test_distributed import Running, Site, broker, in_process, searcher
 
 from filbert.search import Searcher
@@ -169,11 +169,9 @@ async def cancel_all() -> None:
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
-    with SiteServer(link_graph(24, 3)) as server:
-        path = tmp_path_factory.mktemp("replies") / "crawl"
-        crawl, settings, _ = crawl_site(path, [server.url("/")], "index.shards=2")
-        yield Site(crawl, settings)
+def site(two_shards: Crawled) -> Site:
+    """The session's two-shard crawl (conftest.py), which these tests only read."""
+    return Site(two_shards.crawl, two_shards.settings)
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,7 @@
-"""The fetcher's HTTP client (libcurl through pycurl, on the asyncio loop)."""
+"""The fetcher's HTTP client (fetch/http.py: libcurl through pycurl, on the asyncio loop):
+compressed bodies, headers sent and received, redirects, the body limit, timeouts, refused
+and dropped connections, schemes, proxies left alone, the IP filter after DNS, connections
+shared and kept alive, cancelled requests, and corrupt bodies."""
 
 from __future__ import annotations
 
