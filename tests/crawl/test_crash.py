@@ -54,6 +54,8 @@ FILBERT = Path(sys.executable).with_name("filbert")
 FAST = [
     *("-D", "fetcher.server.delay=0", "-D", "executor.kind=sequential"),
     *("-D", "fetcher.follow.depth=0"),  # one level a round: the reference chain's
+    # the front page's 300 links cut to 100: the base crawl knows part of the site
+    *("-D", "db.max.outlinks.per.page=100"),
 ]
 SETTINGS = load_settings(None, [d for d in FAST if d != "-D"])
 
