@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import tantivy
 import wordfreq
-from harness import Meter
+from harness import Meter, free_port, running
 
 from filbert.config import Settings
 from filbert.index.schema import FIELD_NAMES
@@ -24,7 +28,15 @@ from filbert.index.shard_writer import index_writer
 from filbert.index.step import ROWS_PER_GROUP, index_documents
 from filbert.storage import CrawlDir
 
-FORMAT = 1  # bump when generation changes, to invalidate cached indexes
+# filbert's web app under uvicorn: crawl directory, port, settings
+SERVER = """import sys
+from filbert.config import load_settings
+from filbert.storage import CrawlDir
+from filbert.web.app import run_server
+run_server(CrawlDir(sys.argv[1]), load_settings(None, sys.argv[3:]), "127.0.0.1", int(sys.argv[2]))
+"""
+
+FORMAT = 2  # bump when generation changes, to invalidate cached indexes (2: kinds and dates)
 CHUNK = 16_384  # documents generated at a time (the random draws follow it)
 SEGMENT = "20261130000000"
 QUERY_WORDS = (0.35, 0.40, 0.25)  # share of 1-, 2- and 3-word queries
@@ -34,6 +46,11 @@ PHRASE_TOP = 100  # --phrases: quoted pairs of the most frequent words (not stop
 # end in 2 segments, one per indexing thread, as few as tantivy-py can make them (it cannot
 # force-merge); at 1,024 MB filbert's larger documents left 4 segments and raw tantivy's 2
 HEAP_MB = 4096
+# a document's kind (index.step.page_type) and how often, and its dates (page_date): some
+# published, some modified, every one fetched, in seconds since the epoch
+KINDS = {"html": 0.88, "pdf": 0.05, "text": 0.03, "feed": 0.02, "docx": 0.015, "odt": 0.005}
+EPOCHS = {"2000": 946_684_800, "2026-06": 1_780_272_000, "2026-12": 1_796_083_200}
+PUBLISHED, MODIFIED = 0.4, 0.3  # shares of the documents with such a date
 
 
 def docs_schema(*extra: tuple[str, pa.DataType]) -> pa.Schema:
@@ -50,7 +67,29 @@ def docs_schema(*extra: tuple[str, pa.DataType]) -> pa.Schema:
     )
 
 
-DOCS_SCHEMA = docs_schema()
+DOCS_SCHEMA = docs_schema(
+    ("kind", pa.string()),
+    ("published", pa.int64()),
+    ("modified", pa.int64()),
+    ("fetched", pa.int64()),
+)
+
+
+def kinds_and_dates(rng: np.random.Generator, count: int) -> dict[str, list]:
+    """Each document's kind and dates (KINDS, PUBLISHED, MODIFIED): published between 2000
+    and mid-2026, modified after that (or 2000), fetched in the second half of 2026."""
+    kinds = rng.choice(list(KINDS), size=count, p=list(KINDS.values()))
+    start, middle, end = EPOCHS.values()
+    published = rng.integers(start, middle, count)
+    modified = published + (rng.random(count) * (middle - published)).astype(np.int64)
+    has_published = rng.random(count) < PUBLISHED
+    has_modified = rng.random(count) < MODIFIED
+    return {
+        "kind": kinds.tolist(),
+        "published": [int(p) if h else None for p, h in zip(published, has_published)],
+        "modified": [int(m) if h else None for m, h in zip(modified, has_modified)],
+        "fetched": rng.integers(middle, end, count).tolist(),
+    }
 
 
 class Vocabulary:
@@ -83,9 +122,15 @@ class Vocabulary:
 
 
 def doc_chunk(
-    rng: np.random.Generator, vocab: Vocabulary, first: int, count: int, host_cdf: np.ndarray
+    rng: np.random.Generator,
+    vocab: Vocabulary,
+    first: int,
+    count: int,
+    host_cdf: np.ndarray,
+    dates: np.random.Generator | None = None,
 ) -> pa.Table:
-    """`count` documents numbered from `first`."""
+    """`count` documents numbered from `first`; with `dates` (a generator of their own, so
+    the text stays what it was), their kinds and dates (kinds_and_dates), else none."""
     title_len = rng.integers(4, 9, count)
     body_len = rng.integers(100, 301, count)
     words = vocab.draw(rng, int(title_len.sum() + body_len.sum()))
@@ -108,11 +153,15 @@ def doc_chunk(
     rows["segment"] = [SEGMENT] * count
     rows["score"] = ((rng.pareto(1.5, count) + 1.0) / 3.0).astype(np.float32)  # mean 1
     rows["simhash"] = rng.integers(-(2**63), 2**63 - 1, count, dtype=np.int64)
+    if dates is not None:
+        rows.update(kinds_and_dates(dates, count))
+    else:
+        rows.update({name: [None] * count for name in ("kind", "published", "modified", "fetched")})
     return pa.table(rows, DOCS_SCHEMA)
 
 
 def generate_docs(path: Path, docs: int, hosts: int, vocab: Vocabulary, seed: int) -> None:
-    rng = np.random.default_rng([seed, 1])
+    rng, dates = np.random.default_rng([seed, 1]), np.random.default_rng([seed, 4])
     weights = 1.0 / (np.arange(hosts) + 10.0)
     host_cdf = np.cumsum(weights / weights.sum())
     host_cdf[-1] = 1.0
@@ -121,7 +170,8 @@ def generate_docs(path: Path, docs: int, hosts: int, vocab: Vocabulary, seed: in
         for first in range(0, docs, CHUNK):
             count = min(CHUNK, docs - first)
             writer.write_table(
-                doc_chunk(rng, vocab, first, count, host_cdf), row_group_size=ROWS_PER_GROUP
+                doc_chunk(rng, vocab, first, count, host_cdf, dates),
+                row_group_size=ROWS_PER_GROUP,
             )
             meter.add(count)
     meter.done()
@@ -186,8 +236,11 @@ class Workdir:
         (self.path / "manifest.json").write_text(json.dumps(manifest, indent=1))
 
 
-def ensure_indexes(work: Workdir, args: argparse.Namespace, settings: Settings) -> dict:
-    """Builds what the cache lacks; returns the manifest (keys and build seconds)."""
+def ensure_indexes(
+    work: Workdir, args: argparse.Namespace, settings: Settings, raw: bool = True
+) -> dict:
+    """Builds what the cache lacks (the raw tantivy index only if `raw`); returns the
+    manifest (keys and build seconds)."""
     work.path.mkdir(parents=True, exist_ok=True)
     docs_key = {
         "format": FORMAT,
@@ -220,7 +273,7 @@ def ensure_indexes(work: Workdir, args: argparse.Namespace, settings: Settings) 
         manifest["filbert_seconds"] = build_filbert(work.crawl, work.docs_file, args.docs, settings)
         manifest["filbert"] = filbert_key
         work.save(manifest)
-    if manifest.get("raw") != raw_key or not work.raw.exists():
+    if raw and (manifest.get("raw") != raw_key or not work.raw.exists()):
         print("building the raw tantivy index", flush=True)
         shutil.rmtree(work.raw, ignore_errors=True)
         manifest["raw_seconds"] = build_raw(work.raw, work.docs_file, args.docs, settings)
@@ -280,3 +333,16 @@ def _queries(vocab: Vocabulary, count: int, seed: int, phrases: bool) -> list[st
                 words.append(word)
         queries.append(f'"{" ".join(words)}"' if phrases else " ".join(words))
     return queries
+
+
+@contextmanager
+def server(crawl: CrawlDir, overrides: list[str], src: Path | None = None) -> Iterator[int]:
+    """filbert's web app under uvicorn in a subprocess (from the source tree `src`, when
+    given); yields its port."""
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(src / "src")} if src else None
+    # every query logged (the comparison with the log needs them all; -D may still say otherwise)
+    logged = [] if src else ["search.log.rate=-1"]
+    command = [sys.executable, "-c", SERVER, str(crawl.path), str(port), *logged, *overrides]
+    with running(command, f"http://127.0.0.1:{port}/healthz", env=env, grace=10):
+        yield port

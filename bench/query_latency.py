@@ -62,7 +62,6 @@ import os
 import platform
 import pstats
 import shutil
-import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -84,9 +83,10 @@ from generated_docs import (
     dir_size,
     ensure_indexes,
     make_queries,
+    server,
     warm_page_cache,
 )
-from harness import add_defines, add_no_record, free_port, percentiles, publish, running
+from harness import add_defines, add_no_record, percentiles, publish
 
 from filbert.analysis.analyzers import stop_words
 from filbert.config import Settings, load_settings
@@ -97,12 +97,6 @@ from filbert.search.shard_searcher import PENALTY_MARGIN
 from filbert.storage import CrawlDir
 
 WARM_COMPARED = 50  # searches that warm up the compared Searcher
-SERVER = """import sys
-from filbert.config import load_settings
-from filbert.storage import CrawlDir
-from filbert.web.app import run_server
-run_server(CrawlDir(sys.argv[1]), load_settings(None, sys.argv[3:]), "127.0.0.1", int(sys.argv[2]))
-"""
 
 
 # --- vocabulary and documents ----------------------------------------------------------------
@@ -155,19 +149,6 @@ class HttpPath:
             self.errors += 1
             return 0
         return body.count(b'"url":')
-
-
-@contextmanager
-def server(crawl: CrawlDir, overrides: list[str], src: Path | None = None) -> Iterator[int]:
-    """filbert's web app under uvicorn in a subprocess (from the source tree `src`, when
-    given); yields its port."""
-    port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(src / "src")} if src else None
-    # every query logged (the comparison with the log needs them all; -D may still say otherwise)
-    logged = [] if src else ["search.log.rate=-1"]
-    command = [sys.executable, "-c", SERVER, str(crawl.path), str(port), *logged, *overrides]
-    with running(command, f"http://127.0.0.1:{port}/healthz", env=env, grace=10):
-        yield port
 
 
 def http_floor(port: int, count: int = 300) -> np.ndarray:

@@ -131,6 +131,21 @@ RUNS = {
         r"\| fetcher\.follow\.depth \| rounds run \|",
         handbook=True,
     ),
+    "facets": Run(
+        (
+            (
+                "--docs=2000",
+                "--hosts=20",
+                "--vocabulary=3000",
+                "--queries=20",
+                "--warmup=3",
+                "--workdir={tmp}/facets",
+                "--no-real",
+                "--no-record",
+            ),
+        ),
+        r"faceted p50 / plain p50: \*\*[\d.]+×",
+    ),
     "incremental_indexing": Run(
         (
             (
