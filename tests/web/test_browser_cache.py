@@ -8,10 +8,6 @@ Skipped when Playwright or Chromium is missing, unless FILBERT_BROWSER_TESTS=req
 
 from __future__ import annotations
 
-import os
-import shutil
-import socket
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -19,14 +15,11 @@ from datetime import UTC, datetime
 from urllib.parse import urlencode
 
 import pytest
-import uvicorn
 from pipeline import crawl_site
 from sites import Page, SiteServer, html, link
+from test_browser import chromium_path, missing, serve
 
 from filbert.web import create_app
-
-REQUIRED = os.environ.get("FILBERT_BROWSER_TESTS") == "required"
-CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
 try:
     from playwright.sync_api import Browser, ConsoleMessage, expect, sync_playwright
@@ -75,48 +68,6 @@ ASSETS: dict[str, Page | str] = {  # served to the browser, not crawled (suffixe
     "/loaded.gif": Page(GIF, content_type="image/gif"),
     **{path: Page(GIF, content_type="image/gif") for path in RAN},
 }
-
-
-def missing(reason: str) -> None:
-    if REQUIRED:
-        pytest.fail(f"{reason} (FILBERT_BROWSER_TESTS=required)", pytrace=False)
-    pytest.skip(reason)
-
-
-def chromium_path() -> str | None:
-    """$CHROMIUM, else the first Chromium or Chrome on PATH."""
-    if os.environ.get("CHROMIUM"):
-        return os.environ["CHROMIUM"]
-    return next(filter(None, map(shutil.which, CHROMIUM_NAMES)), None)
-
-
-class serve:
-    """uvicorn on a socket bound to a free 127.0.0.1 port, in a background thread."""
-
-    def __init__(self, application) -> None:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        config = uvicorn.Config(
-            application, host="127.0.0.1", port=self.sock.getsockname()[1], log_level="warning"
-        )
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(
-            target=self.server.run, kwargs={"sockets": [self.sock]}, name="uvicorn", daemon=True
-        )
-
-    def __enter__(self) -> str:
-        self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started:
-            if not self.thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("uvicorn did not start")
-            time.sleep(0.01)
-        return f"http://127.0.0.1:{self.sock.getsockname()[1]}/"
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(10)
-        self.sock.close()
 
 
 @dataclass
