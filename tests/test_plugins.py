@@ -9,12 +9,11 @@ importlib.metadata exactly as for a package installed from PyPI.
 from __future__ import annotations
 
 import json
-import sys
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from distributions import installed_distribution
 from pipeline import crawl_site
 from sites import html, link
 from typer.testing import CliRunner
@@ -22,6 +21,7 @@ from typer.testing import CliRunner
 from filbert import plugins
 from filbert.cli import app
 from filbert.config import ConfigError, load_settings
+from filbert.executor import ExecutorError, make_executor
 from filbert.urls import UrlFilter, UrlNormalizer
 
 BUILT_IN = "urlfilter-regex|urlnormalizer-basic"
@@ -52,6 +52,15 @@ class LowerPath:
         return f"{scheme}://{host}{slash}{path.lower()}"
 
 
+SETTINGS = """
+# How much the example boosts a page.
+# range: 0.0 .. 100.0
+"example.boost" = 2.0
+# values: fast, careful
+"example.mode" = "fast"
+"""
+
+
 class Broken:
     @classmethod
     def from_settings(cls, settings):
@@ -66,23 +75,19 @@ missing = example_plugin:NoSuchClass
 
 [filbert.urlnormalizer]
 lowerpath = example_plugin:LowerPath
+
+[filbert.settings]
+example = example_plugin:SETTINGS
 """
 
 
 @pytest.fixture
-def example_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def example_plugin(tmp_path: Path) -> Iterator[Path]:
     """`example-plugin` 1.0, installed into a directory on sys.path."""
-    site = tmp_path / "site-packages"
-    info = site / "example_plugin-1.0.dist-info"
-    info.mkdir(parents=True)
-    (site / "example_plugin.py").write_text(textwrap.dedent(PLUGIN_MODULE))
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: example-plugin\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text(ENTRY_POINTS)
-    monkeypatch.syspath_prepend(str(site))
-    plugins.forget()
-    yield site
-    sys.modules.pop("example_plugin", None)
-    plugins.forget()
+    with installed_distribution(
+        tmp_path / "site-packages", "example-plugin", "example_plugin", PLUGIN_MODULE, ENTRY_POINTS
+    ) as site:
+        yield site
 
 
 def settings_with(*overrides: str):
@@ -182,3 +187,49 @@ def test_a_plugin_that_fails_to_start_says_which_and_why(example_plugin) -> None
 def test_an_unknown_extension_point_is_an_error() -> None:
     with pytest.raises(plugins.PluginError, match="no extension point 'nosuch'"):
         plugins.installed("nosuch")
+
+
+def test_a_plugin_s_settings_have_defaults_and_are_checked_as_filbert_s_own(
+    example_plugin,
+) -> None:
+    assert settings_with()["example.boost"] == 2.0
+    assert settings_with("example.boost=5", "example.mode=careful")["example.boost"] == 5.0
+    with pytest.raises(ConfigError, match=r"'example.boost' \(from -D\) must be in 0.0 .. 100.0"):
+        settings_with("example.boost=500")
+    with pytest.raises(ConfigError, match=r"'example\.mode' .* must be one of fast, careful"):
+        settings_with("example.mode=slow")
+    with pytest.raises(ConfigError, match=r"must be float"):
+        settings_with("example.boost=much")
+
+
+def test_without_the_plugin_its_settings_are_unknown() -> None:
+    with pytest.raises(ConfigError, match=r"unknown setting 'example\.boost'"):
+        settings_with("example.boost=5")
+
+
+def test_a_plugin_may_not_declare_a_setting_filbert_has(tmp_path: Path) -> None:
+    module = "SETTINGS = '\"http.timeout\" = 1.0'\n"
+    entry = "[filbert.settings]\nclash = clash_plugin:SETTINGS\n"
+    with (
+        installed_distribution(tmp_path / "site", "clash-plugin", "clash_plugin", module, entry),
+        pytest.raises(ConfigError, match=r"declares 'http\.timeout', which is declared already"),
+    ):
+        settings_with("example.boost=1")
+
+
+@pytest.mark.slow
+def test_a_dask_worker_that_lacks_an_enabled_plugin_is_a_clear_error_at_start(
+    tmp_path: Path,
+) -> None:
+    local = ["executor.kind=dask-local", "executor.workers=1"]
+    make_executor(settings_with(*local))  # its workers start before the package is installed
+    with installed_distribution(
+        tmp_path / "site-packages", "example-plugin", "example_plugin", PLUGIN_MODULE, ENTRY_POINTS
+    ):
+        enabled = settings_with(*local, f"plugin.includes={BUILT_IN}|noprivate")
+        with pytest.raises(
+            ExecutorError,
+            match=r"a Dask worker of the local cluster lacks a plugin the settings enable: "
+            r".*noprivate \(example-plugin 1\.0\) is not installed",
+        ):
+            make_executor(enabled)

@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from filbert.config import Settings
 from filbert.executor import make_executor
+from filbert.plugins import PluginError
 from filbert.storage import VersionedTable, part_name, reading, with_columns, write_table
 
 
@@ -187,3 +188,24 @@ def rewrite(
                 totals[key] = totals.get(key, 0) + value
     table.publish(tmp, {**table.meta(), **meta})
     return totals
+
+
+def scoring_sql(expressions: Sequence[str], schema: pa.Schema, column: str) -> list[str]:
+    """The scoring filters' SQL expressions for `column` (generate's rank, updatedb's
+    score) over rows of `schema` and that column, checked on no rows: PluginError naming
+    the first that DuckDB cannot run, before any work."""
+    columns = ", ".join(
+        [f"NULL::{sql_type(f.type)} AS {f.name}" for f in schema if f.name != column]
+    )
+    for expression in expressions:
+        try:
+            connect().sql(
+                f"SELECT ({expression})::FLOAT FROM (SELECT {columns}, 0::FLOAT AS {column}) "
+                "WHERE false"
+            ).fetchall()
+        except duckdb.Error as exc:
+            raise PluginError(
+                f"a scoring filter's SQL for the {column}, {expression!r}, does not run: "
+                f"{str(exc).splitlines()[0]}"
+            ) from None
+    return list(expressions)

@@ -16,10 +16,12 @@ import math
 import re
 import tomllib
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from filbert import plugins
 from filbert.errors import UserError
 
 SETTINGS_FILE = "filbert.toml"
@@ -111,21 +113,21 @@ def parse_declarations(text: str, source: str = "defaults.toml") -> dict[str, De
     return found
 
 
-def _check_declaration(key: str, default: Any, declaration: Declaration) -> None:
+def _check_declaration(
+    key: str, default: Any, declaration: Declaration, where: str = "defaults.toml"
+) -> None:
     """A declaration fits its setting's type, and the default is one of its values."""
     if {int: "range", float: "range", str: "values"}.get(type(default)) != declaration.kind:
         raise ConfigError(
-            f"defaults.toml: {key!r} is a {type(default).__name__}; "
+            f"{where}: {key!r} is a {type(default).__name__}; "
             f"it cannot have a {declaration.kind} line"
         )
     bounds = [b for pair in declaration.bounds for b in pair if b is not None]
     if type(default) is int and not all(type(b) is int for b in bounds):
-        raise ConfigError(
-            f"defaults.toml: {key!r} is an int; its range {declaration.text} has a float"
-        )
+        raise ConfigError(f"{where}: {key!r} is an int; its range {declaration.text} has a float")
     if not declaration.allows(default):
         raise ConfigError(
-            f"defaults.toml: the default of {key!r}, {default!r}, is not {declaration.describe()}"
+            f"{where}: the default of {key!r}, {default!r}, is not {declaration.describe()}"
         )
 
 
@@ -140,6 +142,47 @@ def load_defaults() -> tuple[dict[str, Any], dict[str, Declaration]]:
 
 
 DEFAULTS, DECLARATIONS = load_defaults()
+
+
+def plugin_defaults() -> tuple[dict[str, Any], dict[str, Declaration]]:
+    """The settings installed plugins declare (plugins.settings_texts), with their
+    declarations, checked as defaults.toml's are; read only when a key is not filbert's."""
+    return _plugin_defaults(plugins.settings_texts())
+
+
+@cache
+def _plugin_defaults(
+    texts: tuple[tuple[str, str], ...],
+) -> tuple[dict[str, Any], dict[str, Declaration]]:
+    defaults: dict[str, Any] = {}
+    declarations: dict[str, Declaration] = {}
+    for where, text in texts:
+        try:
+            values = _flattened(tomllib.loads(text))
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+        for key, value in values.items():
+            if key in DEFAULTS or key in defaults:
+                raise ConfigError(f"{where} declares {key!r}, which is declared already")
+            defaults[key] = value
+        for key, declaration in parse_declarations(text, where).items():
+            _check_declaration(key, values[key], declaration, where)
+            declarations[key] = declaration
+    return defaults, declarations
+
+
+def _default(key: str) -> Any:
+    """A setting's default, filbert's or a plugin's; ConfigError when nobody declares it."""
+    if key in DEFAULTS:
+        return DEFAULTS[key]
+    found = plugin_defaults()[0]
+    if key not in found:
+        raise KeyError(key)
+    return found[key]
+
+
+def _declaration(key: str) -> Declaration | None:
+    return DECLARATIONS.get(key) or (None if key in DEFAULTS else plugin_defaults()[1].get(key))
 
 
 def error_lengths_setting(settings: Mapping[str, Any], key: str) -> tuple[int, ...]:
@@ -190,6 +233,16 @@ PARSERS: dict[str, Callable[[Mapping[str, Any], str], object]] = {
     "plugin.excludes": _of_settings("filbert.plugins:check"),
     "urlfilter.order": _of_settings("filbert.urls.filter:UrlFilter.from_settings"),
     "urlnormalizer.order": _of_settings("filbert.urls.normalizer:UrlNormalizer.from_settings"),
+    "protocol.order": _of_settings("filbert.plugins:check"),
+    "parser.order": _of_settings("filbert.plugins:check"),
+    "parsefilter.order": _of_settings("filbert.plugins:check"),
+    "indexingfilter.order": _of_settings("filbert.plugins:check"),
+    "scoringfilter.order": _of_settings("filbert.plugins:check"),
+    "queryfilter.order": _of_settings("filbert.plugins:check"),
+    "indexwriter.jsonl.target": _of_value("filbert.index.writers:parse_target"),
+    "indexwriter.elastic.target": _of_value("filbert.index.writers:parse_target"),
+    "indexwriter.solr.target": _of_value("filbert.index.writers:parse_target"),
+    "indexwriter.elastic.index": _of_value("filbert.index.writers:index_name"),
     "urlfilter.domain.allow": _of_settings("filbert.urls.filter:FilterLimits.from_settings"),
     "urlfilter.domain.deny": _of_settings("filbert.urls.filter:FilterLimits.from_settings"),
     "urlfilter.scope": _of_settings("filbert.urls.filter:FilterLimits.from_settings"),
@@ -206,9 +259,10 @@ PARSERS: dict[str, Callable[[Mapping[str, Any], str], object]] = {
 
 
 def _typed(key: str, value: Any, source: str) -> Any:
-    if key not in DEFAULTS:
-        raise ConfigError(f"unknown setting {key!r} (from {source})")
-    want = type(DEFAULTS[key])
+    try:
+        want = type(_default(key))
+    except KeyError:
+        raise ConfigError(f"unknown setting {key!r} (from {source})") from None
     if want is float and type(value) is int:
         return float(value)
     if type(value) is not want:
@@ -218,7 +272,7 @@ def _typed(key: str, value: Any, source: str) -> Any:
 
 def _checked_value(key: str, value: Any, source: str) -> Any:
     value = _typed(key, value, source)
-    declaration = DECLARATIONS.get(key)
+    declaration = _declaration(key)
     allowed = f" {declaration.describe()}" if declaration else ""
     if type(value) is float and not math.isfinite(value):
         raise ConfigError(
@@ -242,7 +296,7 @@ def _merged(base: Mapping[str, Any], layer: Mapping[str, Any], source: str) -> d
     for key, value in layer.items():
         values[key] = _checked_value(key, value, source)
     for key in layer:
-        if key in PARSERS and values[key] != DEFAULTS[key]:
+        if key in PARSERS and values[key] != DEFAULTS.get(key):
             _parsed(key, values, source)
     return values
 
@@ -267,12 +321,15 @@ class Settings(Mapping[str, Any]):
         self._values = _merged(DEFAULTS, values or {}, source)
 
     def __getitem__(self, key: str) -> Any:
-        if key not in self._values:
-            raise ConfigError(f"unknown setting {key!r}")
-        return self._values[key]
+        if key in self._values:
+            return self._values[key]
+        try:
+            return _default(key)  # a plugin's setting, not set
+        except KeyError:
+            raise ConfigError(f"unknown setting {key!r}") from None
 
     def __contains__(self, key: object) -> bool:  # (Mapping's would see the ConfigError)
-        return key in self._values
+        return key in self._values or (isinstance(key, str) and key in plugin_defaults()[0])
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._values)

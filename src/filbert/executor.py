@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import CancelledError, ProcessPoolExecutor
 from typing import Any, Protocol, TypeVar
 
+from filbert import plugins
 from filbert.config import ConfigError, Settings
 from filbert.errors import UserError
 
@@ -300,4 +301,26 @@ def make_executor(settings: Settings) -> Executor:
         kind, address, workers, settings["executor.connect.timeout"], settings["executor.dashboard"]
     )
     where = f"at {address}" if kind == "dask" else "of the local cluster"
+    _check_workers(client, where, plugins.wanted(settings))
     return DaskExecutor(client, where)
+
+
+_CHECKED: set[tuple[int, str]] = set()  # (client, plugins) checked on its workers
+
+
+def _check_workers(client: Any, where: str, wanted: list[tuple[str, str, str]]) -> None:
+    """ExecutorError when a worker cannot load an enabled plugin: every package that
+    binds one must be installed on every worker (checked once per client and plugin set)."""
+    key = (id(client), repr(wanted))
+    if key in _CHECKED or not wanted:
+        return
+    found = client.run(plugins.missing, wanted)
+    problems = {f"{worker}: {problem}" for worker, lacks in found.items() for problem in lacks}
+    if problems:
+        first = sorted(problems)[0]
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise ExecutorError(
+            f"a Dask worker {where} lacks a plugin the settings enable: {first}{more}; "
+            "install the plugin's package on every worker"
+        )
+    _CHECKED.add(key)

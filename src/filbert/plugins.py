@@ -63,6 +63,48 @@ POINTS: dict[str, ExtensionPoint] = {
             "urlnormalizer.order",
             "rewrite a URL into the one spelling the crawl keeps, each after the one before",
         ),
+        ExtensionPoint(
+            "protocol",
+            "filbert.fetch.protocols:URLProtocol",
+            "protocol.order",
+            "fetch the URLs it claims its own way (a login, a browser, an API)",
+        ),
+        ExtensionPoint(
+            "parser",
+            "filbert.parse.parsers:Parser",
+            "parser.order",
+            "parse content of the media types it names (before filbert's own parsers)",
+        ),
+        ExtensionPoint(
+            "parsefilter",
+            "filbert.parse.filters:ParseFilter",
+            "parsefilter.order",
+            "add field values to a parsed page (Nutch's HtmlParseFilter)",
+        ),
+        ExtensionPoint(
+            "indexingfilter",
+            "filbert.index.filters:IndexingFilter",
+            "indexingfilter.order",
+            "change or add to a document before it is indexed, or leave the page out",
+        ),
+        ExtensionPoint(
+            "scoringfilter",
+            "filbert.scoring:ScoringFilter",
+            "scoringfilter.order",
+            "score pages at inject, generate, parse (outlinks), updatedb, index and query time",
+        ),
+        ExtensionPoint(
+            "queryfilter",
+            "filbert.search.searcher:QueryFilter",
+            "queryfilter.order",
+            "rewrite a search request before it is searched (synonyms, default filters)",
+        ),
+        ExtensionPoint(
+            "indexwriter",
+            "filbert.index.writers:IndexWriter",
+            None,
+            "send each round's indexed documents (adds, updates, deletes) to another system",
+        ),
     )
 }
 
@@ -122,6 +164,11 @@ def enabled(point: str, settings: Mapping[str, Any]) -> list[Plugin]:
 
 def build(point: str, settings: Mapping[str, Any]) -> list[Any]:
     """An instance of each enabled plugin of the point, in order."""
+    return [made for _, made in build_named(point, settings)]
+
+
+def build_named(point: str, settings: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """Each enabled plugin of the point, by name, built, in order."""
     built = []
     for plugin in enabled(point, settings):
         cls = plugin.load()
@@ -132,7 +179,7 @@ def build(point: str, settings: Mapping[str, Any]) -> list[Any]:
         except Exception as exc:
             message = f"plugin {plugin.name} ({plugin.target}) failed to start: {exc}"
             raise PluginError(message) from None
-        built.append(made)
+        built.append((plugin.name, made))
     return built
 
 
@@ -144,10 +191,57 @@ def check(settings: Mapping[str, Any]) -> None:
             plugin.load()
 
 
+def wanted(settings: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """Every enabled plugin as (point, name, package version): what each process that runs
+    a step must have installed."""
+    return [
+        (point, p.name, f"{p.package} {p.version}")
+        for point in POINTS
+        for p in enabled(point, settings)
+    ]
+
+
+def missing(plugins: list[tuple[str, str, str]]) -> list[str]:
+    """Those of `plugins` (wanted's) that this process cannot load, each with why (run on
+    each Dask worker at the start of a step)."""
+    problems = []
+    for point, name, package in plugins:
+        if name not in _entries(point):
+            problems.append(f"{name} ({package}) is not installed")
+            continue
+        try:
+            _load(point, name)
+        except PluginError as exc:
+            problems.append(str(exc))
+    return problems
+
+
+SETTINGS_GROUP = "filbert.settings"  # a plugin package's settings: a TOML text, as defaults.toml
+
+
+@cache
+def settings_texts() -> tuple[tuple[str, str], ...]:
+    """The settings that installed plugin packages declare: (where, TOML text) for each
+    entry point of the group `filbert.settings`, whose object is a string in the format of
+    filbert's defaults.toml (a default for each key, `# range:`/`# values:` above it)."""
+    found = []
+    for entry in sorted(entry_points(group=SETTINGS_GROUP), key=lambda e: e.name):
+        where = f"plugin settings {entry.name} ({entry.value})"
+        try:
+            text = entry.load()
+        except Exception as exc:
+            raise PluginError(f"{where} cannot be loaded: {exc}") from None
+        if not isinstance(text, str):
+            raise PluginError(f"{where} is a {type(text).__name__}, not the text of settings")
+        found.append((where, text))
+    return tuple(found)
+
+
 def forget() -> None:
     """Look for installed plugins again (after a package was installed in this process)."""
     _entries.cache_clear()
     _load.cache_clear()
+    settings_texts.cache_clear()
 
 
 @cache

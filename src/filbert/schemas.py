@@ -131,6 +131,8 @@ PARSE_DATA = pa.schema(
         ("block_lengths", pa.list_(pa.int32())),
         ("kind", pa.string()),  # what was parsed: html, text, pdf, feed, docx, odt
         ("relevance", pa.float32()),  # to the crawl's topic (focus.topic; else NULL)
+        # the parse filters' field values, as JSON (filbert/fields.py; NULL: none)
+        ("fields", pa.string()),
     ]
 )
 
@@ -205,6 +207,7 @@ class SiteLinks:
 INDEX_STATE = pa.schema(
     [
         ("fp", pa.binary()),
+        ("url", pa.string()),
         ("host", pa.string()),
         ("segment", pa.string()),
         ("score", pa.float64()),

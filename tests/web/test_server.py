@@ -544,7 +544,7 @@ def test_openapi_documents_the_search_api(crawled: Crawl) -> None:
         spec = client.get("/openapi.json").json()
     search = spec["paths"]["/api/search"]["get"]
     assert {p["name"] for p in search["parameters"]} == {
-        *("q", "n", "offset", "ranking", "explain", "spell", "sort", "facets")
+        *("q", "n", "offset", "ranking", "explain", "spell", "sort", "filter", "facets")
     }
     n = next(p for p in search["parameters"] if p["name"] == "n")["schema"]
     assert (n["minimum"], n["maximum"]) == (0, 100)

@@ -101,7 +101,7 @@ def test_api_shape_and_unique_word_is_top(site: Site) -> None:
     hit = body["hits"][0]
     assert set(hit) == {
         *("url", "title", "lang", "score", "snippet", "snippet_html", "signals"),
-        *("description", "author", "published", "modified", "date"),
+        *("description", "author", "published", "modified", "date", "fields"),
     }
     assert hit["url"] == site.server.url(graph_path(7))
     assert hit["title"].startswith("Page 0007")

@@ -16,11 +16,19 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from filbert import schemas
-from filbert.buckets import BucketTask, connect, optional_columns, params, parquet_relation
+from filbert.buckets import (
+    BucketTask,
+    connect,
+    optional_columns,
+    params,
+    parquet_relation,
+    scoring_sql,
+)
 from filbert.config import Settings
 from filbert.crawldb.hostdb import skipped_hosts
 from filbert.crawldb.hubs import RANK_SQL, graph_scores, rank_shares
 from filbert.executor import make_executor
+from filbert.scoring import ScoringFilters
 from filbert.step_result import StepResult, step
 from filbert.storage import (
     CrawlDir,
@@ -102,6 +110,7 @@ class GenerateTask(BucketTask):
     focused: bool = False  # best first by the priority of links to them (focus.topic)
     graph: str | None = None  # a focused crawl's graph scores (crawldb/hubs.py)
     shares: dict[str, float] | None = None  # of the rank's parts (hubs.rank_shares)
+    ranked: tuple[str, ...] = ()  # the scoring filters' generate_sql, applied in turn
 
 
 def _candidates(task: GenerateTask) -> tuple[int, int]:
@@ -115,11 +124,15 @@ def _candidates(task: GenerateTask) -> tuple[int, int]:
     if task.focused:
         rank = RANK_SQL
         graph = "LEFT JOIN read_parquet($graph) g USING (fp)"
-    due = con.sql(
-        f"""SELECT url, fp, host, score, etag, last_modified, tunnel, ({rank})::FLOAT AS rank
-            FROM (SELECT {optional_columns(db, schemas.CRAWLDB, DUE_COLUMNS)} FROM {db.sql})
+    columns = schemas.CRAWLDB.names if task.ranked else DUE_COLUMNS  # what filters may read
+    rows = f"""SELECT *, ({rank})::FLOAT AS rank
+            FROM (SELECT {optional_columns(db, schemas.CRAWLDB, tuple(columns))} FROM {db.sql})
             {graph}
-            WHERE fetch_time <= $now AND NOT list_contains($skipped, host)""",
+            WHERE fetch_time <= $now AND NOT list_contains($skipped, host)"""
+    for expression in task.ranked:  # each scoring filter's rank, from the one before
+        rows = f"SELECT * REPLACE (({expression})::FLOAT AS rank) FROM ({rows})"
+    due = con.sql(
+        f"SELECT url, fp, host, score, etag, last_modified, tunnel, rank FROM ({rows})",
         params=params(
             db,
             now=task.now,
@@ -169,6 +182,8 @@ def generate(
     tmp = new_tmp_dir(crawl.segments_dir)
     (tmp / CANDIDATES).mkdir()
     focused = bool(settings["focus.topic"])
+    generate_sql = ScoringFilters.from_settings(settings).generate
+    ranked = tuple(scoring_sql(generate_sql, schemas.CRAWLDB, "rank"))
     graph = None
     if focused:
         graph = tmp / CANDIDATES / "graph.parquet"
@@ -186,6 +201,7 @@ def generate(
             focused,
             str(graph) if graph else None,
             rank_shares(settings),
+            ranked,
         )
         for b in range(buckets)
         if (p := crawl.crawldb.bucket_path(b)) is not None and p.exists()

@@ -18,6 +18,7 @@ from filbert.buckets import (
     write_result,
 )
 from filbert.config import Settings
+from filbert.scoring import ScoringFilters
 from filbert.step_result import StepResult, step
 from filbert.storage import CrawlDir
 from filbert.urls import (
@@ -150,6 +151,7 @@ def inject(crawl: CrawlDir, settings: Settings, seeds: list[str]) -> InjectStats
     """Merge seeds into the crawldb without touching URLs it already knows."""
     url_filter = UrlFilter.from_settings(settings)
     normalizer = UrlNormalizer.from_settings(settings)
+    scoring = ScoringFilters.from_settings(settings)
     stats = InjectStats()
     accepted: dict[str, NewUrl] = {}
     for text in read_seeds(seeds):
@@ -162,7 +164,9 @@ def inject(crawl: CrawlDir, settings: Settings, seeds: list[str]) -> InjectStats
         if reason := url_filter.why_rejected(url):
             stats.rejected.append((text, reason))
             continue
-        accepted.setdefault(url, NewUrl(url, settings["db.score.injected"]))
+        if url not in accepted:
+            score = scoring.injected_score(url, settings["db.score.injected"])
+            accepted[url] = NewUrl(url, score)
     stats.accepted = len(accepted)
     stats.injected = merge_urls(crawl, settings, list(accepted.values()))
     return stats

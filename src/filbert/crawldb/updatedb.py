@@ -20,11 +20,13 @@ from filbert.buckets import (
     params,
     parquet_relation,
     rewrite,
+    scoring_sql,
     write_result,
 )
 from filbert.config import Settings
 from filbert.crawldb.hostdb import hostdb, unfolded_segments
 from filbert.crawldb.inject import NewUrl, merge_urls
+from filbert.scoring import ScoringFilters
 from filbert.step_result import Figure, Figures, step
 from filbert.storage import CrawlDir, CrawlDirError, Segment, count_rows, reading
 from filbert.urls import InvalidUrl, UrlFilter, UrlNormalizer, bucket_of, normalize_url
@@ -183,6 +185,8 @@ def _update_bucket(task: UpdateTask) -> dict[str, int]:
     FROM d FULL OUTER JOIN f USING (fp) FULL OUTER JOIN l USING (fp)
     LEFT JOIN parsed ON pfp = f.fp AND pseg = f.segment
     """
+    for expression in ScoringFilters.from_settings(cfg).updatedb:  # each from the one before
+        sql = f"SELECT * REPLACE (({expression})::FLOAT AS score) FROM ({sql})"
     bound = params(db, fetch, data, links, now=task.now, **_schedule_params(cfg))
     return {"rows": write_result(connect(), sql, s.CRAWLDB, task.out, bound)}
 
@@ -217,6 +221,7 @@ def _fold(
 ) -> int:
     """updatedb's folding; how many segments it folded."""
     crawl.require()
+    scoring_sql(ScoringFilters.from_settings(settings).updatedb, s.CRAWLDB, "score")
     applied = set(crawl.crawldb.meta().get("segments", []))
     if names:
         segments = [s for s in map(crawl.segment, names) if not s.included_in(applied)]

@@ -34,6 +34,7 @@ from filbert.fetch.http import (
     Response,
 )
 from filbert.fetch.ipfilter import IpFilter
+from filbert.fetch.protocols import ProtocolError, Protocols
 from filbert.fetch.robots import RobotRules, RobotsCache, rules_from_response
 from filbert.urls import (
     InvalidUrl,
@@ -231,6 +232,7 @@ class Fetcher:
         self.ip_filter = IpFilter.from_settings(settings)
         self.url_filter = UrlFilter.from_settings(settings)
         self.normalizer = UrlNormalizer.from_settings(settings)
+        self.protocols = Protocols.from_settings(settings)
         self.headers = request_headers(settings)
         self.robots: dict[str, asyncio.Future[RobotRules]] = {}
         self.queues: dict[str, FetchQueue] = {}
@@ -439,13 +441,20 @@ class Fetcher:
             return FetchResult(
                 item, schemas.FETCH_GONE, message="address excluded by the IP filter"
             )
+        claimed = self.protocols.claim(item.url) if self.protocols.named else None
         try:
-            resp = await self.http.get(
-                item.url,
-                self._request_headers(item),
-                self.config.content_limit,
-                document_limit=self.config.document_limit,
-            )
+            if claimed is not None:
+                headers = self.headers | self._request_headers(item)
+                resp = await Protocols.fetch(claimed, item.url, headers, self.config.content_limit)
+            else:
+                resp = await self.http.get(
+                    item.url,
+                    self._request_headers(item),
+                    self.config.content_limit,
+                    document_limit=self.config.document_limit,
+                )
+        except ProtocolError as exc:
+            return FetchResult(item, schemas.FETCH_RETRY, message=str(exc))
         except HttpTimeout:
             return FetchResult(item, schemas.FETCH_RETRY, message="timeout")
         except (BlockedAddress, BadUrl) as exc:

@@ -31,6 +31,7 @@ class Columns:
         "host_id": np.int64,
         "uid": np.int64,
         "recency": np.int64,
+        "boost": np.float64,
     }
 
     def __init__(self, values: dict[str, list[np.ndarray]]):

@@ -8,18 +8,19 @@ result page shows is stored apart, as bytes, so it is kept but not indexed a sec
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
 import tantivy
 
 from filbert.errors import DamagedFileError
+from filbert.fields import Field
 from filbert.storage import CrawlDir, damaged_file
 
 # Bumped when what a document holds changes (its fields included): an index of another
 # format is rebuilt by the index step, and the searcher will not read it.
-INDEX_FORMAT = 8  # 8: type, recency and year; site with path prefixes; fast host and lang
+INDEX_FORMAT = 9  # 9: plugin fields and boost; 8: type, recency and year; site with paths
 TEXT_FIELDS = ("title", "headings", "anchor", "urlwords", "body")  # analyzed hit types
 STORED_TEXT = ("title_text", "body_text", "description_text", "author_text")  # shown, not indexed
 DATE_FIELDS = ("published", "modified")  # stored: seconds since the epoch, UTC
@@ -52,7 +53,16 @@ GRAMS_ANALYZER = (
 )
 
 
-def index_schema() -> tantivy.Schema:
+# A page's boost (scoring filters' index_boost: a factor of its ranking score), a fast field.
+BOOST_FIELD = "boost"
+# The plugins' stored fields' values as JSON (fields.shown), returned with hits.
+STORED_FIELDS = "fields"
+
+
+def index_schema(fields: Iterable[Field] = ()) -> tantivy.Schema:
+    """The schema, with a tantivy field for each of the plugins' `fields` (after filbert's
+    own, in the order given): text fields hold analyzed terms as the body does, keywords
+    one exact term a value, numbers and dates (seconds) are indexed for ranges."""
     builder = tantivy.SchemaBuilder()
     for name in TEXT_FIELDS:
         builder.add_text_field(name, tokenizer_name="whitespace")
@@ -77,7 +87,22 @@ def index_schema() -> tantivy.Schema:
     builder.add_text_field(ALL_FIELD, tokenizer_name="whitespace", index_option="basic")
     builder.add_text_field(GRAMS_FIELD, tokenizer_name=GRAMS_FIELD)
     builder.add_integer_field(YEAR_FIELD, fast=True)
+    builder.add_float_field(BOOST_FIELD, fast=True)
+    builder.add_bytes_field(STORED_FIELDS, stored=True)
+    for spec in fields:
+        _add_field(builder, spec)
     return builder.build()
+
+
+def _add_field(builder: tantivy.SchemaBuilder, spec: Field) -> None:
+    if spec.type == "text":
+        builder.add_text_field(spec.name, tokenizer_name="whitespace")
+    elif spec.type == "keyword":
+        builder.add_text_field(spec.name, tokenizer_name="raw", index_option="basic")
+    elif spec.type == "float":
+        builder.add_float_field(spec.name, indexed=True, fast=True)
+    else:  # integer, date (seconds since the epoch)
+        builder.add_integer_field(spec.name, indexed=True, fast=True)
 
 
 def with_analyzers(index: tantivy.Index) -> tantivy.Index:
@@ -87,17 +112,24 @@ def with_analyzers(index: tantivy.Index) -> tantivy.Index:
     return index
 
 
-FAST_FIELDS = ("score", "simhash", "host_id", "uid", "recency")  # Columns: the searcher's
-FIELD_NAMES = (  # in the schema's order: tantivy's explanations number them so
+FAST_FIELDS = ("score", "simhash", "host_id", "uid", "recency", BOOST_FIELD)  # Columns'
+FIELD_NAMES = (  # in the schema's order (then the plugins'): tantivy's explanations number them so
     *TEXT_FIELDS,
     *STORED_TEXT,
     *KEYWORD_FIELDS,
-    *FAST_FIELDS,
+    *FAST_FIELDS[:-1],
     *DATE_FIELDS,
     ALL_FIELD,
     GRAMS_FIELD,
     YEAR_FIELD,
+    BOOST_FIELD,
+    STORED_FIELDS,
 )
+
+
+def declared_fields(meta: dict) -> list[Field]:
+    """The plugins' fields an index generation was built with (its metadata's `fields`)."""
+    return [Field(**spec) for spec in meta.get("fields", [])]
 
 
 def recency(date: int | None, uid: int) -> int:

@@ -31,7 +31,7 @@ import os
 import shutil
 import uuid
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,10 +46,14 @@ from filbert.analysis._grams import distinct
 from filbert.buckets import connect
 from filbert.config import Settings
 from filbert.executor import make_executor
+from filbert.fields import Field
+from filbert.fields import decode as decode_fields
 from filbert.index.columns import COLUMNS_FILE, Columns
 from filbert.index.schema import (
     ALL_FIELD,
+    BOOST_FIELD,
     GRAMS_FIELD,
+    STORED_FIELDS,
     TEXT_FIELDS,
     YEAR_FIELD,
     index_schema,
@@ -83,6 +87,10 @@ FORWARD = pa.schema(
         ("published", pa.int64()),
         ("modified", pa.int64()),
         (YEAR_FIELD, pa.int64()),
+        (BOOST_FIELD, pa.float64()),
+        (STORED_FIELDS, pa.binary()),  # the stored fields' values, shown with hits
+        # the plugins' fields as tantivy is given them (JSON: text analyzed, dates in seconds)
+        ("field_values", pa.string()),
     ]
 )
 LIVE = pa.schema([("uid", pa.int64()), ("file", pa.string()), ("lang", pa.string())])
@@ -100,13 +108,20 @@ def forward_dir(generation: Path, shard: int) -> Path:
     return generation / "forward" / shard_name(shard)
 
 
-def tantivy_document(row: dict) -> tantivy.Document:
-    """The tantivy document of an analyzed page (analyze_document's row or a FORWARD row)."""
-    fields = {name: row[name] for name in FORWARD.names if row[name] is not None}  # dates, year
+def tantivy_document(row: dict, fields: Collection[str] = ()) -> tantivy.Document:
+    """The tantivy document of an analyzed page (analyze_document's row or a FORWARD row),
+    with its values of the plugins' `fields` (names) that the schema has."""
+    values = {name: row[name] for name in _OWN if row.get(name) is not None}  # dates, year
     # ALL_FIELD keeps no counts or positions: each term once makes the same posting lists
     # at less than half of tantivy's work on the field
     terms = distinct(" ".join([row[name] for name in TEXT_FIELDS]))
-    return tantivy.Document(**fields, **{ALL_FIELD: terms})
+    if fields and row.get("field_values"):
+        found = decode_fields(row["field_values"])
+        values.update((name, found[name]) for name in fields if found.get(name))
+    return tantivy.Document(**values, **{ALL_FIELD: terms})
+
+
+_OWN = tuple(name for name in FORWARD.names if name != "field_values")
 
 
 def index_writer(
@@ -129,6 +144,7 @@ class ShardUpdate:
     rewrite: bool  # written anew (from the forward index) rather than linked and changed
     forward_name: str
     canonical: bool = False  # small: written in uid order by one thread (see _canonical)
+    fields: tuple[str, ...] = ()  # the plugins' fields the schema has
     writer: tantivy.IndexWriter | None = None
     forward: pq.ParquetWriter | None = None
     added: list[pa.Table] = field(default_factory=list)  # LIVE rows of what was added
@@ -146,7 +162,7 @@ class ShardUpdate:
         """Writes documents (FORWARD rows) to tantivy and the shard's forward file."""
         assert self.writer is not None
         for row in table.to_pylist():
-            self.writer.add_document(tantivy_document(row))
+            self.writer.add_document(tantivy_document(row, self.fields))
         if self.forward is None:
             path = forward_dir(out, self.shard) / self.forward_name
             self.forward = pq.ParquetWriter(path, FORWARD, compression="zstd")
@@ -169,6 +185,7 @@ class ShardTask:
     scores: tuple[str, ...]  # Parquet files of (uid, score, shard) for the columns
     settings: Settings
     stamp: str
+    fields: tuple[Field, ...] = ()  # the plugins' fields (index_schema)
 
 
 def update_shards(
@@ -179,6 +196,7 @@ def update_shards(
     deletes: dict[int, np.ndarray],
     settings: Settings,
     scores: list[Path] | None = None,
+    fields: tuple[Field, ...] = (),
 ) -> dict:
     """Writes the shards of a new generation into `out`, one task per shard: the previous
     generation's (None: a rebuild) without the `deletes` (uids by shard; a replaced page's
@@ -201,6 +219,7 @@ def update_shards(
             tuple(str(path) for path in scores or ()),
             settings,
             stamp,
+            fields,
         )
         for shard in range(shards)
     ]
@@ -231,9 +250,10 @@ def _write_shard(task: ShardTask) -> dict:
     stage = attempt_path(out / shard_name(task.shard))
     adding = sum(pq.ParquetFile(path).metadata.num_rows for path in task.analyzed)
     update = _plan(previous, task, adding)
-    _open(update, previous, stage, task.settings)
+    schema = index_schema(task.fields)
+    _open(update, previous, stage, task.settings, schema)
     if update.canonical:
-        live = _canonical(update, previous, stage, task.settings, task.analyzed)
+        live = _canonical(update, previous, stage, task.settings, task.analyzed, schema)
     else:
         for path in task.analyzed:
             for batch in pq.ParquetFile(path).iter_batches(REWRITE_BATCH):
@@ -272,6 +292,7 @@ def _plan(previous: Path | None, task: ShardTask, adding: int) -> ShardUpdate:
     live = _read_live(previous, task.shard)
     dropped = np.intersect1d(live.column("uid").to_numpy(), task.deletes)
     update = ShardUpdate(task.shard, live, dropped, 0, False, "")
+    update.fields = tuple(spec.name for spec in task.fields)
     if live.num_rows - len(dropped) + adding <= settings["index.rewrite.max.docs"]:
         update.canonical = True
         update.rewrite = previous is not None
@@ -305,7 +326,13 @@ def _read_live(previous: Path | None, shard: int) -> pa.Table:
         raise damaged_file(path, str(exc)) from exc
 
 
-def _open(update: ShardUpdate, previous: Path | None, out: Path, settings: Settings) -> None:
+def _open(
+    update: ShardUpdate,
+    previous: Path | None,
+    out: Path,
+    settings: Settings,
+    schema: tantivy.Schema,
+) -> None:
     """The shard's directory and writer: its base linked from the previous generation with
     its delta and dropped documents deleted, the kept delta added again; or new with the
     previous shard's kept documents added."""
@@ -323,7 +350,7 @@ def _open(update: ShardUpdate, previous: Path | None, out: Path, settings: Setti
         _link(forward_dir(previous, update.shard), forward_dir(out, update.shard), files=files)
         index = tantivy.Index.open(str(shard_dir))
     else:
-        index = tantivy.Index(index_schema(), str(shard_dir))
+        index = tantivy.Index(schema, str(shard_dir))
     # one thread, one segment: the base, and then each update's delta, is one segment
     update.writer = index_writer(index, settings, threads=1 if previous is not None else None)
     if linked:
@@ -393,6 +420,7 @@ def _canonical(
     out: Path,
     settings: Settings,
     analyzed: tuple[str, ...],
+    schema: tantivy.Schema,
 ) -> pa.Table:
     """Writes a small shard from all its documents (the previous shard's kept ones and the
     new ones, `analyzed`) in uid order, by one tantivy thread into one segment, and as one
@@ -411,9 +439,7 @@ def _canonical(
         bound["new"] = list(analyzed)
         sources.append("SELECT * FROM read_parquet($new)")
     name = update.forward_name
-    writer = index_writer(
-        tantivy.Index(index_schema(), str(out / shard_name(update.shard))), settings, 1
-    )
+    writer = index_writer(tantivy.Index(schema, str(out / shard_name(update.shard))), settings, 1)
     live, words = [], []
     with pq.ParquetWriter(folder / name, FORWARD, compression="zstd") as forward:
         if sources:
@@ -421,7 +447,7 @@ def _canonical(
             for batch in con.sql(sql, params=bound).to_arrow_reader(REWRITE_BATCH):
                 table = pa.Table.from_batches([batch]).cast(FORWARD)
                 for row in table.to_pylist():
-                    writer.add_document(tantivy_document(row))
+                    writer.add_document(tantivy_document(row, update.fields))
                 forward.write_table(table)
                 words.append(count_words(table))
                 names = pa.array([name] * table.num_rows, pa.string())

@@ -17,19 +17,21 @@ from __future__ import annotations
 
 import re
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
 import numpy as np
+import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 import xxhash
 
-from filbert import schemas
+from filbert import plugins, schemas
 from filbert.analysis import analyzer, identify, load_user_dict
+from filbert.analysis.analyzers import Analyzer
 from filbert.buckets import (
     Relation,
     connect,
@@ -40,10 +42,16 @@ from filbert.buckets import (
 )
 from filbert.config import Settings
 from filbert.executor import make_executor
+from filbert.fields import Document, Field, Value, shown
+from filbert.fields import decode as decode_fields
+from filbert.fields import encode as encode_fields
+from filbert.index.filters import Filtered, IndexingFilters, declared_fields
 from filbert.index.schema import (
+    BOOST_FIELD,
     FILLER,
     GRAMS_FIELD,
     INDEX_FORMAT,
+    STORED_FIELDS,
     YEAR_FIELD,
     parent_domains,  # noqa: F401  # its old home, still imported
     recency,
@@ -53,6 +61,7 @@ from filbert.index.schema import (
 from filbert.index.shard_writer import FORWARD, LIVE_FILE, forward_dir, hash_shard, update_shards
 from filbert.mediatypes import KIND_OF_TYPE, media_type
 from filbert.parse.boilerplate import cuts_sql, own_headings, templates_sql, without_template
+from filbert.parse.parsers import PluginParsers
 from filbert.step_result import Figures, step
 from filbert.storage import CrawlDir, Segment, existing, part_name, reading, write_table
 from filbert.urls import fingerprint
@@ -65,6 +74,7 @@ HOLDINGS_FILE = "holdings.parquet"  # the pages an index generation holds, and t
 HOLDINGS = pa.schema(
     [
         ("fp", pa.binary()),
+        ("url", pa.string()),
         ("host", pa.string()),
         ("uid", pa.int64()),
         ("shard", pa.int32()),
@@ -102,6 +112,7 @@ class DocsTask:
     out: str
     max_text: int
     templates: str  # the bucket's hosts' template blocks: (host, hash)
+    settings: Settings  # the indexing and scoring filters are built from them
 
 
 @dataclass(frozen=True)
@@ -112,6 +123,7 @@ class AnalyzeTask:
     shards: int
     out: str  # the analyzed documents go to out/shard-NNN/NAME
     name: str
+    fields: tuple[Field, ...]  # the plugins' fields
 
 
 def _relations(task: StateTask | DocsTask) -> tuple[Relation, Relation, Relation]:
@@ -122,8 +134,8 @@ def _relations(task: StateTask | DocsTask) -> tuple[Relation, Relation, Relation
 
 
 # What parse_data tells of a page besides its text, indexed since format 4 (kind and
-# content_type: its type, since format 8).
-METADATA = ("description", "author", "published", "modified", "kind", "content_type")
+# content_type: its type, since format 8; the parse filters' fields since format 9).
+METADATA = ("description", "author", "published", "modified", "kind", "content_type", "fields")
 # A date further ahead of the fetch than this is no page's date (a wrong clock or metadata).
 DATE_SLACK = 86_400
 
@@ -180,7 +192,8 @@ def _state_bucket(task: StateTask) -> int:
         _learn_templates(con, task)
         sql = f"""
         WITH anchors AS ({_anchors_sql(links)}), cuts AS ({TEMPLATE_CUTS})
-        SELECT i.fp, i.host, i.segment, coalesce(i.score, 0)::DOUBLE AS score, md5(concat_ws(chr(0),
+        SELECT i.fp, i.url, i.host, i.segment, coalesce(i.score, 0)::DOUBLE AS score,
+            md5(concat_ws(chr(0),
             i.url, i.host, coalesce(i.title, ''), coalesce(i.headings, ''),
             coalesce(a.anchor, ''), coalesce(hex(i.signature), ''), i.simhash::VARCHAR,
             {", ".join(f"coalesce(i.{name}::VARCHAR, '')" for name in METADATA)},
@@ -198,14 +211,15 @@ def _state_bucket(task: StateTask) -> int:
     return table.num_rows
 
 
-def _docs_bucket(task: DocsTask) -> int:
+def _docs_bucket(task: DocsTask) -> Filtered:
     paths = [task.crawldb, task.linkdb, *task.parse_data, *task.parse_text, task.changed]
     with reading([p for p in paths if p]):
         return _write_docs(task)
 
 
-def _write_docs(task: DocsTask) -> int:
-    """Gathers the documents of one bucket's changed pages into task.out; how many."""
+def _write_docs(task: DocsTask) -> Filtered:
+    """Gathers the documents of one bucket's changed pages into task.out, through the
+    indexing filters; what those did."""
     db, links, data = _relations(task)
     text = parquet_relation("parse_text", task.parse_text, schemas.PARSE_TEXT, segment=True)
     sql = f"""
@@ -234,7 +248,7 @@ def _write_docs(task: DocsTask) -> int:
            coalesce(l.author, '') AS author,
            epoch(l.published)::BIGINT AS published, epoch(l.modified)::BIGINT AS modified,
            epoch(p.modified_time)::BIGINT AS fetched, l.kind, l.content_type,
-           coalesce(b.text, '') AS body, l.block_hashes, l.block_lengths, c.cut,
+           coalesce(b.text, '') AS body, l.block_hashes, l.block_lengths, c.cut, l.fields,
            l.segment, p.score, p.simhash
     FROM pages p JOIN latest l USING (fp)
     LEFT JOIN body b ON b.fp = p.fp AND b.segment = l.segment
@@ -266,8 +280,61 @@ def _write_docs(task: DocsTask) -> int:
         table.schema.get_field_index("headings"), "headings", pa.array(headings, pa.string())
     )
     table = table.append_column("lang", pa.array(langs, pa.string()))
+    table = table.append_column("boost", pa.array([1.0] * table.num_rows, pa.float64()))
+    filters, filtered = IndexingFilters.from_settings(task.settings), Filtered()
+    if filters:
+        table = _filtered(table, filters, filtered)
     write_table(table, Path(task.out), ROWS_PER_GROUP, "lz4")
-    return table.num_rows
+    return filtered
+
+
+def _filtered(table: pa.Table, filters: IndexingFilters, filtered: Filtered) -> pa.Table:
+    """The gathered documents as the indexing filters leave them."""
+    rows = []
+    for row in table.to_pylist():
+        document = filters.apply(as_document(row), filtered)
+        if document is not None:
+            rows.append(
+                row
+                | {
+                    "title": document.title,
+                    "headings": document.headings,
+                    "anchor": document.anchor,
+                    "body": document.body,
+                    "description": document.description,
+                    "author": document.author,
+                    "published": document.published,
+                    "modified": document.modified,
+                    "kind": document.type,
+                    "lang": document.lang,
+                    "fields": encode_fields(document.fields),
+                    "boost": document.boost,
+                }
+            )
+    return pa.Table.from_pylist(rows, schema=table.schema)
+
+
+def as_document(row: dict) -> Document:
+    """A gathered document's row as indexing filters and index writers see it."""
+    return Document(
+        url=row["url"],
+        host=row["host"],
+        title=row["title"],
+        headings=row["headings"],
+        anchor=row["anchor"],
+        body=row["body"],
+        description=row["description"],
+        author=row["author"],
+        published=row["published"],
+        modified=row["modified"],
+        date=page_date(row),
+        type=page_type(row),
+        lang=row["lang"],
+        score=row["score"],
+        segment=row["segment"],
+        fields=decode_fields(row["fields"]),
+        boost=row["boost"],
+    )
 
 
 def _analyze(task: AnalyzeTask) -> dict[int, str]:
@@ -276,8 +343,10 @@ def _analyze(task: AnalyzeTask) -> dict[int, str]:
         load_user_dict(Path(task.user_dict))
     rows = pq.ParquetFile(task.path).read_row_groups(task.row_groups).to_pylist()
     by_shard: dict[int, list[dict]] = {}
+    fields = {spec.name: spec for spec in task.fields}
     for row in rows:
-        by_shard.setdefault(hash_shard(row["url"], task.shards), []).append(analyze_document(row))
+        analyzed = analyze_document(row, fields)
+        by_shard.setdefault(hash_shard(row["url"], task.shards), []).append(analyzed)
     files = {}
     for shard, docs in by_shard.items():
         path = Path(task.out) / shard_name(shard) / task.name
@@ -287,8 +356,9 @@ def _analyze(task: AnalyzeTask) -> dict[int, str]:
     return files
 
 
-def analyze_document(doc: dict) -> dict:
-    """One page as index fields: its language, analyzed hit types and what results show."""
+def analyze_document(doc: dict, declared: Mapping[str, Field] | None = None) -> dict:
+    """One page as index fields: its language, analyzed hit types and what results show,
+    and its values of the plugins' `declared` fields (text analyzed in its language)."""
     title, body = doc["title"], doc["body"]
     description = doc.get("description") or ""  # documents made without metadata lack it
     author = doc.get("author") or ""
@@ -331,7 +401,26 @@ def analyze_document(doc: dict) -> dict:
         "author_text": author.encode(),
         "published": doc.get("published"),
         "modified": doc.get("modified"),
+        BOOST_FIELD: doc.get("boost", 1.0),
+        **_field_values(decode_fields(doc.get("fields")), declared or {}, text),
         **analyzed,
+    }
+
+
+def _field_values(
+    values: dict[str, list[Value]], fields: Mapping[str, Field], text: Analyzer
+) -> dict:
+    """The plugins' fields of a page: the stored ones as results show them, and every
+    declared one as tantivy is given it (text fields analyzed, as the body is)."""
+    declared = {name: v for name, v in values.items() if name in fields and v}
+    indexed: dict[str, list[Value]] = {
+        name: [text.joined(str(v)) for v in items] if fields[name].type == "text" else items
+        for name, items in declared.items()
+    }
+    stored = shown(fields, declared)
+    return {
+        STORED_FIELDS: orjson.dumps(stored) if stored else None,
+        "field_values": encode_fields(indexed),
     }
 
 
@@ -360,9 +449,11 @@ class IndexStats(Figures):
 
     rebuilt: str = ""
     hosts: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)  # the first indexing filters' failures
 
     def notes(self) -> list[str]:
-        return [f"rebuilt the index: {self.rebuilt}"] if self.rebuilt else []
+        rebuilt = [f"rebuilt the index: {self.rebuilt}"] if self.rebuilt else []
+        return rebuilt + self.failures
 
 
 @step("index")
@@ -412,15 +503,18 @@ def index(
             str(tmp / f"docs-{part_name(state.bucket)}"),
             settings["parser.text.max.length"],
             state.templates,
+            settings,
         )
         for state in states
         if (changed := [s for s in segments if s.name in changes.segments.get(state.bucket, ())])
     ]
-    sum(executor.map(_docs_bucket, docs))
+    filtered = Filtered.total(executor.map(_docs_bucket, docs))
     doc_files = [Path(t.out) for t in docs]
+    fields = declared_fields(settings)
     written = index_documents(
-        doc_files, tmp, settings, on_doc, previous, meta, changes.deletes, changes.state
+        doc_files, tmp, settings, on_doc, previous, meta, changes.deletes, changes.state, fields
     )
+    exported = export(doc_files, changes.gone, settings, fields)
     changes.save_holdings(tmp / HOLDINGS_FILE)
     for path in [*doc_files, *(Path(t.out) for t in states), changes.changed]:
         path.unlink()
@@ -432,21 +526,62 @@ def index(
             **written,
             "segments": [s.name for s in segments],
             "indexed_with": indexed_with(settings),
+            "fields": [spec.describe() for spec in fields],
+            "kinds": sorted(PluginParsers.from_settings(settings).kinds),
         },
     )
     counts = {"documents": written["documents"], "shards": written["shards"], **changes.counts}
+    if filtered.dropped or filtered.failed:
+        counts |= {"left out by filters": filtered.dropped, "failed filters": filtered.failed}
+    counts |= {f"exported to {name}": n for name, n in exported.items()}
     return IndexStats(
         counts=counts,
         text=f"indexed {counts['documents']} documents into {counts['shards']} shard(s) "
         f"({counts['new']} new, {counts['changed']} changed, {counts['gone']} gone)",
         rebuilt=reason or "",
         hosts=sorted(changes.hosts),
+        failures=filtered.failures,
     )
+
+
+EXPORT_BATCH = 256  # gathered documents read at a time for the index writers
+
+
+def export(
+    doc_files: list[Path], gone: list[str], settings: Settings, fields: tuple[Field, ...]
+) -> dict[str, int]:
+    """Sends this round's new and changed documents, and the URLs of the pages gone, to the
+    enabled index writers (before the generation is published: a writer that fails fails
+    the step, and the next run sends the round again); operations sent, by writer."""
+    writers = plugins.build_named("indexwriter", settings)
+    if not writers:
+        return {}
+    declared = {spec.name: spec for spec in fields}
+    sent = dict.fromkeys((name for name, _ in writers), 0)
+    try:
+        for path in doc_files:
+            for batch in pq.ParquetFile(path).iter_batches(EXPORT_BATCH):
+                documents = [as_document(row).exported(declared) for row in batch.to_pylist()]
+                for name, writer in writers:
+                    writer.add(documents)
+                    sent[name] += len(documents)
+        for name, writer in writers:
+            if gone:
+                writer.delete(gone)
+                sent[name] += len(gone)
+            writer.commit()
+    finally:
+        for _, writer in writers:
+            writer.close()
+    return sent
 
 
 def indexed_with(settings: Settings) -> dict:
     """What an index was built with that a rebuild must follow when it changes."""
     found: dict = {"format": INDEX_FORMAT, **{key: settings[key] for key in INDEXED_WITH}}
+    fields = declared_fields(settings)
+    if fields:  # the plugins' fields: a field added, dropped or changed rebuilds the index
+        found["fields"] = [spec.describe() for spec in fields]
     user_dict = settings["analysis.zh.userdict"]
     if user_dict and Path(user_dict).is_file():
         found["analysis.zh.userdict digest"] = xxhash.xxh3_64_hexdigest(
@@ -483,6 +618,7 @@ class Changes:
     deletes: dict[int, np.ndarray]
     counts: dict[str, int]
     hosts: set[str]  # of the new, changed and gone pages
+    gone: list[str]  # the URLs of the pages no longer indexed
 
     @classmethod
     def between(cls, state: list[Path], previous: Path | None, tmp: Path) -> Changes:
@@ -508,22 +644,25 @@ class Changes:
             counts["new"] += new
             counts["changed"] += pages - new
         dropped = con.execute(
-            f"""SELECT h.uid, h.shard, s.fp IS NULL AS gone, h.host
+            f"""SELECT h.uid, h.shard, s.fp IS NULL AS gone, h.host, h.url
                 FROM {was.sql} h LEFT JOIN {now.sql} s USING (fp)
                 WHERE s.key IS DISTINCT FROM h.key""",
             params(now, was),
         ).fetchnumpy()
         counts["gone"] = int(dropped["gone"].sum())
         hosts.update(dropped["host"].tolist())
+        gone = dropped["url"][dropped["gone"]].tolist()
         deletes = {
             int(shard): dropped["uid"][dropped["shard"] == shard]
             for shard in np.unique(dropped["shard"])
         }
-        return cls(state, changed, segments, deletes, counts, hosts)
+        return cls(state, changed, segments, deletes, counts, hosts, gone)
 
     def save_holdings(self, path: Path) -> None:
         now = parquet_relation("state", self.state, schemas.INDEX_STATE)
-        held = connect().sql(f"SELECT fp, host, uid, shard, key FROM {now.sql}", params=now.params)
+        held = connect().sql(
+            f"SELECT fp, url, host, uid, shard, key FROM {now.sql}", params=now.params
+        )
         write_table(held.to_arrow_table(), path)
 
 
@@ -536,6 +675,7 @@ def index_documents(
     previous_meta: dict | None = None,
     deletes: dict[int, np.ndarray] | None = None,
     scores: list[Path] | None = None,
+    fields: tuple[Field, ...] = (),
 ) -> dict:
     """Analyzes gathered documents in parallel, then writes the shards of a new generation
     under `out` (update_shards: the previous one's, if given, without `deletes`, with the
@@ -554,6 +694,7 @@ def index_documents(
             settings["index.shards"],
             str(analyzed_dir),
             f"{n:05d}-{chunk[0]:05d}.parquet",
+            fields,
         )
         for n, path in enumerate(doc_files)
         for chunk in _chunks(list(range(groups[path])), per_task)
@@ -567,7 +708,7 @@ def index_documents(
     for paths in analyzed.values():
         paths.sort()  # the same documents are written in the same order
     meta = previous_meta if previous is not None and previous_meta is not None else {}
-    written = update_shards(previous, meta, out, analyzed, deletes or {}, settings, scores)
+    written = update_shards(previous, meta, out, analyzed, deletes or {}, settings, scores, fields)
     shutil.rmtree(analyzed_dir, ignore_errors=True)
     return written
 

@@ -21,6 +21,7 @@ from filbert.parse import documents
 from filbert.parse._whitespace import collapse as _collapse  # " ".join(text.split())
 from filbert.parse.encoding import decode_text
 from filbert.parse.html import parse_html
+from filbert.parse.parsers import PluginParsers, parse_with
 from filbert.parse.result import Found, ParseResult, header_hints
 from filbert.schemas import PARSE_FAILED, PARSE_UNSUPPORTED
 
@@ -112,6 +113,7 @@ def parse_content(
     kinds: Collection[str] = KINDS.keys(),
     truncated: bool = False,
     sandbox: DocumentSandbox | None = None,
+    parsers: PluginParsers | None = None,
 ) -> ParseResult:
     """Parse one fetched document; never raises.
 
@@ -121,12 +123,17 @@ def parse_content(
     kinds: the kinds to parse (`parser.types`). truncated: the body was cut at the
     content limit. sandbox: the child process that parses documents (PDF, feeds, office
     files) within a memory and time limit (`sandbox_for(settings)`, as a crawl does); None
-    parses them in this process, unbounded."""
+    parses them in this process, unbounded. parsers: the parser plugins, which parse the
+    media types they name before filbert's own parsers would."""
     found = Found()
     try:
         agent = (agent or "").strip().lower()
         if headers:
             header_hints(headers, agent, url, found)
+        plugin = parsers.claims(content_type) if parsers else None
+        if plugin is not None:
+            parsed = parse_with(plugin, url, content, content_type, headers or {}, found)
+            return replace(parsed, kind=plugin[1].kind)
         kind = content_kind(content_type, content)
         if kind is None or kind not in kinds:
             return found.empty(PARSE_UNSUPPORTED, _unsupported(content_type, kind))

@@ -143,7 +143,7 @@ def parse_html(
     # WO_EVENTS: without it lexbor mirrors each <option> into <selectedcontent>,
     # which is quadratic in a <select> of many options.
     tree = LexborHTMLParser(
-        _parser_input(url, content, content_type), options=LexborDocumentOptions.WO_EVENTS
+        parser_input(url, content, content_type), options=LexborDocumentOptions.WO_EVENTS
     )
     elements = _walk(tree)
     if elements["svg"]:  # its <title>s and <a>s are not the page's (rare: walk again)
@@ -166,7 +166,7 @@ def parse_html(
     return found.success(title, " ".join(blocks), outlinks, headings, blocks)
 
 
-def _parser_input(url: str, content: bytes, content_type: str | None) -> str | bytes:
+def parser_input(url: str, content: bytes, content_type: str | None) -> str | bytes:
     """The page decoded, or as it came when it is valid UTF-8 and decoded as such (lexbor
     reads UTF-8, which a str would be encoded to first)."""
     html, codec = decode_html(content, content_type, url)

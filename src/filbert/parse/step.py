@@ -25,12 +25,16 @@ from filbert import schemas
 from filbert.analysis.topic import RELEVANCE_CHARS, Topic, language, topic_of
 from filbert.config import Settings
 from filbert.executor import make_executor
+from filbert.fields import encode
 from filbert.mediatypes import parse_types
 from filbert.parse.boilerplate import block_hash
 from filbert.parse.content import parse_content
+from filbert.parse.filters import Page, ParseFilters, failed
+from filbert.parse.parsers import PluginParsers
 from filbert.parse.result import ParseResult
 from filbert.parse.sandbox import sandbox_for
 from filbert.schemas import FetchedPage, SiteLinks
+from filbert.scoring import ScoringFilters
 from filbert.step_result import Figures, step
 from filbert.storage import CrawlDir, CrawlDirError, PartWriter, Segment, read_parts, reading
 from filbert.urls import UrlFilter, UrlNormalizer, bucket_of, fingerprint, host_of
@@ -161,6 +165,9 @@ class SegmentParser:
         self.site_links: list[SiteLinks] = []
         topic = topic_of(settings["focus.topic"])
         self.focus = _Focus(topic, settings) if topic else None
+        self.parsers = PluginParsers.from_settings(settings)
+        self.filters = ParseFilters.from_settings(settings)
+        self.scoring = ScoringFilters.from_settings(settings)
 
     def add(self, page: FetchedPage) -> None:
         self.pending.append(page)
@@ -205,29 +212,42 @@ class SegmentParser:
             self.kinds,
             page.truncated,
             self.sandbox,
+            self.parsers,
         )
-        kept = self.outlinks.select(page.url, result.outlinks)
-        self.counts[result.status] += 1
-        text = result.text.encode("utf-8")  # once, for the signature and the Parquet column
-        self.texts.add(page.bucket, {"url": page.url, "fp": page.fp, "text": text})
+        fields: dict = {}
+        if self.filters:
+            seen = Page(page.url, page.content, page.content_type, page.headers or {}, result)
+            result, fields = self.filters.apply(seen), seen.fields
+        selected = self.outlinks.select(page.url, result.outlinks)
         relevance, lang = self.focus.relevance(result) if self.focus else (None, "")
-        self.datas.add(page.bucket, _data_row(page, result, kept, text, relevance))
-        tunnel: int | None = None
-        priorities: list[float] | None = None
+        kept, tunnel, priorities = selected, None, None
         if self.focus:
             judged = self.focus.links(relevance, lang, page.tunnel, kept)
             if judged is None:
                 kept = []  # tunnelled too far: the page passes on no links
             else:
                 tunnel, priorities = judged
-        share = page.score / max(1, len(kept))
+        shares = [page.score / max(1, len(kept))] * len(kept)
+        if self.scoring.outlinks and kept:
+            try:
+                shares = self.scoring.outlink_scores(page.url, fields, kept, shares)
+            except Exception as exc:
+                result = failed(result, f"scoring filter (outlink_scores) failed: {exc!r}")
+                selected, kept, fields = [], [], {}
+        self.counts[result.status] += 1
+        text = result.text.encode("utf-8")  # once, for the signature and the Parquet column
+        self.texts.add(page.bucket, {"url": page.url, "fp": page.fp, "text": text})
+        row = _data_row(page, result, selected, text, relevance)
+        row["fields"] = encode(fields) if result.status == schemas.PARSE_SUCCESS else None
+        self.datas.add(page.bucket, row)
         for n, (target, anchor) in enumerate(kept):
             priority = priorities[n] if priorities else None
-            self.links.add(target, page.url, anchor, "link", share, priority, tunnel)
+            self.links.add(target, page.url, anchor, "link", shares[n], priority, tunnel)
         if self.follow and kept:
             host = host_of(page.url)
             targets = ((url, self.links.target(url)) for url, _ in kept)
             own = [(url, fp) for url, (fp, to_host, _) in targets if to_host == host]
+            share = page.score / len(kept)
             self.site_links.append(SiteLinks(page.url, host, share, own, tunnel or 0))
         refresh = self.outlinks.select(page.url, [(result.refresh, "")]) if result.refresh else []
         for target, _ in refresh:  # a meta refresh is followed like a redirect

@@ -6,8 +6,12 @@ site:host/path (the host or any host under it, under that path), type:pdf (the k
 mediatypes.KINDS), lang:xx, after:DATE and before:DATE (YYYY, YYYY-MM or YYYY-MM-DD, UTC: the
 page's date from the start of that day, month or year on; before the start of it). Several
 of one operator take any of their values (but after: and before:, which bound the date
-together); -site:, -type: and -lang: leave pages out. A query of operators alone lists every
-page they let through. Words are analyzed as the index analyzed its documents: in the
+together); -site:, -type: and -lang: leave pages out. The plugins' fields the index holds
+(fields.py) are searched by name: NAME:value and NAME:"a value" (a keyword exactly, a text's
+words analyzed as the body's), NAME:[a TO b] with * for an open end, NAME:>a, >=, <, <=
+(numbers; dates as YYYY, YYYY-MM, YYYY-MM-DD or ISO 8601, a period counting whole at an
+upper bound), -NAME:value to leave pages out; a name that is no field's, as in std::vec,
+is part of a word. A query of operators alone lists every page they let through. Words are analyzed as the index analyzed its documents: in the
 query's language when it can be told, otherwise in every language of the index, each
 analysis an alternative for the word.
 
@@ -43,6 +47,7 @@ from filbert.analysis.analyzers import (
     jieba_words,
 )
 from filbert.errors import UserError
+from filbert.fields import Field, iso_datetime
 from filbert.index.schema import (
     ALL_FIELD,
     FILLER,
@@ -55,9 +60,11 @@ from filbert.mediatypes import KINDS
 from filbert.urls import InvalidUrl, host_of, normalize_url
 
 OPERATORS = ("site", "type", "lang", "after", "before")
-QUERY_TOKEN = re.compile(
-    rf'(-?)(?:"([^"]*)"?|\b({"|".join(OPERATORS)}):(\S+)|(\S+))', re.IGNORECASE
-)
+# -, then a "phrase", a name:value (an operator's or a plugin field's: parse_query tells,
+# and reads any other as a word; a field's value may be "quoted" or a [range]), or a word
+QUERY_TOKEN = re.compile(r'(-?)(?:"([^"]*)"?|\b([A-Za-z]\w*):(\[[^\]]*\]|"[^"]*"?|\S+)|(\S+))')
+RANGE = re.compile(r"\[\s*(\S+)\s+TO\s+(\S+)\s*\]", re.IGNORECASE)
+COMPARISON = re.compile(r"(>=|<=|>|<)(.+)")
 # what type: takes besides the kinds' names
 TYPE_ALIASES = {"htm": "html", "xhtml": "html", "txt": "text", "md": "text", "rss": "feed"}
 TYPE_ALIASES |= {"atom": "feed", "doc": "docx", "word": "docx"}
@@ -155,6 +162,8 @@ class ParsedQuery:
     not_types: list[str] = field(default_factory=list)
     after: int | None = None  # seconds since the epoch: pages dated then or later
     before: int | None = None  # pages dated before then
+    fields: list[FieldClause] = field(default_factory=list)  # NAME:value, all of them
+    not_fields: list[FieldClause] = field(default_factory=list)  # -NAME:value
 
     @property
     def text(self) -> str:
@@ -177,17 +186,41 @@ class ParsedQuery:
             or self.not_types
             or self.after is not None
             or self.before is not None
+            or self.fields
+            or self.not_fields
         )
 
 
-def parse_query(text: str) -> ParsedQuery:
-    """The query's words, phrases, exclusions and operators; QueryError for an operator's
-    value that is not one (site:, type:, lang:, after:, before:)."""
+@dataclass
+class FieldClause:
+    """NAME:value of a plugin's field: `value` for text and keyword fields, else the
+    inclusive bounds `low` and `high` (None: open; dates in seconds)."""
+
+    spec: Field
+    value: str = ""
+    low: float | None = None
+    high: float | None = None
+    terms: list[set[str]] = field(default_factory=list)  # a text value's words (analyze_query)
+
+
+def parse_query(
+    text: str, fields: Mapping[str, Field] | None = None, kinds: Collection[str] = ()
+) -> ParsedQuery:
+    """The query's words, phrases, exclusions, operators and clauses on the plugins'
+    `fields` (the index's); QueryError for an operator's or a field's value that is not one
+    (site:, type:, lang:, after:, before:, NAME:). `kinds`: what type: takes besides
+    filbert's own kinds (the parser plugins' the index was built with)."""
     parsed = ParsedQuery()
-    for minus, phrase, operator, value, word in QUERY_TOKEN.findall(text.translate(QUOTES)):
-        if operator:
-            _operator(parsed, operator.lower(), value, bool(minus))
+    for minus, phrase, name, value, word in QUERY_TOKEN.findall(text.translate(QUOTES)):
+        if name.lower() in OPERATORS:
+            _operator(parsed, name.lower(), value, bool(minus), kinds)
             continue
+        if fields and name in fields:
+            clauses = parsed.not_fields if minus else parsed.fields
+            clauses.append(_field_clause(fields[name], value))
+            continue
+        if name:  # no operator, no field: a word with a colon (std::vec, a:b)
+            word = f"{name}:{value}"
         item = phrase if phrase or not word else word
         if not item.strip():
             continue
@@ -200,7 +233,9 @@ def parse_query(text: str) -> ParsedQuery:
     return parsed
 
 
-def _operator(parsed: ParsedQuery, name: str, value: str, minus: bool) -> None:
+def _operator(
+    parsed: ParsedQuery, name: str, value: str, minus: bool, kinds: Collection[str] = ()
+) -> None:
     if name in ("after", "before"):
         if minus:
             raise QueryError(
@@ -212,11 +247,89 @@ def _operator(parsed: ParsedQuery, name: str, value: str, minus: bool) -> None:
         else:
             parsed.before = date if parsed.before is None else min(parsed.before, date)
         return
-    read = {"site": _site, "type": _type, "lang": _language_code}[name]
     values = getattr(parsed, f"not_{name}s" if minus else f"{name}s")
-    found = read(value)
+    found = (
+        _type(value, kinds)
+        if name == "type"
+        else {"site": _site, "lang": _language_code}[name](value)
+    )
     if found not in values:
         values.append(found)
+
+
+def _field_clause(spec: Field, value: str) -> FieldClause:
+    """NAME:value, NAME:"a value", NAME:[a TO b] (* for no bound), NAME:>a, >=, <, <=."""
+    value = value.strip('"').strip()
+    if not spec.numeric:
+        if not value:
+            raise QueryError(f"{spec.name}: takes a value, as {spec.name}:word")
+        return FieldClause(spec, value)
+    if ranged := RANGE.fullmatch(value):
+        low, high = ranged.groups()
+        return FieldClause(spec, low=_bound(spec, low, False), high=_bound(spec, high, True))
+    if compared := COMPARISON.fullmatch(value):
+        sign, bound = compared.groups()
+        number = _bound(spec, bound, sign.startswith("<"))
+        if number is None:
+            raise QueryError(f"{spec.name}:{sign} takes a value")
+        return _compared(spec, sign, number)
+    return FieldClause(spec, low=_bound(spec, value, False), high=_bound(spec, value, True))
+
+
+def _compared(spec: Field, sign: str, number: float) -> FieldClause:
+    """NAME:>a and its kin as bounds: > and < leave the bound out (a float's by the least
+    step, an integer's or a date's by one)."""
+    if sign == ">":
+        number = math.nextafter(number, math.inf) if spec.type == "float" else number + 1
+    elif sign == "<":
+        number = math.nextafter(number, -math.inf) if spec.type == "float" else number - 1
+    if sign.startswith(">"):
+        return FieldClause(spec, low=number)
+    return FieldClause(spec, high=number)
+
+
+def _bound(spec: Field, text: str, upper: bool) -> float | None:
+    """A range's bound (None for *); a date's is the start of the year, month, day or
+    second it names, or its end for an upper bound (2024 TO 2024 is the whole year)."""
+    if text == "*":
+        return None
+    problem = QueryError(
+        f"{spec.name}: takes {'a date such as 2024-05-01' if spec.type == 'date' else 'a number'}"
+        f" or a range [a TO b], not {text[:30]!r}"
+    )
+    if spec.type != "date":
+        try:
+            number = float(text)
+        except ValueError:
+            raise problem from None
+        if not math.isfinite(number):
+            raise problem
+        return number
+    period = DATE_VALUE.fullmatch(text)
+    try:
+        if period is None:
+            return int(_utc(iso_datetime(text)).timestamp())
+        year, month, day = (int(part) if part else None for part in period.groups())
+        assert year is not None
+        if upper:
+            return _period_end(year, month, day) - 1
+        return int(datetime(year, month or 1, day or 1, tzinfo=UTC).timestamp())
+    except (ValueError, OverflowError):
+        raise problem from None
+
+
+def _utc(when: datetime) -> datetime:
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+def _period_end(year: int, month: int | None, day: int | None) -> int:
+    """The start of the year, month or day after the one named, in seconds (UTC)."""
+    if day:
+        return int(datetime(year, month or 1, day, tzinfo=UTC).timestamp()) + 86_400
+    if month:
+        following = (year + month // 12, month % 12 + 1)
+        return int(datetime(*following, 1, tzinfo=UTC).timestamp())
+    return int(datetime(year + 1, 1, 1, tzinfo=UTC).timestamp())
 
 
 def _language_code(value: str) -> str:
@@ -226,11 +339,12 @@ def _language_code(value: str) -> str:
     return code
 
 
-def _type(value: str) -> str:
+def _type(value: str, kinds: Collection[str] = ()) -> str:
     kind = value.lower().lstrip(".")
     kind = TYPE_ALIASES.get(kind, kind)
-    if kind not in KINDS:
-        raise QueryError(f"type: takes one of {', '.join(KINDS)}, not {value[:20]!r}")
+    if kind not in KINDS and kind not in kinds:
+        known = ", ".join([*KINDS, *sorted(set(kinds) - KINDS.keys())])
+        raise QueryError(f"type: takes one of {known}, not {value[:20]!r}")
     return kind
 
 
@@ -335,6 +449,9 @@ def analyze_query(
     lang = parsed.lang or query_language(text, index_langs, present_langs)
     first = [lang, *parsed.langs] if lang else []
     langs = list(dict.fromkeys([*first, *index_langs])) or ["en"]
+    for clause in parsed.fields + parsed.not_fields:
+        if clause.spec.type == "text":
+            clause.terms = _clauses(clause.value, langs)
     words, ignored = without_frames(parsed.text) if frames else (parsed.text, [])
     clauses = _clauses(words, langs)
     if not clauses and not parsed.phrases:  # nothing but the frame ("how to", "what is it")
@@ -779,7 +896,7 @@ class QueryBuilder:
                     include_upper=high is None,  # tantivy's way to say: no upper bound
                 )
             )
-        return filters
+        return filters + [self._field(clause) for clause in parsed.fields]
 
     def _left_out(self, parsed: ParsedQuery) -> list[Query]:
         """What -site:, -type: and -lang: leave out."""
@@ -791,7 +908,47 @@ class QueryBuilder:
                 ("lang", parsed.not_langs),
             )
             if values
-        ]
+        ] + [self._field(clause) for clause in parsed.not_fields]
+
+    def _field(self, clause: FieldClause) -> Query:
+        """The pages a plugin field's clause lets through, unscored: a keyword's exact value,
+        each word of a text value, a number's or a date's range."""
+        name, kind = clause.spec.name, clause.spec.type
+        if kind == "keyword":
+            found = Query.term_query(self.schema, name, clause.value)
+        elif kind == "text":
+            words = [
+                Query.boolean_query(
+                    [(Occur.Should, Query.term_query(self.schema, name, t)) for t in sorted(terms)]
+                )
+                for terms in clause.terms
+            ]
+            found = (
+                Query.boolean_query([(Occur.Must, w) for w in words])
+                if words
+                else Query.all_query()
+            )
+        else:
+            found = self._range(clause)
+        return Query.const_score_query(found, 0.0)
+
+    def _range(self, clause: FieldClause) -> Query:
+        low, high = clause.low, clause.high
+        if clause.spec.type == "float":
+            kind = tantivy.FieldType.Float
+        else:  # integers and dates (seconds): bounds rounded inwards
+            kind = tantivy.FieldType.Integer
+            low = None if low is None else math.ceil(low)
+            high = None if high is None else math.floor(high)
+        if low is not None and high is not None and low > high:
+            return Query.boolean_query([(Occur.MustNot, Query.all_query())])  # matches nothing
+        return Query.range_query(
+            self.schema,
+            clause.spec.name,
+            kind,
+            low if low is not None else _LOWEST[kind],
+            high if high is not None else _HIGHEST[kind],
+        )
 
     def _any_of(self, name: str, values: list[str]) -> Query:
         if len(values) == 1:
@@ -799,6 +956,10 @@ class QueryBuilder:
         return Query.boolean_query(
             [(Occur.Should, Query.term_query(self.schema, name, value)) for value in values]
         )
+
+
+_LOWEST = {tantivy.FieldType.Float: -math.inf, tantivy.FieldType.Integer: -(2**63)}
+_HIGHEST = {tantivy.FieldType.Float: math.inf, tantivy.FieldType.Integer: 2**63 - 1}
 
 
 def _at_least(needed: int, queries: list[Query]) -> Query:

@@ -38,6 +38,7 @@ class Candidate:
     host: int = 0
     uid: int = 0
     recency: int = 0  # the page's date and uid's top bits (index.schema.recency)
+    boost: float = 1.0  # the scoring filters' factor of its score (index_boost)
     proximity: float = 0.0  # the proximity bins' score (phase two)
     pagerank_score: float = 0.0  # PageRank's share of the score (phase two)
     score: float = 0.0
@@ -54,6 +55,7 @@ class Candidate:
             "proximity": self.proximity,
             "pagerank": self.pagerank,
             "pagerank_score": self.pagerank_score,
+            **({"boost": self.boost} if self.boost != 1.0 else {}),
             **(self.extra or {}),
         }
 
@@ -76,6 +78,7 @@ class RankingSettings:
 
     pagerank_weight: float  # search.pagerank.weight: the most PageRank adds to a score
     pagerank_half: float  # search.pagerank.half: the PageRank that adds half of that
+    boost_power: float  # search.boost.index: how much a page's boost counts
     per_host: int  # search.max.hits.per.host: results of one host before others' (<= 0: all)
     simhash_distance: int  # dedup.simhash.distance: bits within which pages are near-duplicates
     rerank_depth: int  # search.rerank.depth: the best candidates by text re-ranked
@@ -89,6 +92,7 @@ class RankingSettings:
         return cls(
             pagerank_weight=settings["search.pagerank.weight"],
             pagerank_half=settings["search.pagerank.half"],
+            boost_power=settings["search.boost.index"],
             per_host=settings["search.max.hits.per.host"],
             simhash_distance=settings["dedup.simhash.distance"],
             rerank_depth=settings["search.rerank.depth"],
@@ -133,6 +137,11 @@ class Reranker:
             pagerank = max(candidate.pagerank, 0.0)
             candidate.pagerank_score = weight * pagerank / (pagerank + half)
             candidate.score = candidate.text_score + candidate.proximity + candidate.pagerank_score
+            if candidate.boost != 1.0:
+                candidate.score *= self._boost(candidate)
+
+    def _boost(self, candidate: Candidate) -> float:
+        return max(candidate.boost, 0.0) ** self.config.boost_power
 
     def _collapse(self, ordered: list[Candidate]) -> list[Candidate]:
         """Leaves out pages whose simhash is within `simhash_distance` bits of a better result's."""
@@ -171,10 +180,24 @@ class Reranker:
             f"(pr + {self.config.pagerank_half}) "
             f"with pr = {candidate.pagerank:.6g}",
         }
-        return {
+        explained = {
             "value": round(candidate.score, 6),
             "description": "score = text score + proximity + PageRank score",
             "details": [*parts, pagerank],
+        }
+        if candidate.boost == 1.0:
+            return explained
+        factor = self._boost(candidate)
+        explained["value"] = round(candidate.score / factor, 6) if factor else 0.0
+        boost = {
+            "value": round(factor, 6),
+            "description": f"boost = {candidate.boost:.6g} ** {self.config.boost_power} "
+            "(scoring filters, at index time)",
+        }
+        return {
+            "value": round(candidate.score, 6),
+            "description": "score = (text score + proximity + PageRank score) × boost",
+            "details": [explained, boost],
         }
 
 
@@ -191,4 +214,8 @@ def explained(
 
 
 def _named_fields(text: str) -> str:
-    return _FIELD_NUMBER.sub(lambda m: f"field={FIELD_NAMES[int(m.group(1))]}", text)
+    return _FIELD_NUMBER.sub(lambda m: f"field={_field_name(int(m.group(1)))}", text)
+
+
+def _field_name(number: int) -> str:
+    return FIELD_NAMES[number] if number < len(FIELD_NAMES) else f"plugin field {number}"

@@ -16,13 +16,15 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
 
+from filbert import plugins
 from filbert.config import Settings
 from filbert.index.schema import date_of, iso_date
+from filbert.plugins import PluginError
 from filbert.search.cache import CachedPage
 from filbert.search.facets import FACETS, facet_names, shown
 from filbert.search.query import QueryError, query_text
@@ -79,6 +81,12 @@ class SearchRequest(BaseModel):
     sort: Sort = Field(
         "relevance", description="date: the newest pages first (by the page's date, as after:)"
     )
+    filter: str = Field(
+        "",
+        description="clauses every page found must meet, written as in q and added to it "
+        "(not spell-corrected): the plugins' fields NAME:value, NAME:[a TO b], "
+        "NAME:>a (numbers, dates), -NAME:value, and the operators (site:, type:...)",
+    )
     facets: str = Field(
         "",
         description=f"count the pages found by these, comma-separated: {', '.join(FACETS)} "
@@ -95,6 +103,10 @@ class SearchRequest(BaseModel):
         if self.sort == "date" and self.ranking != "bm25":
             raise ValueError("sort=date orders by date, ranking by relevance: not both")
         return self
+
+    def with_filter(self, query: str) -> str:
+        """The query with the request's filter clauses."""
+        return f"{query} {self.filter}" if self.filter.strip() else query
 
     @property
     def facet_names(self) -> tuple[str, ...]:
@@ -137,6 +149,7 @@ class Hit:
     published: str | None = None  # ISO 8601, UTC
     modified: str | None = None
     date: str | None = None  # the page's date: published, else modified, else fetched
+    fields: dict[str, Any] = field(default_factory=dict)  # the plugins' stored fields
 
     def to_dict(self) -> dict:
         data = {
@@ -151,6 +164,7 @@ class Hit:
             "published": self.published,
             "modified": self.modified,
             "date": self.date,
+            "fields": self.fields,
             "signals": self.signals,
         }
         if self.explanation is not None:
@@ -296,6 +310,18 @@ def run_steps(steps: Generator[Step, Any, T], answer: Callable[[Step], Any]) -> 
         return done.value
 
 
+class QueryFilter(Protocol):
+    """Rewrites search requests before they are searched (the `queryfilter` extension
+    point): synonyms, a default filter, a site's own operators. It runs where the ranking
+    runs (the web server's process, or the process searching in place), in
+    `queryfilter.order`, each on what the one before made."""
+
+    def filter(self, request: SearchRequest) -> SearchRequest:
+        """The request to search (this one, or a copy changed: `request.model_copy(update=
+        {"q": ...})`)."""
+        ...
+
+
 class Ranking:
     """Phase two and the order of a search's steps."""
 
@@ -304,6 +330,23 @@ class Ranking:
         self.reranker = Reranker(config)
         # read by web/broker.py (answering Authority) and bench/query_latency.py
         self.hits_inlinks, self.rerank_depth = config.hits_inlinks, config.rerank_depth
+        self.query_filters: list[tuple[str, QueryFilter]] = plugins.build_named(
+            "queryfilter", settings
+        )
+
+    def filtered(self, request: SearchRequest) -> SearchRequest:
+        """The request as the query filters leave it; PluginError naming one that fails."""
+        for name, query_filter in self.query_filters:
+            try:
+                changed = query_filter.filter(request)
+            except Exception as exc:
+                raise PluginError(f"query filter {name} failed: {exc!r}") from None
+            if not isinstance(changed, SearchRequest):
+                raise PluginError(
+                    f"query filter {name} gave {type(changed).__name__}, not a request"
+                )
+            request = changed
+        return request
 
     def steps(self, request: SearchRequest, deadline: float | None = None) -> Steps:
         """The request's search (see SearchRequest): `ranking` "bm25" (text features, then
@@ -314,18 +357,20 @@ class Ranking:
         out); `facets` counts the pages found by type, language, host or year. `deadline`
         (time.monotonic()): SearchTimeout when it has passed, checked between the steps."""
         check, config = partial(check_deadline, deadline), self.config
+        request = self.filtered(request)
         query, n, offset, ranking = request.q, request.n, request.offset, request.ranking
-        text = query_text(query, config.max_query)
+        text = query_text(request.with_filter(query), config.max_query)
         depth = max(offset + n, config.rerank_depth, config.hits_root if ranking == "hits" else 0)
         retrieve = partial(
             self._retrieve, depth=depth, check=check, sort=request.sort, facets=request.facet_names
         )
-        correction: Correction | None = (yield Correct(query)) if request.spell else None
+        spell = request.spell and bool(query.strip())
+        correction: Correction | None = (yield Correct(query)) if spell else None
         searched = correction.text if correction and correction.applied else query
-        conjunction, retrieved = yield from retrieve(searched)
+        conjunction, retrieved = yield from retrieve(request.with_filter(searched))
         if correction and searched != query and retrieved.total == 0:  # no better: as typed
             searched, correction = query, replace(correction, applied=False)
-            conjunction, retrieved = yield from retrieve(query)
+            conjunction, retrieved = yield from retrieve(request.with_filter(query))
         check()
         if request.sort == "date":
             ranked = self.reranker.by_date(retrieved.candidates)
@@ -341,7 +386,8 @@ class Ranking:
             ranked = _by_authority(root, scores) + ranked[len(root) :]
         chosen = ranked[offset : offset + n]
         check()
-        fetched = (yield Fetch(searched, conjunction, request.explain, chosen)) if chosen else []
+        found = request.with_filter(searched)
+        fetched = (yield Fetch(found, conjunction, request.explain, chosen)) if chosen else []
         hits = [self._hit(c, found) for c, found in zip(chosen, fetched) if found is not None]
         return SearchResults(
             text,
@@ -395,6 +441,7 @@ class Ranking:
             fetched["published"],
             fetched["modified"],
             iso_date(date_of(candidate.recency)),
+            fetched.get("fields") or {},
         )
 
 

@@ -19,19 +19,24 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from operator import attrgetter
+from typing import Any
 
 import numpy as np
+import orjson
 import tantivy
 from typing_extensions import TypedDict  # pydantic validates it (web/replies.py)
 
 from filbert.analysis.analyzers import TOKEN, analyzer
 from filbert.config import Settings
 from filbert.errors import UserError
+from filbert.fields import Field
 from filbert.index.columns import COLUMNS_FILE, Columns
 from filbert.index.schema import (
     ALL_FIELD,
     GRAMS_FIELD,
     INDEX_FORMAT,
+    STORED_FIELDS,
+    declared_fields,
     has_field,
     index_schema,
     open_shard,
@@ -119,6 +124,7 @@ class Fetched(TypedDict):
     published: str | None
     modified: str | None
     explanation: list[dict] | None
+    fields: dict[str, Any]  # the plugins' stored fields
 
 
 @dataclass(frozen=True)
@@ -157,6 +163,7 @@ class ShardSearcher:
         self.crawl = crawl
         self.config = config = ShardSearcherSettings.from_settings(settings)
         self.numbers = None if numbers is None else tuple(sorted(set(numbers)))
+        self.fields: dict[str, Field] = {}  # the plugins' fields the index has
         self.builder = QueryBuilder(index_schema(), config.query)
         self._lock = threading.Lock()
         self.reopen()
@@ -183,6 +190,11 @@ class ShardSearcher:
                 f"{', '.join(map(str, missing))}"
             )
         indexes = {n: open_shard(current / shard_name(n)) for n in numbers}
+        self.kinds: list[str] = meta.get("kinds", [])  # the parser plugins' (type:)
+        fields = {spec.name: spec for spec in declared_fields(meta)}
+        if fields != self.fields:
+            self.fields = fields
+            self.builder = QueryBuilder(index_schema(fields.values()), self.config.query)
         self.generation = current
         self.shard_count = count
         self.shards = {n: index.searcher() for n, index in indexes.items()}
@@ -206,7 +218,10 @@ class ShardSearcher:
     def analyze(self, query: str) -> AnalyzedQuery:
         text, config = query_text(query, self.config.max_query), self.config
         analyzed = analyze_query(
-            parse_query(text), self.languages, self.language_counts.keys(), config.frames
+            parse_query(text, self.fields, self.kinds),
+            self.languages,
+            self.language_counts.keys(),
+            config.frames,
         )
         if analyzed.empty and not TOKEN.search(text):
             raise QueryError(f"query {text!r} has no words to search for")
@@ -559,6 +574,7 @@ class ShardSearcher:
             published=stored_date(doc, "published"),
             modified=stored_date(doc, "modified"),
             explanation=None if flat is None else self._explain(analyzed, candidate, address, flat),
+            fields=_stored_fields(doc),
         )
 
     def _explain(
@@ -596,6 +612,12 @@ class ShardSearcher:
         """The page's cached copy as shown: as fetched if a browser shows it as a page and
         `text` is not asked, else its text as parsed (search.cache.cached_copy)."""
         return cached_copy(self.crawl, self.generation, self.shards, self.builder.schema, url, text)
+
+
+def _stored_fields(doc: tantivy.Document) -> dict[str, Any]:
+    """The plugins' stored fields of a page, as index.step's analyze_document kept them."""
+    value = doc.get_first(STORED_FIELDS)
+    return orjson.loads(value) if isinstance(value, bytes) else {}
 
 
 def best_by_text(candidates: list[Candidate], depth: int) -> list[Candidate]:

@@ -67,6 +67,7 @@ CANDIDATE = np.dtype(
         ("host", "<i8"),
         ("uid", "<i8"),
         ("recency", "<i8"),
+        ("boost", "<f8"),
         ("proximity", "<f8"),
     ]
 )

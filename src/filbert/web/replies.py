@@ -123,6 +123,7 @@ class _Hit(_Exact):  # search.searcher.Hit.to_dict (orjson writes a NaN as null)
     published: str | None
     modified: str | None
     date: str | None
+    fields: dict[str, Any]  # the plugins' stored fields
     signals: dict[str, float | None]
     explanation: dict[str, Any] | None = None
 
