@@ -85,6 +85,13 @@ HOLDINGS = pa.schema(
 CRAWLDB_READ = ("fp", "url", "host", "score", "simhash", "status", "relevance", "modified_time")
 # Settings that change what is indexed: a change rebuilds the index.
 INDEXED_WITH = ("index.shards", "parser.text.max.length", "analysis.zh.userdict")
+# Where index writers send documents: a change rebuilds the index, so they get every page.
+WRITER_TARGETS = (
+    "indexwriter.jsonl.target",
+    "indexwriter.elastic.target",
+    "indexwriter.elastic.index",
+    "indexwriter.solr.target",
+)
 
 
 @dataclass(frozen=True)
@@ -582,6 +589,10 @@ def indexed_with(settings: Settings) -> dict:
     fields = declared_fields(settings)
     if fields:  # the plugins' fields: a field added, dropped or changed rebuilds the index
         found["fields"] = [spec.describe() for spec in fields]
+    writers = [plugin.name for plugin in plugins.enabled("indexwriter", settings)]
+    if writers:  # a writer enabled or pointed elsewhere is sent every page: a rebuild
+        targets = "\0".join(str(settings[key]) for key in WRITER_TARGETS)
+        found["index writers"] = [*writers, xxhash.xxh3_64_hexdigest(targets.encode())]
     user_dict = settings["analysis.zh.userdict"]
     if user_dict and Path(user_dict).is_file():
         found["analysis.zh.userdict digest"] = xxhash.xxh3_64_hexdigest(
