@@ -22,7 +22,7 @@ from filbert import plugins
 from filbert.cli import app
 from filbert.config import ConfigError, load_settings
 from filbert.executor import ExecutorError, make_executor
-from filbert.urls import UrlFilter, UrlNormalizer
+from filbert.urls import InvalidUrl, UrlFilter, UrlNormalizer
 
 BUILT_IN = "urlfilter-regex|urlnormalizer-basic"
 PLUGIN_MODULE = '''
@@ -61,6 +61,20 @@ SETTINGS = """
 """
 
 
+class Fragile:
+    """Fails on URLs that mention crash."""
+
+    def why_rejected(self, url):
+        if "crash" in url:
+            raise RuntimeError("cannot judge this URL")
+        return None
+
+    def normalize(self, url):
+        if "crash" in url:
+            raise KeyError("no rule for it")
+        return url
+
+
 class Broken:
     @classmethod
     def from_settings(cls, settings):
@@ -73,8 +87,11 @@ acceptall = example_plugin:AcceptAll
 broken = example_plugin:Broken
 missing = example_plugin:NoSuchClass
 
+fragile = example_plugin:Fragile
+
 [filbert.urlnormalizer]
 lowerpath = example_plugin:LowerPath
+fragilenorm = example_plugin:Fragile
 
 [filbert.settings]
 example = example_plugin:SETTINGS
@@ -233,3 +250,26 @@ def test_a_dask_worker_that_lacks_an_enabled_plugin_is_a_clear_error_at_start(
             r".*noprivate \(example-plugin 1\.0\) is not installed",
         ):
             make_executor(enabled)
+
+
+def test_a_url_filter_or_normalizer_that_fails_on_a_url_leaves_that_url_out(
+    example_plugin, site_server, tmp_path: Path
+) -> None:
+    included = settings_with(f"plugin.includes={BUILT_IN}|fragile|fragilenorm")
+    url_filter = UrlFilter.from_settings(included)
+    assert url_filter.why_rejected("http://a.test/crash") == (
+        "URL filter fragile failed: RuntimeError('cannot judge this URL')"
+    )
+    with pytest.raises(InvalidUrl, match="URL normalizer fragilenorm failed: KeyError"):
+        UrlNormalizer.from_settings(included).normalize("http://a.test/crash")
+    server = site_server(
+        {"/": html("Home", link("/crash.html", "c") + link("/fine.html", "f")), "/fine.html": "ok"}
+    )
+    crawl_site(
+        tmp_path / "crawl",
+        [server.url("/")],
+        f"plugin.includes={BUILT_IN}|fragile|fragilenorm",
+        depth=2,
+    )
+    fetched = {request.path for request in server.requests}
+    assert "/fine.html" in fetched and "/crash.html" not in fetched

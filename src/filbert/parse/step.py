@@ -37,7 +37,7 @@ from filbert.schemas import FetchedPage, SiteLinks
 from filbert.scoring import ScoringFilters
 from filbert.step_result import Figures, step
 from filbert.storage import CrawlDir, CrawlDirError, PartWriter, Segment, read_parts, reading
-from filbert.urls import UrlFilter, UrlNormalizer, bucket_of, fingerprint, host_of
+from filbert.urls import InvalidUrl, UrlFilter, UrlNormalizer, bucket_of, fingerprint, host_of
 
 
 @dataclass(frozen=True)
@@ -82,8 +82,11 @@ class _Outlinks:
         if url not in self.seen:
             if len(self.seen) > SEEN_LIMIT:
                 self.seen.clear()
-            clean = self.normalizer.normalize(url)
-            self.seen[url] = clean if self.url_filter.accepts(clean) else None
+            try:
+                clean: str | None = self.normalizer.normalize(url)
+            except InvalidUrl:  # a normalizer failed on it
+                clean = None
+            self.seen[url] = clean if clean and self.url_filter.accepts(clean) else None
         return self.seen[url]
 
 

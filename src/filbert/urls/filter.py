@@ -185,19 +185,24 @@ class UrlFilter:
     """The enabled URL filters (plugins of `urlfilter`), in order: a URL passes if none
     rejects it."""
 
-    def __init__(self, filters: list[URLFilter]):
+    def __init__(self, filters: list[tuple[str, URLFilter]]):
         self.filters = filters
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any]) -> UrlFilter:
-        return cls(plugins.build("urlfilter", settings))
+        return cls(plugins.build_named("urlfilter", settings))
 
     def accepts(self, url: str) -> bool:
         return self.why_rejected(url) is None
 
     def why_rejected(self, url: str) -> str | None:
-        for url_filter in self.filters:
-            reason = url_filter.why_rejected(url)
+        """Why the first filter to reject the URL did; a filter that fails on it rejects
+        it, naming itself."""
+        for name, url_filter in self.filters:
+            try:
+                reason = url_filter.why_rejected(url)
+            except Exception as exc:
+                return f"URL filter {name} failed: {exc!r}"[:300]
             if reason is not None:
                 return reason
         return None

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from filbert import plugins
+from filbert.urls.normalize import InvalidUrl
 
 _PATH_PARAM = re.compile(r";([^/;=]*)(?:=[^/;]*)?")
 
@@ -55,16 +56,23 @@ class URLNormalizer(Protocol):
 class UrlNormalizer:
     """The enabled URL normalizers (plugins of `urlnormalizer`), in order."""
 
-    def __init__(self, normalizers: list[URLNormalizer]):
+    def __init__(self, normalizers: list[tuple[str, URLNormalizer]]):
         self.normalizers = normalizers
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any]) -> UrlNormalizer:
-        return cls(plugins.build("urlnormalizer", settings))
+        return cls(plugins.build_named("urlnormalizer", settings))
 
     def normalize(self, url: str) -> str:
-        for normalizer in self.normalizers:
-            url = normalizer.normalize(url)
+        """The URL as the normalizers write it; InvalidUrl when one fails on it (naming it):
+        that URL is left out, as an invalid one is."""
+        for name, normalizer in self.normalizers:
+            try:
+                url = normalizer.normalize(url)
+            except InvalidUrl:
+                raise
+            except Exception as exc:
+                raise InvalidUrl(f"URL normalizer {name} failed: {exc!r}"[:300]) from None
         return url
 
 
