@@ -255,6 +255,8 @@ PARSERS: dict[str, Callable[[Mapping[str, Any], str], object]] = {
     "executor.address": _of_settings("filbert.executor:scheduler_address"),
     "executor.dashboard": _of_settings("filbert.executor:dashboard_address"),
     "parser.types": _of_value("filbert.mediatypes:parse_types"),
+    "extract.rules": _of_settings("filbert.parse.extract:Extractor.from_settings"),
+    "extract.file": _of_settings("filbert.parse.extract:Extractor.from_settings"),
 }
 
 

@@ -238,9 +238,8 @@ def test_strip_port():
 def _filter(**overrides) -> UrlFilter:
     """The fast checks from settings in front of one rule that accepts every http(s) URL."""
     settings = Settings({k.replace("_", "."): v for k, v in overrides.items()})
-    return UrlFilter(
-        [RegexUrlFilter.parse("+^https?://", limits=FilterLimits.from_settings(settings))]
-    )
+    rules = RegexUrlFilter.parse("+^https?://", limits=FilterLimits.from_settings(settings))
+    return UrlFilter([("urlfilter-regex", rules)])
 
 
 def test_why_rejected_explains_each_check():
