@@ -273,3 +273,11 @@ def test_a_url_filter_or_normalizer_that_fails_on_a_url_leaves_that_url_out(
     )
     fetched = {request.path for request in server.requests}
     assert "/fine.html" in fetched and "/crash.html" not in fetched
+
+
+def test_filbert_plugins_lists_the_fields_the_enabled_plugins_add() -> None:
+    rules = "extract.rules=price float css:.price\ntags keyword+ css:.tag"
+    result = CliRunner().invoke(app, ["plugins", "-D", rules])
+    assert result.exit_code == 0, result.output
+    listed = result.stdout[result.stdout.index("fields") :]
+    assert "price  float" in listed and "tags  keyword+" in listed

@@ -932,6 +932,8 @@ def plugins(
     if as_json:
         print(json.dumps(points, indent=1))
         return
+    from filbert.index.filters import declared_fields
+
     for point in points:
         stdout.print(f"[bold]{point['point']}[/]  {escape(point['what'])}", highlight=False)
         for plugin in point["plugins"]:
@@ -941,6 +943,10 @@ def plugins(
                 f"({escape(plugin['package'])})",
                 highlight=False,
             )
+    stdout.print("[bold]fields[/]  what the enabled plugins add to pages (searched as NAME:value)")
+    for spec in declared_fields(settings):
+        shown = f"{spec.type}{'+' if spec.multi else ''}{'' if spec.stored else ', not stored'}"
+        stdout.print(f"  {escape(spec.name)}  {shown}", highlight=False)
 
 
 def _require_utf8(args: list[str]) -> None:
