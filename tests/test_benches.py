@@ -185,6 +185,11 @@ RUNS = {
         r"\| verbatim \| \d+ \|",
         handbook=True,
     ),
+    "plugins": Run(
+        (("--tiny", "--workdir={tmp}/plugins", "--no-record"),),
+        r"together cost \*\*[+-]\d+ µs a page\*\*",
+        handbook=True,
+    ),
     "query_latency": Run(
         (
             (
@@ -198,6 +203,10 @@ RUNS = {
             ),
         ),
         r"p50 HTTP / p50 raw tantivy: \*\*[\d.]+×",
+    ),
+    "scoring_sql": Run(
+        (("--urls=5000", "--top=500", "--repeat=1", "--workdir={tmp}/none", "--no-record"),),
+        r"with the rule as a Python call per URL \| [\d.]+ \| [\d.]+×",
     ),
     "scale": Run(
         (
@@ -278,7 +287,7 @@ def test_the_benchmark_runs_at_a_tiny_size_and_prints_its_results(
     run = RUNS[script]
     if run.handbook and not HANDBOOK.is_dir():
         pytest.skip("needs the Debian handbook: apt-get install debian-handbook")
-    if script == "crawl_vs_scrapy" and not shutil.which("nginx"):
+    if script in ("crawl_vs_scrapy", "plugins") and not shutil.which("nginx"):
         pytest.skip("needs nginx: apt-get install nginx-light")
     if script == "load" and not python_docs() and os.geteuid() != 0:
         pytest.skip("needs python3-doc (bench/load.py installs it as root)")

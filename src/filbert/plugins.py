@@ -27,7 +27,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
-from importlib.metadata import EntryPoint, entry_points
+from importlib.metadata import EntryPoint, distributions
 from typing import Any
 
 from filbert.errors import UserError
@@ -123,6 +123,7 @@ class Plugin:
         return _load(self.point, self.name)
 
 
+@cache
 def installed(point: str) -> list[Plugin]:
     """The plugins installed for an extension point, by name."""
     return [
@@ -225,7 +226,7 @@ def settings_texts() -> tuple[tuple[str, str], ...]:
     entry point of the group `filbert.settings`, whose object is a string in the format of
     filbert's defaults.toml (a default for each key, `# range:`/`# values:` above it)."""
     found = []
-    for entry in sorted(entry_points(group=SETTINGS_GROUP), key=lambda e: e.name):
+    for entry in sorted(_groups().get(SETTINGS_GROUP, []), key=lambda e: e.name):
         where = f"plugin settings {entry.name} ({entry.value})"
         try:
             text = entry.load()
@@ -239,8 +240,10 @@ def settings_texts() -> tuple[tuple[str, str], ...]:
 
 def forget() -> None:
     """Look for installed plugins again (after a package was installed in this process)."""
+    _groups.cache_clear()
     _entries.cache_clear()
     _load.cache_clear()
+    installed.cache_clear()
     settings_texts.cache_clear()
 
 
@@ -249,9 +252,20 @@ def _entries(point: str) -> dict[str, EntryPoint]:
     if point not in POINTS:
         raise PluginError(f"no extension point {point!r}")
     found: dict[str, EntryPoint] = {}
-    for entry in entry_points(group=GROUP + point):
+    for entry in _groups().get(GROUP + point, []):
         found.setdefault(entry.name, entry)  # the first installed copy, as Python imports
     return found
+
+
+@cache
+def _groups() -> dict[str, list[EntryPoint]]:
+    """filbert's entry points by group, from one scan of the installed packages."""
+    groups: dict[str, list[EntryPoint]] = {}
+    for dist in distributions():  # in sys.path's order, as entry_points() goes
+        for entry in dist.entry_points:
+            if entry.group.startswith(GROUP):
+                groups.setdefault(entry.group, []).append(entry)
+    return groups
 
 
 @cache
