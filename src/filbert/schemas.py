@@ -133,6 +133,7 @@ PARSE_DATA = pa.schema(
         ("relevance", pa.float32()),  # to the crawl's topic (focus.topic; else NULL)
         # the parse filters' field values, as JSON (filbert/fields.py; NULL: none)
         ("fields", pa.string()),
+        ("lang", pa.string()),  # the language the page declares (<html lang>...), NULL: none
     ]
 )
 

@@ -1,6 +1,15 @@
 """Language identification and per-language analysis (index and query time)."""
 
 from filbert.analysis.analyzers import Analyzer, analyzer, fold, load_user_dict
-from filbert.analysis.language import identify, query_language
+from filbert.analysis.language import declared_language, identify, page_language, query_language
 
-__all__ = ["Analyzer", "analyzer", "fold", "identify", "load_user_dict", "query_language"]
+__all__ = [
+    "Analyzer",
+    "analyzer",
+    "declared_language",
+    "fold",
+    "identify",
+    "load_user_dict",
+    "page_language",
+    "query_language",
+]

