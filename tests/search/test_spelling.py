@@ -263,3 +263,36 @@ def test_a_page_counts_each_word_once_folded():
     )
     counted = {(r["lang"], r["word"]): r["pages"] for r in count_words(pages).to_pylist()}
     assert counted == {("ru", "елка"): 1, ("ru", "hello"): 1, ("ru", "don"): 1, ("", "hello"): 1}
+
+
+def test_a_query_typed_in_the_wrong_keyboard_layout_is_switched() -> None:
+    vocabulary = pa.table(
+        {
+            "lang": ["ru", "ru", "ru", "en", "en"],
+            "word": ["привет", "настройка", "любовь", "hello", "network"],
+            "pages": [50, 40, 10, 60, 30],
+        },
+        schema=WORDS,
+    )
+    speller = Speller(vocabulary, load_settings(None, ["search.spelling.min.pages=4"]))
+    for typed, meant in [
+        ("ghbdtn", "привет"),
+        ("yfcnhjqrf", "настройка"),
+        ("k.,jdm", "любовь"),
+        ("руддщ", "hello"),
+        ("руддщ network", "hello network"),
+        ("Ghbdtn site:example.org", "Привет site:example.org"),
+    ]:
+        corrected = speller.correct(typed)
+        assert corrected is not None and corrected.applied, typed
+        assert corrected.text == meant
+    assert speller.correct("hello network") is None  # known as typed
+    assert speller.relayout("ghbdtn zzzqqq") is None  # a word that is none either way
+
+
+def test_a_wrong_layout_query_finds_the_pages(site):
+    _, _, searcher = site
+    results = searcher.search("yfcnhjqrf ctnb")  # настройка сети, on ЙЦУКЕН typed as QWERTY
+    assert results.correction is not None and results.correction.applied
+    assert results.searched == "настройка сети"
+    assert results.total > 0

@@ -337,3 +337,13 @@ def test_any_number_of_errors_is_as_many_as_the_prefix_has_characters():
     assert got(suggester, "hel", 10, 10**9) == got(suggester, "hel", 10, 3)
     assert [p for p, _, _ in got(suggester, "hel", 10, 10**9)] == ["hello world", "abc"]
     assert got(suggester, "x" * 300, 10, 10**6) == []  # longer than any phrase can match
+
+
+def test_a_prefix_typed_in_the_wrong_keyboard_layout_completes_in_the_other() -> None:
+    suggester = Suggester.build(
+        [("привет мир", 5), ("настройка сети", 3), ("hello world", 4), ("ghost", 1)]
+    )
+    assert [s.phrase for s in suggester.suggest("ghbdtn v")] == ["привет мир"]
+    assert [s.phrase for s in suggester.suggest("yfcnh")] == ["настройка сети"]
+    assert [s.phrase for s in suggester.suggest("руддщ")] == ["hello world"]
+    assert suggester.suggest("gh")[0].phrase == "ghost"  # a phrase starts so

@@ -13,6 +13,10 @@ letter costs half an edit, the first letter half an edit more; an edit weighs ED
 decades of pages). The correction is applied (the results are the corrected query's:
 "Showing results for") when no page holds the word, or the correction is on
 `search.spelling.apply.ratio` times as many; otherwise it is only offered ("Did you mean").
+
+A query typed in the wrong keyboard layout (`ghbdtn` for привет, `руддщ` for hello: the
+keys of ЙЦУКЕН pressed in QWERTY, or back) is switched whole, as Yandex and Google do, when
+each of its words that no page holds is a word of the index once switched.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import xxhash
 
 from filbert.analysis import fold
 from filbert.analysis.analyzers import HAN, KANA_HANGUL, MAX_WORD, analyzer, in_dictionary
+from filbert.analysis.keyboard import other_layout
 from filbert.analysis.trie import Trie, char_ids, id_lookup, query_ids, starts
 from filbert.config import error_lengths_setting
 from filbert.index.vocabulary import WORDS, read_vocabulary
@@ -175,10 +180,37 @@ class Speller:
 
     def correct(self, query: str) -> Correction | None:
         """The query with its misspelt free words corrected (quoted phrases, exclusions and
-        the operators, site: to before:, are left as typed), None when none is. The
-        corrections sure enough are applied; when none is, the others are offered."""
+        the operators, site: to before:, are left as typed), None when none is. A query
+        typed in the wrong keyboard layout is switched to the other (relayout); otherwise
+        the corrections sure enough are applied, and when none is, the others offered."""
         if not self.config.error_lengths:
             return None
+        return self.relayout(query) or self._misspelt(query)
+
+    def relayout(self, query: str) -> Correction | None:
+        """The query with the words typed in the wrong keyboard layout (QWERTY for ЙЦУКЕН:
+        `ghbdtn` for привет, or back: `руддщ` for hello) switched, applied; None unless
+        every free word that no page holds is one the index holds once switched."""
+        switched: list[tuple[int, str, str]] = []
+        for match in QUERY_TOKEN.finditer(query):
+            minus, _, _, _, word = match.groups()
+            if not word or minus or not LETTERS.search(word):
+                continue
+            if self.words.pages(fold(word)) >= self.config.min_pages:
+                continue  # a word the index knows as typed
+            other = other_layout(word)
+            if other is None or self.words.pages(fold(other)) < self.config.min_pages:
+                return None
+            switched.append((match.start(5), word, other))
+        if not switched:
+            return None
+        text, end = [], 0
+        for offset, typed, other in switched:
+            text += [query[end:offset], other]
+            end = offset + len(typed)
+        return Correction("".join([*text, query[end:]]), True, [(t, o) for _, t, o in switched])
+
+    def _misspelt(self, query: str) -> Correction | None:
         found: list[tuple[int, str, str, bool]] = []  # (offset, as typed, corrected, sure)
         for match in QUERY_TOKEN.finditer(query):
             minus, _, _, _, word = match.groups()

@@ -24,6 +24,7 @@ import numpy as np
 
 from filbert.analysis import fold
 from filbert.analysis.analyzers import word_starts_in
+from filbert.analysis.keyboard import other_layout
 from filbert.analysis.trie import (
     ARRAYS,
     Trie,
@@ -202,13 +203,26 @@ class Suggester:
         errors = min(errors, len(text), MAX_ERRORS)
         if not text or n <= 0 or not len(self) or len(text) > LONGEST + errors:
             return []  # (no phrase is longer than LONGEST)
+        completions, exact = self._completions(text, n, errors)
+        if not exact and (other := other_layout(text)) is not None:
+            # no phrase starts so: typed in the wrong keyboard layout, if one starts so in
+            # the other (ghbd → привет)
+            switched, _ = self._completions(other, n, 0)
+            if switched:
+                return switched
+        return completions
+
+    def _completions(self, text: str, n: int, errors: int) -> tuple[list[Suggestion], bool]:
+        """The top n completions of a normalized prefix within `errors`, and whether a
+        phrase starts with it exactly."""
         query = query_ids(self.char_ids, text)
         nodes, dists, whole, whole_dists = self.trie.matches_whole(query, errors)
         found = self._top(nodes, dists, n)
-        return [
+        completions = [
             self._suggestion(p, d)
             for p, d in _spelt_first(found, self._spelt(whole, whole_dists), n)
         ]
+        return completions, bool((dists == 0).any())
 
     def _spelt(self, nodes: np.ndarray, dists: np.ndarray) -> list[tuple[int, int]]:
         """(phrase, distance) of the phrases whose whole text is within the errors, given
