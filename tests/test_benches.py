@@ -163,6 +163,11 @@ RUNS = {
         r"\| configuration \| filbert ms \(runs\) \|",
         handbook=True,
     ),
+    "layouts": Run(
+        (("--queries=10", "--depth=2", "--top-n=40", "--workdir={tmp}/layouts", "--no-record"),),
+        r"\| pinyin \| \d+ \| [\d.]+ \|",
+        handbook=True,
+    ),
     "load": Run(
         (("--quick", "--cache={tmp}/load", "--summary={tmp}/summary.md"),),
         r"\| target \| figure \| verdict \|",
@@ -287,7 +292,7 @@ def test_the_benchmark_runs_at_a_tiny_size_and_prints_its_results(
     run = RUNS[script]
     if run.handbook and not HANDBOOK.is_dir():
         pytest.skip("needs the Debian handbook: apt-get install debian-handbook")
-    if script in ("crawl_vs_scrapy", "plugins") and not shutil.which("nginx"):
+    if script in ("crawl_vs_scrapy", "plugins", "layouts") and not shutil.which("nginx"):
         pytest.skip("needs nginx: apt-get install nginx-light")
     if script == "load" and not python_docs() and os.geteuid() != 0:
         pytest.skip("needs python3-doc (bench/load.py installs it as root)")

@@ -347,3 +347,54 @@ def test_a_prefix_typed_in_the_wrong_keyboard_layout_completes_in_the_other() ->
     assert [s.phrase for s in suggester.suggest("yfcnh")] == ["настройка сети"]
     assert [s.phrase for s in suggester.suggest("руддщ")] == ["hello world"]
     assert suggester.suggest("gh")[0].phrase == "ghost"  # a phrase starts so
+
+
+CHINESE_PHRASES = [
+    ("网络配置", 5),
+    ("如何配置网络", 3),
+    ("Linux 网络管理", 2),
+    ("银行卡", 4),  # 行 read in its word: hang
+    ("wang's blog", 1),
+    ("hello world", 9),
+]
+
+
+def test_chinese_typed_as_pinyin_completes_the_chinese_phrases(tmp_path) -> None:
+    suggester = Suggester.build(CHINESE_PHRASES)
+
+    def phrases(prefix: str, s: Suggester = suggester) -> list[str]:
+        return [suggestion.phrase for suggestion in s.suggest(prefix)]
+
+    assert phrases("wangluo") == ["网络配置", "如何配置网络", "Linux 网络管理"]
+    assert phrases("wangluo pei") == ["网络配置"]  # spaced by word...
+    assert phrases("wangluopei") == ["网络配置"]  # ...or not at all
+    assert phrases("wang luo pe") == ["网络配置"]  # ...or by syllable
+    assert phrases("Ruhe pe") == ["如何配置网络"]
+    # from a later word: after the phrases that start so
+    assert phrases("peizhi") == ["网络配置", "如何配置网络"]
+    assert phrases("linux wangluo") == ["Linux 网络管理"]  # Latin words as they are
+    assert phrases("yinhang") == ["银行卡"]
+    assert phrases("wang") == ["wang's blog"]  # a phrase starts so: no pinyin
+    assert phrases("zhongguo") == []
+    suggester.save(tmp_path)
+    assert phrases("wangluo", Suggester.load(tmp_path)) == phrases("wangluo")
+    assert Suggester.load(tmp_path).nbytes == suggester.nbytes
+
+
+def test_pinyin_spelt_from_the_start_comes_before_a_later_word() -> None:
+    suggester = Suggester.build([("配置文件", 1), ("网络配置", 9)])
+    assert [s.phrase for s in suggester.suggest("peizhi")] == ["配置文件", "网络配置"]
+
+
+def test_a_dictionary_whose_pinyin_does_not_fit_is_refused(tmp_path) -> None:
+    path = Suggester.build(CHINESE_PHRASES).save(tmp_path)
+    with np.load(path) as data:
+        arrays = dict(data)
+    for change, message in [
+        ({"pinyin_target": arrays["pinyin_target"] + 100}, "pinyin_"),
+        ({"pinyin_start": arrays["pinyin_start"][:-1]}, "pinyin_"),
+        ({"pinyin_lo": arrays["pinyin_lo"] + 50}, "the pinyin dictionary's"),
+    ]:
+        np.savez(path, **{**arrays, **change})
+        with pytest.raises(SuggestError, match=message):
+            Suggester.load(tmp_path)

@@ -9,11 +9,17 @@ start of theirs: "peopln" → "people" before "people can"), then those matched 
 start, then those matched from a later word, each group by rank. A phrase of a synonym
 ring carries its ring's canonical phrase. Phrases and prefixes are matched folded (NFKC, case, ё → е)
 with whitespace runs as one space, so a prefix may run over several words.
+
+A prefix that no phrase starts with exactly may be typed in the wrong keyboard layout
+(`ghbd` → привет) or be Chinese typed as pinyin (`wangluo pei`, `wangluopei` → 网络配置): a
+second, small dictionary (PinyinIndex) holds the Chinese phrases spelt in pinyin
+(analysis/pinyin.py), from each of their word starts, without spaces, and where each leads.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 import zipfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -25,6 +31,7 @@ import numpy as np
 from filbert.analysis import fold
 from filbert.analysis.analyzers import word_starts_in
 from filbert.analysis.keyboard import other_layout
+from filbert.analysis.pinyin import HAN_WORD, spelt_in_pinyin
 from filbert.analysis.trie import (
     ARRAYS,
     Trie,
@@ -37,7 +44,7 @@ from filbert.analysis.trie import (
 from filbert.errors import UserError
 from filbert.suggest.ranks import BLOCK, RangeMin, best_first, rank_ids
 
-FORMAT = 3
+FORMAT = 4  # 4: the pinyin dictionary (pinyin_*)
 FILE = "suggest.npz"
 MAX_LENGTH = 100  # longer phrases are not kept
 LONGEST = 255  # the most max_length may be: a word's offset in its phrase is a uint8
@@ -59,6 +66,10 @@ OTHER_ARRAYS = {
     "to_end": np.uint8,
     "from_start": np.uint8,
 }
+_LATIN = re.compile("[a-z]")  # what pinyin is typed in
+# the pinyin dictionary's arrays besides its own (ARRAYS and OTHER_ARRAYS, prefixed PINYIN)
+PINYIN = "pinyin_"
+PINYIN_ARRAYS = {"pinyin_start": np.int64, "pinyin_target": np.int32, "pinyin_later": np.uint8}
 
 
 class SuggestError(UserError, ValueError):
@@ -104,6 +115,24 @@ class _Phrases:
         self.rank.append(rank)
 
 
+@dataclass(frozen=True)
+class PinyinIndex:
+    """The Chinese phrases spelt in pinyin: `suggester`'s phrase i (a spelling, from a word
+    start of theirs, without spaces) is that of phrases `target[start[i]:start[i + 1]]`,
+    from a later word of each where `later`."""
+
+    suggester: Suggester
+    start: np.ndarray
+    target: np.ndarray
+    later: np.ndarray
+
+    def saved(self) -> dict[str, np.ndarray]:
+        """Its arrays by the names they are saved under (PINYIN_ARRAYS, and its suggester's
+        prefixed PINYIN)."""
+        inner = {PINYIN + name: array for name, array in self.suggester._saved().items()}
+        return inner | dict(zip(PINYIN_ARRAYS, (self.start, self.target, self.later)))
+
+
 class Suggester:
     """Ranked phrases (in folded order: each one's display form, UTF-8,
     `text[text_start[i]:text_start[i + 1]]`, and rank), the synonyms' canonical phrases, and
@@ -127,6 +156,7 @@ class Suggester:
         to_end: np.ndarray,
         from_start: np.ndarray,
         error_lengths: Sequence[int] = ERROR_LENGTHS,
+        pinyin: PinyinIndex | None = None,
     ):
         self.trie, self.alphabet, self.rank = trie, alphabet, rank
         self.text, self.text_start = text, text_start
@@ -138,6 +168,7 @@ class Suggester:
         self.by_rank, self.node_best = by_rank, node_best  # see _ranking
         self.rank_id = rank_ids(by_rank)
         self.range_min = RangeMin(self.rank_id, to_end, from_start)
+        self.pinyin = pinyin  # the Chinese phrases spelt in pinyin (None: a pinyin one's own)
 
     def __len__(self) -> int:
         return len(self.rank)
@@ -146,6 +177,8 @@ class Suggester:
     def nbytes(self) -> int:
         """Bytes of the arrays (not counting the small per-character dict)."""
         derived = [self.rank_id, *self.range_min.table]
+        if self.pinyin is not None:
+            derived += [self.pinyin.suggester.rank_id, *self.pinyin.suggester.range_min.table]
         return sum(a.nbytes for a in [*self._saved().values(), *derived])
 
     # --- building -----------------------------------------------------------------------
@@ -157,12 +190,14 @@ class Suggester:
         synonyms: Iterable[Sequence[str]] = (),
         max_length: int = MAX_LENGTH,
         error_lengths: Sequence[int] = ERROR_LENGTHS,
+        pinyin: bool = True,
     ) -> Suggester:
         """From (phrase, rank) pairs and synonym rings (canonical phrase first).
 
         Phrases equal once folded are one, with their ranks summed, shown as the variant
         with the highest rank of its own. A ring member that is not among the phrases is
-        added with the best rank of its ring's members that are.
+        added with the best rank of its ring's members that are. `pinyin`: with the
+        Chinese phrases spelt in pinyin (PinyinIndex).
         """
         if not 1 <= max_length <= LONGEST:
             raise ValueError(f"max_length must be 1 to {LONGEST}, got {max_length}")
@@ -187,6 +222,7 @@ class Suggester:
             entry_offset,
             *_ranking(trie, rank, entry_phrase, entry_offset),
             error_lengths,
+            _pinyin_index(keys, rank, error_lengths) if pinyin else None,
         )
 
     # --- suggesting ---------------------------------------------------------------------
@@ -210,19 +246,43 @@ class Suggester:
             switched, _ = self._completions(other, n, 0)
             if switched:
                 return switched
+        if not exact and _LATIN.search(text):
+            # Chinese typed as pinyin (wangluo pei → 网络配置), if a phrase is spelt so
+            spelt = self._from_pinyin(text.replace(" ", ""), n)
+            if spelt:
+                return spelt
         return completions
 
     def _completions(self, text: str, n: int, errors: int) -> tuple[list[Suggestion], bool]:
         """The top n completions of a normalized prefix within `errors`, and whether a
         phrase starts with it exactly."""
+        found, exact = self._matched(text, n, errors)
+        return [self._suggestion(p, d) for p, d in found], exact
+
+    def _matched(self, text: str, n: int, errors: int) -> tuple[list[tuple[int, int]], bool]:
+        """(phrase, distance) of the top n completions of a normalized prefix within
+        `errors`, and whether a phrase starts with it exactly."""
         query = query_ids(self.char_ids, text)
         nodes, dists, whole, whole_dists = self.trie.matches_whole(query, errors)
         found = self._top(nodes, dists, n)
-        completions = [
-            self._suggestion(p, d)
-            for p, d in _spelt_first(found, self._spelt(whole, whole_dists), n)
-        ]
-        return completions, bool((dists == 0).any())
+        spelt = _spelt_first(found, self._spelt(whole, whole_dists), n)
+        return spelt, bool((dists == 0).any())
+
+    def _from_pinyin(self, letters: str, n: int) -> list[Suggestion]:
+        """The top n phrases whose pinyin (from a word start) starts with the letters:
+        those spelt from their start first, then by rank."""
+        if self.pinyin is None or not len(self.pinyin.suggester):
+            return []
+        index = self.pinyin
+        spellings, _ = index.suggester._matched(letters, n, 0)
+        best: dict[int, tuple[int, float]] = {}
+        for spelling, _ in spellings:
+            for at in range(int(index.start[spelling]), int(index.start[spelling + 1])):
+                phrase = int(index.target[at])
+                key = (int(index.later[at]), -float(self.rank[phrase]))
+                best[phrase] = min(best.get(phrase, key), key)
+        chosen = sorted(best, key=lambda phrase: (*best[phrase], phrase))[:n]
+        return [self._suggestion(phrase, 0) for phrase in chosen]
 
     def _spelt(self, nodes: np.ndarray, dists: np.ndarray) -> list[tuple[int, int]]:
         """(phrase, distance) of the phrases whose whole text is within the errors, given
@@ -317,7 +377,8 @@ class Suggester:
             **dict.fromkeys(ARRAYS, self.trie),
             **dict.fromkeys(RangeMin.SAVED, self.range_min),
         }
-        return {name: getattr(owner.get(name, self), name) for name in (*ARRAYS, *OTHER_ARRAYS)}
+        saved = {name: getattr(owner.get(name, self), name) for name in (*ARRAYS, *OTHER_ARRAYS)}
+        return saved | (self.pinyin.saved() if self.pinyin is not None else {})
 
     @classmethod
     def load(cls, directory: Path, error_lengths: Sequence[int] = ERROR_LENGTHS) -> Suggester:
@@ -325,7 +386,10 @@ class Suggester:
         try:
             with np.load(path, allow_pickle=False) as data:
                 _check_format(data["format"], path)
-                arrays = {name: data[name] for name in (*ARRAYS, *OTHER_ARRAYS)}
+                names = [*ARRAYS, *OTHER_ARRAYS]
+                arrays = {name: data[name] for name in names}
+                inner = {name: data[PINYIN + name] for name in names}
+                pinyin = {name: data[name] for name in PINYIN_ARRAYS}
         except FileNotFoundError:
             raise SuggestError(
                 f"no suggestion dictionary at {path}: run `filbert suggest-build`"
@@ -333,10 +397,26 @@ class Suggester:
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
             raise SuggestError(f"{path} is not a readable suggestion dictionary ({exc})") from None
         _check(arrays, path)
-        trie = Trie(**{name: arrays[name] for name in ARRAYS})
-        return cls(
-            trie, **{name: arrays[name] for name in OTHER_ARRAYS}, error_lengths=error_lengths
+        _check(inner, path, "the pinyin dictionary's ")
+        _check_pinyin(pinyin, len(arrays["rank"]), len(inner["rank"]), path)
+        index = PinyinIndex(
+            cls._from_arrays(inner, error_lengths),
+            pinyin["pinyin_start"],
+            pinyin["pinyin_target"],
+            pinyin["pinyin_later"],
         )
+        return cls._from_arrays(arrays, error_lengths, index)
+
+    @classmethod
+    def _from_arrays(
+        cls,
+        arrays: dict[str, np.ndarray],
+        error_lengths: Sequence[int],
+        pinyin: PinyinIndex | None = None,
+    ) -> Suggester:
+        trie = Trie(**{name: arrays[name] for name in ARRAYS})
+        others = {name: arrays[name] for name in OTHER_ARRAYS}
+        return cls(trie, **others, error_lengths=error_lengths, pinyin=pinyin)
 
 
 def _spelt_first(
@@ -400,6 +480,34 @@ def _add_synonyms(
     return canonical
 
 
+def _pinyin_index(keys: list[str], rank: np.ndarray, error_lengths: Sequence[int]) -> PinyinIndex:
+    """The phrases with Han characters (folded keys, in phrase order) spelt in pinyin from
+    each of their word starts (analyzers.word_starts_in: jieba's words in Han runs), spaces
+    left out; a spelling leads to every phrase spelt so, ranked as the best of them."""
+    chinese = [i for i, key in enumerate(keys) if HAN_WORD.search(key)]
+    which, at = word_starts_in([keys[i] for i in chinese])
+    spelt = [spelt_in_pinyin(keys[i]) for i in chinese]
+    targets: dict[str, list[tuple[int, int]]] = {}  # spelling: (phrase, from a later word)
+    for k, offset in zip(which.tolist(), at.tolist()):
+        text, where = spelt[k]
+        spelling = normalize(text[where[offset] :])[:LONGEST]
+        if spelling:
+            targets.setdefault(spelling, []).append((chinese[k], int(offset > 0)))
+    best = [max(float(rank[phrase]) for phrase, _ in pairs) for pairs in targets.values()]
+    suggester = Suggester.build(
+        zip(targets, best), max_length=LONGEST, error_lengths=error_lengths, pinyin=False
+    )
+    # its phrases are the spellings (their keys already), in sorted order
+    spellings = [normalize(suggester.display(i)) for i in range(len(suggester))]
+    pairs = [pair for s in spellings for pair in targets[s]]
+    return PinyinIndex(
+        suggester,
+        starts([len(targets[s]) for s in spellings]),
+        np.array([phrase for phrase, _ in pairs], np.int32),
+        np.array([later for _, later in pairs], np.uint8),
+    )
+
+
 def _valid(text: str) -> str:
     """Lone surrogates (from JSON escapes) cannot be stored as UTF-8: they become '?'."""
     return text.encode("utf-8", "replace").decode("utf-8")
@@ -457,12 +565,30 @@ def _check_format(format: np.ndarray, path: Path) -> None:
         )
 
 
-def _check(arrays: dict[str, np.ndarray], path: Path) -> None:
-    """Catch a file of another format or inconsistent arrays before a search trips on them."""
+def _check_pinyin(arrays: dict[str, np.ndarray], phrases: int, spellings: int, path: Path) -> None:
+    """Catch pinyin arrays that do not fit the dictionary."""
+    for name, dtype in PINYIN_ARRAYS.items():
+        if arrays[name].ndim != 1 or arrays[name].dtype != dtype:
+            raise SuggestError(f"{path} is not a valid suggestion dictionary: {name} is odd")
+    start, target, later = (arrays[name] for name in PINYIN_ARRAYS)
+    fits = (
+        len(start) == spellings + 1
+        and start[0] == 0
+        and start[-1] == len(target) == len(later)
+        and bool(np.all(np.diff(start) > 0))
+        and bool(np.all((target >= 0) & (target < phrases)))
+    )
+    if not fits:
+        raise SuggestError(f"{path} is not a valid suggestion dictionary: pinyin_* do not fit")
+
+
+def _check(arrays: dict[str, np.ndarray], path: Path, whose: str = "") -> None:
+    """Catch a file of another format or inconsistent arrays before a search trips on them
+    (`whose`: the arrays', when not the dictionary's own, said first)."""
 
     def need(condition: bool, what: str) -> None:
         if not condition:
-            raise SuggestError(f"{path} is not a valid suggestion dictionary: {what}")
+            raise SuggestError(f"{path} is not a valid suggestion dictionary: {whose}{what}")
 
     for name, dtype in (ARRAYS | OTHER_ARRAYS).items():
         a = arrays[name]
