@@ -5,30 +5,16 @@ generation is published, so the next run sends the round again."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from backends import PROXY_VARIABLES, Backend, running_backend
+from backends import Backend
 from pipeline import crawl_site
 from sites import Page, html, link
 
 from filbert.crawl import index
 from filbert.index.writers import IndexWriterError
 from filbert.search.searcher import Searcher
-
-
-@pytest.fixture(autouse=True)
-def no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in PROXY_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
-
-
-@pytest.fixture
-def backend() -> Iterator[Backend]:
-    with running_backend() as server:
-        yield server
-
 
 PAGES = {
     "/": html("Home", link("/a.html", "a") + link("/b.html", "b")),

@@ -10,12 +10,12 @@ import json
 import re
 import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from backends import PROXY_VARIABLES, Backend, running_backend, single_key
+from backends import single_key
 
 from filbert import plugins
 from filbert.config import ConfigError, Settings
@@ -32,18 +32,6 @@ from filbert.index.writers import (
 
 PRICE = {"price": Field("price", "float")}
 UNICODE = "Ünïcödé — 日本語のテキスト, русский текст, emoji 🙂 and a \u2028 separator"
-
-
-@pytest.fixture(autouse=True)
-def no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in PROXY_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
-
-
-@pytest.fixture
-def backend() -> Iterator[Backend]:
-    with running_backend() as server:
-        yield server
 
 
 def settings(values: dict[str, Any]) -> Settings:
