@@ -73,7 +73,7 @@ def timer(config: str, docs_file: Path, count: int, tmp: Path) -> Callable[[], f
     if config not in ("write-only", "tantivy-only"):
         return lambda: count / index_filbert(docs_file, count)
     groups = list(range(pq.ParquetFile(docs_file).num_row_groups))
-    task = step.AnalyzeTask(str(docs_file), groups, "", 1, str(tmp / "analyzed"), "all.parquet")
+    task = step.AnalyzeTask(str(docs_file), groups, "", 1, str(tmp / "analyzed"), "all.parquet", ())
     analyzed = (step._analyze(task)[0],)
     runs = iter(range(1_000_000))
 

@@ -23,6 +23,7 @@ from filbert.errors import UserError
 T = TypeVar("T")
 SCHEDULER_ADDRESS = re.compile(r"(tcp|tls|ucx|inproc)://[^\s/]+")
 R = TypeVar("R")
+log = logging.getLogger(__name__)
 
 
 class ExecutorError(UserError):
@@ -200,13 +201,17 @@ class DaskExecutor(Executor):
                 f"a task killed the Dask workers that ran it ({exc}); nothing was published"
             ) from None
         except (OSError, TimeoutError, CancelledError) as exc:  # CommClosedError: an OSError
-            raise ExecutorError(
-                f"lost the Dask scheduler {self.where} during the step ({exc or type(exc).__name__}); "
-                "nothing was published: run the step again when it is back"
-            ) from None
+            raise _lost_scheduler(self.where, exc) from None
         finally:
             if futures:
                 self.client.cancel(futures)
+
+
+def _lost_scheduler(where: str, exc: BaseException) -> ExecutorError:
+    return ExecutorError(
+        f"lost the Dask scheduler {where} during the step ({exc or type(exc).__name__}); "
+        "nothing was published: run the step again when it is back"
+    )
 
 
 def _as_completed(futures: list[Any]) -> Iterator[Any]:
@@ -301,20 +306,31 @@ def make_executor(settings: Settings) -> Executor:
         kind, address, workers, settings["executor.connect.timeout"], settings["executor.dashboard"]
     )
     where = f"at {address}" if kind == "dask" else "of the local cluster"
-    _check_workers(client, where, plugins.wanted(settings))
+    _check_workers(client, where, plugins.wanted(settings), settings["executor.connect.timeout"])
     return DaskExecutor(client, where)
 
 
 _CHECKED: set[tuple[int, str]] = set()  # (client, plugins) checked on its workers
 
 
-def _check_workers(client: Any, where: str, wanted: list[tuple[str, str, str]]) -> None:
+def _check_workers(
+    client: Any, where: str, wanted: list[tuple[str, str, str]], timeout: float
+) -> None:
     """ExecutorError when a worker cannot load an enabled plugin: every package that
-    binds one must be installed on every worker (checked once per client and plugin set)."""
+    binds one must be installed on every worker (checked once per client and plugin set).
+    A worker that does not answer within `timeout` seconds (stopped, swamped) is not
+    waited for: the check is tried again at the next step, and the step's tasks go on
+    to the workers that run them, as they would without plugins."""
     key = (id(client), repr(wanted))
     if key in _CHECKED or not wanted:
         return
-    found = client.run(plugins.missing, wanted)
+    try:
+        found = client.run(plugins.missing, wanted, callback_timeout=timeout)
+    except TimeoutError:
+        log.warning("a Dask worker %s did not answer the plugin check in %s s", where, timeout)
+        return
+    except OSError as exc:  # CommClosedError: the scheduler went away
+        raise _lost_scheduler(where, exc) from None
     problems = {f"{worker}: {problem}" for worker, lacks in found.items() for problem in lacks}
     if problems:
         first = sorted(problems)[0]
