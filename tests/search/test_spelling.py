@@ -269,6 +269,23 @@ def test_a_page_counts_each_word_once_folded():
     assert counted == {("ru", "елка"): 1, ("ru", "hello"): 1, ("ru", "don"): 1, ("", "hello"): 1}
 
 
+def test_a_chinese_page_counts_its_words_as_jieba_cuts_them() -> None:
+    pages = pa.table(
+        {
+            "title_text": ["网络配置".encode(), "网络".encode()],
+            "body_text": ["配置网络的方法。Debian 网络".encode(), "网络配置".encode()],
+            "lang": ["zh", "en"],
+        }
+    )
+    counted = {(r["lang"], r["word"]): r["pages"] for r in count_words(pages).to_pylist()}
+    assert counted == {
+        ("zh", "网络"): 1,
+        ("zh", "配置"): 1,
+        ("zh", "方法"): 1,
+        ("zh", "debian"): 1,
+    }  # no one-character words (的); Han on a page of another language is no word
+
+
 def test_a_query_typed_in_the_wrong_keyboard_layout_is_switched() -> None:
     vocabulary = pa.table(
         {
@@ -377,9 +394,6 @@ ZH_PAGES = {
 }
 
 
-@pytest.mark.xfail(
-    strict=True, reason="the vocabulary counts no Han words yet (index/vocabulary.py)"
-)
 def test_pinyin_finds_the_chinese_pages(tmp_path):
     with SiteServer(ZH_PAGES) as server:
         crawl, settings, _ = crawl_site(tmp_path / "crawl", [server.url("/")])

@@ -1,6 +1,10 @@
 """The index's vocabulary: the words of its pages (folded, letters only) with the number of
 pages holding each, per language, for spelling correction (search/spelling.py).
 
+A Chinese page's Han runs are counted as jieba's words (accurate mode, as a query is cut),
+for pinyin typed for them (analysis/pinyin.py); other pages' Han, kana, hangul and Thai are
+not (runs of letters there are no words).
+
 A shard's forward file has its words counted when it is written, from its documents' stored
 title and text, into a file beside it (words_file); a generation's vocabulary
 (VOCABULARY_FILE) sums the files its shards' live documents are in. Like tantivy's own
@@ -16,7 +20,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from filbert.analysis import fold
 from filbert.analysis._grams import tally
+from filbert.analysis.analyzers import HAN_RUN, jieba_words
 from filbert.buckets import connect
 from filbert.storage import damaged_file
 
@@ -55,7 +61,30 @@ def count_words(table: pa.Table) -> pa.Table:
         pc.and_(pc.greater_equal(length, MIN_LENGTH), pc.less_equal(length, MAX_LENGTH)),
         pc.invert(pc.match_substring_regex(words["word"], UNSPACED)),
     )
-    return words.filter(kept)
+    chinese = text.filter(pc.equal(langs, "zh")).to_pylist()
+    return pa.concat_tables([words.filter(kept), _han_words(chinese)])
+
+
+def _han_words(texts: list[str]) -> pa.Table:
+    """WORDS (lang zh) of Chinese pages' Han runs: jieba's words of two characters or more,
+    each once a page."""
+    counts: dict[str, int] = {}
+    for text in texts:
+        runs = HAN_RUN.findall(fold(text))
+        if not runs:
+            continue
+        found = {word for word, _, _ in jieba_words("\n".join(runs))}
+        for word in found:
+            if MIN_LENGTH <= len(word) <= MAX_LENGTH and HAN_RUN.fullmatch(word):
+                counts[word] = counts.get(word, 0) + 1
+    return pa.table(
+        [
+            pa.array(["zh"] * len(counts), pa.string()),
+            pa.array(counts.keys(), pa.string()),
+            pa.array(counts.values(), pa.int64()),
+        ],
+        WORDS,
+    )
 
 
 def merge(tables: list[pa.Table]) -> pa.Table:
