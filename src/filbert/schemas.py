@@ -134,6 +134,7 @@ PARSE_DATA = pa.schema(
         # the parse filters' field values, as JSON (filbert/fields.py; NULL: none)
         ("fields", pa.string()),
         ("lang", pa.string()),  # the language the page declares (<html lang>...), NULL: none
+        ("names", pa.list_(pa.string())),  # what it defines (parse/names.py), NULL: none
     ]
 )
 

@@ -20,7 +20,7 @@ from filbert.storage import CrawlDir, damaged_file
 
 # Bumped when what a document holds changes (its fields included): an index of another
 # format is rebuilt by the index step, and the searcher will not read it.
-INDEX_FORMAT = 9  # 9: plugin fields and boost; 8: type, recency and year; site with paths
+INDEX_FORMAT = 10  # 10: names; 9: plugin fields and boost; 8: type, recency and year
 TEXT_FIELDS = ("title", "headings", "anchor", "urlwords", "body")  # analyzed hit types
 STORED_TEXT = ("title_text", "body_text", "description_text", "author_text")  # shown, not indexed
 DATE_FIELDS = ("published", "modified")  # stored: seconds since the epoch, UTC
@@ -57,6 +57,9 @@ GRAMS_ANALYZER = (
 BOOST_FIELD = "boost"
 # The plugins' stored fields' values as JSON (fields.shown), returned with hits.
 STORED_FIELDS = "fields"
+# The keys of the names a page defines (parse/names.py, analysis/identifiers.py), counted
+# but without positions: a hit type of its own, search.boost.names.
+NAMES_FIELD = "names"
 
 
 def index_schema(fields: Iterable[Field] = ()) -> tantivy.Schema:
@@ -89,6 +92,7 @@ def index_schema(fields: Iterable[Field] = ()) -> tantivy.Schema:
     builder.add_integer_field(YEAR_FIELD, fast=True)
     builder.add_float_field(BOOST_FIELD, fast=True)
     builder.add_bytes_field(STORED_FIELDS, stored=True)
+    builder.add_text_field(NAMES_FIELD, tokenizer_name="whitespace", index_option="freq")
     for spec in fields:
         _add_field(builder, spec)
     return builder.build()
@@ -124,6 +128,7 @@ FIELD_NAMES = (  # in the schema's order (then the plugins'): tantivy's explanat
     YEAR_FIELD,
     BOOST_FIELD,
     STORED_FIELDS,
+    NAMES_FIELD,
 )
 
 

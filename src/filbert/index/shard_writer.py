@@ -53,6 +53,7 @@ from filbert.index.schema import (
     ALL_FIELD,
     BOOST_FIELD,
     GRAMS_FIELD,
+    NAMES_FIELD,
     STORED_FIELDS,
     TEXT_FIELDS,
     YEAR_FIELD,
@@ -69,6 +70,7 @@ FORWARD = pa.schema(
     [
         *((name, pa.string()) for name in TEXT_FIELDS),
         (GRAMS_FIELD, pa.string()),
+        (NAMES_FIELD, pa.string()),
         ("title_text", pa.binary()),
         ("body_text", pa.binary()),
         ("description_text", pa.binary()),

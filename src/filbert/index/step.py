@@ -32,6 +32,7 @@ import xxhash
 from filbert import plugins, schemas
 from filbert.analysis import analyzer, identify, load_user_dict, page_language
 from filbert.analysis.analyzers import Analyzer
+from filbert.analysis.identifiers import name_keys
 from filbert.buckets import (
     Relation,
     connect,
@@ -51,6 +52,7 @@ from filbert.index.schema import (
     FILLER,
     GRAMS_FIELD,
     INDEX_FORMAT,
+    NAMES_FIELD,
     STORED_FIELDS,
     YEAR_FIELD,
     parent_domains,  # noqa: F401  # its old home, still imported
@@ -142,7 +144,7 @@ def _relations(task: StateTask | DocsTask) -> tuple[Relation, Relation, Relation
 
 # What parse_data tells of a page besides its text, indexed since format 4 (kind and
 # content_type: its type, since format 8; the parse filters' fields and the language the
-# page declares since format 9).
+# page declares since format 9, the names it defines since 10).
 METADATA = (
     "description",
     "author",
@@ -152,6 +154,7 @@ METADATA = (
     "content_type",
     "fields",
     "lang",
+    "names",
 )
 # A date further ahead of the fetch than this is no page's date (a wrong clock or metadata).
 DATE_SLACK = 86_400
@@ -266,7 +269,7 @@ def _write_docs(task: DocsTask) -> Filtered:
            epoch(l.published)::BIGINT AS published, epoch(l.modified)::BIGINT AS modified,
            epoch(p.modified_time)::BIGINT AS fetched, l.kind, l.content_type,
            coalesce(b.text, '') AS body, l.block_hashes, l.block_lengths, c.cut, l.fields,
-           coalesce(l.lang, '') AS declared,
+           coalesce(l.lang, '') AS declared, l.names,
            l.segment, p.score, p.simhash
     FROM pages p JOIN latest l USING (fp)
     LEFT JOIN body b ON b.fp = p.fp AND b.segment = l.segment
@@ -400,6 +403,9 @@ def analyze_document(doc: dict, declared: Mapping[str, Field] | None = None) -> 
         analyzed[name], field_grams = text.with_grams(value)
         grams.append(field_grams)
     analyzed[GRAMS_FIELD] = f" {FILLER} ".join([*grams, " ".join(text.stop_words_in(title))])
+    analyzed[NAMES_FIELD] = " ".join(
+        key for name in doc.get("names") or () for key in name_keys(name)
+    )
     uid = int.from_bytes(fingerprint(doc["url"])[:8], "big") >> 1
     date = page_date(doc)
     return {

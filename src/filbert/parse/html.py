@@ -16,6 +16,7 @@ from filbert.analysis import declared_language
 from filbert.parse._whitespace import blocks as _blocks
 from filbert.parse._whitespace import collapse as _collapse  # " ".join(text.split())
 from filbert.parse.encoding import decode_html
+from filbert.parse.names import defined_names
 from filbert.parse.result import Found, ParseResult, directives, parse_date, resolve_or_none
 from filbert.urls import InvalidUrl, resolve_url
 
@@ -82,6 +83,7 @@ _KINDS = {
         "base": ("base",),
         "title": ("title",),
         "headings": ("h1", "h2", "h3"),
+        "terms": ("dt",),
         "svg": ("svg",),
         "times": ("time",),
         "invisible": ("script", "style", "noscript", "template", "head", "iframe"),
@@ -163,11 +165,19 @@ def parse_html(
     h1s = [h for h in elements["headings"] if h.tag == "h1"]
     title = _title(elements["title"]) or og_title or _title(h1s)
     outlinks = [] if found.nofollow else _outlinks(elements["links"], base, found.alternates)
+    names = defined_names(tree, elements["headings"], elements["terms"], _by_rustdoc(elements))
     for node in (*elements["invisible"], *elements["title"]):
         node.decompose()
     body = tree.body
     blocks = _blocks(body.text(), BLOCK) if body else []  # collapsed, the empty ones left out
-    return found.success(title, " ".join(blocks), outlinks, headings, blocks)
+    return found.success(title, " ".join(blocks), outlinks, headings, blocks, names)
+
+
+def _by_rustdoc(elements: dict[str, list[LexborNode]]) -> bool:
+    return any(
+        node.attributes.get("name") == "generator" and node.attributes.get("content") == "rustdoc"
+        for node in elements["hints"]
+    )
 
 
 def parser_input(url: str, content: bytes, content_type: str | None) -> str | bytes:

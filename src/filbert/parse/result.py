@@ -46,6 +46,7 @@ class ParseResult:
     blocks: list[str] = field(default_factory=list)
     kind: str = ""  # what was parsed: html, text, pdf, feed, docx, odt ("" when nothing)
     lang: str = ""  # the language it declares (<html lang>, Content-Language), "" if none
+    names: list[str] = field(default_factory=list)  # what it defines (parse/names.py)
 
 
 class Found:
@@ -101,6 +102,7 @@ class Found:
         outlinks: list[tuple[str, str]],
         headings: str = "",
         blocks: list[str] | None = None,
+        names: list[str] | None = None,
     ) -> ParseResult:
         return ParseResult(
             PARSE_SUCCESS,
@@ -120,6 +122,7 @@ class Found:
             list(self.alternates.items()),
             blocks or [],
             lang=self.lang,
+            names=names or [],
         )
 
     def empty(self, status: str, message: str) -> ParseResult:

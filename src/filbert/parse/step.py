@@ -323,6 +323,7 @@ def _data_row(
         "kind": result.kind or None,
         "relevance": relevance,
         "lang": result.lang or None,
+        "names": result.names or None,
     }
 
 

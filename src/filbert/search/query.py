@@ -46,12 +46,14 @@ from filbert.analysis.analyzers import (
     frame_words,
     jieba_words,
 )
+from filbert.analysis.identifiers import query_keys, snake_case
 from filbert.errors import UserError
 from filbert.fields import Field, iso_datetime
 from filbert.index.schema import (
     ALL_FIELD,
     FILLER,
     GRAMS_FIELD,
+    NAMES_FIELD,
     SITE_PATH_DEPTH,
     TEXT_FIELDS,
     recency_bound,
@@ -87,6 +89,7 @@ class QuerySettings:
     anchor: float  # search.boost.anchor
     urlwords: float  # search.boost.urlwords
     body: float  # search.boost.body
+    names: float  # search.boost.names: the names a page defines (NAMES_FIELD)
     lang_boost: float  # search.boost.lang, of pages in the query's language
     relax_min_words: int  # search.relax.min.words
     relax_share: float  # search.relax.share
@@ -105,6 +108,7 @@ class QuerySettings:
             anchor=settings["search.boost.anchor"],
             urlwords=settings["search.boost.urlwords"],
             body=settings["search.boost.body"],
+            names=settings["search.boost.names"],
             lang_boost=settings["search.boost.lang"],
             relax_min_words=settings["search.relax.min.words"],
             relax_share=settings["search.relax.share"],
@@ -412,6 +416,7 @@ class AnalyzedQuery:
     # phrases the index matches loosely (stop words between other words: their terms are
     # matched as neighbours, their common grams anywhere): the pages found are checked
     loose_phrases: list[str] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)  # keys of names the words may be
 
     @cached_property  # snippets look it up for every hit
     def terms(self) -> set[str]:
@@ -476,6 +481,7 @@ def analyze_query(
         [q for q, ps in zip(quoted, phrases) if ps and not any(p.terms for p in ps)],
         ignored,
         [q for q, ps in zip(quoted, phrases) if ps and _loose(q, ps, langs)],
+        query_keys(parsed.words),
     )
 
 
@@ -573,12 +579,19 @@ def without_frames(text: str) -> tuple[str, list[str]]:
 
 
 def _clauses(text: str, langs: list[str]) -> list[set[str]]:
-    """One set of alternative terms per query word (per Chinese word: jieba decides)."""
+    """One set of alternative terms per query word (per Chinese word: jieba decides; a
+    snake_case word's parts each have the whole run together as an alternative)."""
     clauses: list[set[str]] = []
+    snake = snake_case(text)
     for match in TOKEN.finditer(text):
         han, other_cjk, word = match.groups()
         if word:
-            alternatives = {analyzer(lang, query=True).word(word) for lang in langs} - {""}
+            # a part of read_to_string is found in its parts' words or in the whole run
+            # together, as CamelCase writes it (ReadToString, AsRef)
+            whole = [w for start, end, w in snake if start <= match.start() < end]
+            alternatives = {
+                analyzer(lang, query=True).word(w) for lang in langs for w in [word, *whole]
+            } - {""}
             if alternatives:
                 clauses.append(alternatives)
         else:
@@ -687,6 +700,8 @@ class QueryBuilder:
         anchors = None if one else self._anchors(query)
         if anchors is not None:
             required.append((Occur.Should, anchors))
+        if names := self._names(query):
+            required.append((Occur.Should, names))
         return self._restricted(query, required)
 
     def required(self, query: AnalyzedQuery) -> int:
@@ -731,7 +746,25 @@ class QueryBuilder:
         anchors = self._anchors(query)
         if anchors is not None and all(self._indexed("anchor", a) for a in query.clauses):
             fields.append(anchors)
-        return _scored_one_by_one(found, fields)
+        names = self._names(query)
+        return _scored_one_by_one(found, fields + ([names] if names else []))
+
+    def _names(self, query: AnalyzedQuery) -> Query | None:
+        """The pages that define a name the query's words may be: each key a page holds
+        adds its IDF (BM25 without length normalization: a page that defines 200 names
+        defines each as much as a page of one), so a longer path (string.fromutf8) adds to
+        its tail's score (fromutf8). None when no page defines one."""
+        if not query.names or not self.config.names or not self.searchers:
+            return None
+        pages = sum(searcher.num_docs for searcher in self.searchers)
+        found = []
+        for key in sorted(query.names):
+            holding = sum(searcher.doc_freq(NAMES_FIELD, key) for searcher in self.searchers)
+            if holding:
+                idf = math.log(1 + (pages - holding + 0.5) / (holding + 0.5))
+                term = Query.term_query(self.schema, NAMES_FIELD, key)
+                found.append((Occur.Should, Query.const_score_query(term, self.config.names * idf)))
+        return Query.boolean_query(found) if found else None
 
     def _indexed(self, name: str, alternatives: set[str]) -> bool:
         """Whether a page has one of the terms in the field (True when no shard is known)."""
