@@ -52,9 +52,10 @@ def handbook() -> tuple[ThreadingHTTPServer, str]:
     if not (site.root / "en-US/index.html").exists():
         sys.exit("the debian-handbook package is not installed (apt-get install debian-handbook)")
     handler = functools.partial(Unconditional, directory=str(site.root))
-    server = ThreadingHTTPServer(site.address, handler)
+    # a port of its own: the evaluation's servers may hold the site's (scripts/eval-sites.sh)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, site.base + "en-US/index.html"
+    return server, f"http://127.0.0.1:{server.server_port}/en-US/index.html"
 
 
 def crawl(work: Path, seed: str | None, depth: int, merge: bool, adddays: int = 0) -> None:
