@@ -15,7 +15,8 @@ eval-sites-crawl/ and, every edition, eval-sites-home-crawl/; skipped when missi
 --queries (default there: 30) queries of each set, drawn evenly.
 
 The home-page finding set (eval/sites-home.tsv, one query per edition: 26 languages of the
-handbook and so on) is scored per site, not per language (one or two queries a language).
+handbook and so on) is scored per site, not per language (one or two queries a language),
+and so is the identifier set (eval/sites-identifiers.tsv: Python, Rust, PostgreSQL, all en).
 --tune-pagerank: per home-page query, the home page's rank with and without PageRank, its
 PageRank and the best competitor's; then a grid over search.pagerank.weight and .half
 tuned on the half of the queries whose line has an even crc32, scored on the other half,
@@ -52,11 +53,14 @@ SITES_QUERY_SETS = {  # on the multi-site crawl (URLs in the files are absolute)
     "questions (headings in a question frame, other word forms)": "eval/sites-questions.tsv",
     "typos (titles and headings with one typo)": "eval/sites-typos.tsv",
     "fragments (words from inside titles and headings)": "eval/sites-fragments.tsv",
+    "identifiers (Python, Rust, PostgreSQL API names as typed), per site": "eval/sites-identifiers.tsv",
+    "passages (a sentence pasted from the body, en/ru/zh)": "eval/sites-passages.tsv",
 }
 HOME_QUERY_SETS = {  # on the crawl of all 66 editions of eval/sites.py
     "multi-site home-page finding (an edition's name: its home page's title), per site": "eval/sites-home.tsv",
 }
 HOME = "eval/sites-home.tsv"
+BY_SITE = (HOME, "eval/sites-identifiers.tsv")  # scored per site: one language, or one a site
 GRID_WEIGHTS = (1, 4, 16, 64, 256, 1024)
 GRID_HALVES = (0.25, 1, 4, 16)
 WITHOUT = {
@@ -89,7 +93,7 @@ def load(path: str, base: str, queries: int | None = None) -> list[ev.KnownItem]
     items = ev.load_queries(Path(path), base)
     if queries:
         items = items[:: max(1, len(items) // queries)]
-    return by_site(items) if path == HOME else items
+    return by_site(items) if path in BY_SITE else items
 
 
 def section(

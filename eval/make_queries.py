@@ -1,4 +1,5 @@
-"""Builds the known-item query sets in eval/ from the Debian handbook (debian-handbook).
+"""Builds the known-item query sets in eval/ from the Debian handbook (debian-handbook) and
+the sites of eval/sites.py.
 
 For the English, Simplified Chinese and Russian books:
 - handbook.tsv: every h3/h4 sub-section heading that occurs on one page only becomes a query
@@ -36,8 +37,34 @@ For the English, Simplified Chinese and Russian books:
   doubled, or a neighbouring key's on QWERTY or ЙЦУКЕН: no word of the sites);
   sites-fragments.tsv takes two to four words from inside a name that no other page's
   section names have. Names are drawn uniformly.
-Queries lose numbering, punctuation and capitals, as a user would type them; each set is a
-fixed random sample of QUERIES_PER_LANGUAGE per language.
+- sites-identifiers.tsv, API names as programmers type them (lang en), IDENTIFIERS_PER_SITE
+  for each of Python, Rust's std and PostgreSQL, drawn uniformly; the answer is the page that
+  defines the name (the URL without its #anchor). Python: Sphinx's objects (`dt[id]`:
+  os.path.join, str.split). Rust: std's stable items outside intrinsics, simd, arch, os and
+  prelude (fn.NAME.html, struct.NAME.html, trait.NAME.html...), named by the fewest trailing
+  parts of their path no other item ends with (functions and constants with their module:
+  mem::swap, fs::read_to_string; a type alone: HashMap), a re-exported item's shortest
+  copy; and half as many methods as `Type::method` (`id="method.NAME"`) that a type,
+  primitive or trait of its own name defines itself, in an inherent impl or the trait (not
+  trait impls, not Deref's: Vec::with_capacity, slice::sort_by, Iterator::map), on the type's
+  page. PostgreSQL: half SQL commands and applications (sql-*.html, app-*.html reference
+  pages: SELECT INTO, pg_dump), half configuration parameters (`dt id="GUC-..."`'s
+  code.varname: enable_async_append -> runtime-config-query.html). Each name is typed in a
+  form drawn from: as written (Vec::with_capacity, os.path.join, SELECT INTO), lower-cased,
+  with `.`, `::` and `_` as spaces (vec with capacity, os path join) and, for Rust's methods,
+  "Type method" (Vec with_capacity); a capitalized word (Seek, Windows) only as written.
+  A name is left out when another name of the three sites has one of its forms.
+- sites-passages.tsv, passages pasted into the search box, PASSAGES_PER_LANGUAGE in each of
+  English (the handbook's en-US, the Debian reference's .en pages, Python and PostgreSQL, a
+  quarter each), Russian (the handbook's ru-RU) and Chinese (its zh-CN): a page drawn
+  uniformly, a paragraph of its body prose (p, the handbook's div.para; not in navigation,
+  titles, headings or tables), and of it a sentence of 6-20 words or a run of 6-12 words
+  (Chinese: a clause or run of 10-25 characters), as they are on the page (capitals,
+  punctuation). A passage is kept when it occurs on that page only among the page-name
+  sites' pages (whitespace folded), one a paragraph.
+Queries lose numbering, punctuation and capitals, as a user would type them (identifiers and
+passages: as said above); each set is a fixed random sample of QUERIES_PER_LANGUAGE per
+language, or of the size said above.
 
     .venv/bin/python eval/make_queries.py [/usr/share/doc/debian-handbook/html]
 
@@ -51,6 +78,7 @@ import re
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Callable
+from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
@@ -61,6 +89,7 @@ from selectolax.lexbor import LexborHTMLParser
 BOOKS = {"en": "en-US", "zh": "zh-CN", "ru": "ru-RU"}
 QUERIES_PER_LANGUAGE = 150
 QUERIES_PER_SITE = 100
+IDENTIFIERS_PER_SITE = 100
 NUMBER = re.compile(r"^\d+$")
 NUMBERING = re.compile(r"^\s*(?:[A-Z](?=\.))?[\d.]+\s*")
 SCRIPT = {
@@ -148,6 +177,8 @@ def main(root: Path) -> None:
         site_queries(sites.SITES, HERE / "sites-nav.tsv", HERE / "sites-popular.tsv")
         home_queries(sites.SITES, HERE / "sites-home.tsv")
         known_item_queries(sites.SITES)
+        identifier_queries(sites.SITES, HERE / "sites-identifiers.tsv")
+        passage_queries(sites.SITES, HERE / "sites-passages.tsv")
 
 
 SPHINX_SUFFIX = re.compile(
@@ -168,6 +199,7 @@ def home_queries(sites, out: Path) -> None:
     editions = [
         (site, lang, home, home_name(site.root / home))
         for site in sites
+        if site.home_set
         for lang, home in site.homes
     ]
     holders: dict[str, list[str]] = defaultdict(list)
@@ -908,6 +940,385 @@ def write_known_items(
                 chosen[query] = url
         lines += [f"{lang}\t{query}\t{url}" for query, url in sorted(chosen.items())]
         print(f"{out.name} {lang}: {len(chosen)} queries of {len(candidates)} known items")
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print(f"wrote {out}")
+
+
+# eval/sites-identifiers.tsv: API names as programmers type them (see the module's docstring).
+IDENTIFIER_SOURCES = ("python", "rust", "postgresql")
+SEPARATORS = re.compile(r"::|[._]+")  # "os.path.join", "Vec::with_capacity", "enable_seqscan"
+ONE_WORD = re.compile(r"[A-Z][a-z0-9]+")  # a Rust type of one word, "Windows"
+RUST_ITEM = re.compile(r"^(struct|enum|trait|union|fn|macro|type|constant|static)\.(\w+)\.html$")
+RUST_TYPES = ("struct", "enum", "trait", "union", "primitive")
+RUST_QUALIFIED = ("fn", "constant", "static", "type")  # typed with their module: mem::swap
+RUST_LEFT_OUT = ("intrinsics", "simd", "arch", "os", "prelude")  # unstable or per platform
+UNSTABLE = ".stab.unstable, .stab.deprecated"
+RUST_BASE = "http://rust/"  # links resolved against it (any base would do)
+
+
+@dataclass(frozen=True)
+class Identifier:
+    """An API name and the page that defines it (relative to its site's root)."""
+
+    kind: str  # "object", "item", "method", "command", "parameter"
+    written: str  # as the docs write it: os.path.join, Vec::with_capacity, SELECT INTO
+    page: str
+    as_type_method: str | None = None  # "Vec with_capacity", for Rust's methods
+
+
+def identifier_forms(identifier: Identifier) -> dict[str, str]:
+    """The name as typed: exactly as written, lower-cased, with `.`, `::` and `_` as spaces
+    (lower-cased too, other punctuation dropped) and, for Rust's methods, "Type method"; a
+    capitalized word only as written."""
+    written = identifier.written
+    if ONE_WORD.fullmatch(written):
+        return {"written": written}  # "Windows", "Seek": lower-cased, another word
+    forms = {
+        "written": written,
+        "lower": written.lower(),
+        "spaced": " ".join(PUNCTUATION.sub(" ", SEPARATORS.sub(" ", written.lower())).split()),
+    }
+    if identifier.as_type_method:
+        forms["type method"] = identifier.as_type_method
+    return forms
+
+
+def python_identifiers(root: Path) -> list[Identifier]:
+    """Sphinx's Python objects (`dt.sig-object.py[id]`: os.path.join, str.split), each on the
+    page that defines it; ids that several pages define are left out."""
+    pages: dict[str, set[str]] = defaultdict(set)
+    for page in sorted(root.rglob("*.html")):
+        tree = LexborHTMLParser(page.read_bytes().decode("utf-8", "replace"))
+        for node in tree.css("dt.sig-object.py[id]"):
+            pages[node.attributes["id"] or ""].add(page.relative_to(root).as_posix())
+    return [
+        Identifier("object", name, next(iter(where)))
+        for name, where in sorted(pages.items())
+        if len(where) == 1 and re.fullmatch(r"[A-Za-z_][\w.]*", name) and "." in name
+    ]
+
+
+def postgresql_identifiers(root: Path) -> list[Identifier]:
+    """SQL commands and applications (sql-*.html, app-*.html: their <title>, SELECT INTO,
+    pg_dump) and configuration parameters (`dt[id^=GUC-]`'s code.varname)."""
+    found: list[Identifier] = []
+    parameters: dict[str, set[str]] = defaultdict(set)
+    for page in sorted(root.glob("*.html")):
+        tree = LexborHTMLParser(page.read_bytes().decode("utf-8", "replace"))
+        title = tree.css_first("title")
+        if page.name.startswith(("sql-", "app-")) and title and tree.css_first("div.refentry"):
+            found.append(Identifier("command", " ".join(title.text().split()), page.name))
+        for node in tree.css("dt[id^='GUC-'] code.varname"):
+            parameters[node.text().strip()].add(page.name)
+    commands = Counter(i.written.lower() for i in found)
+    found = [i for i in found if commands[i.written.lower()] == 1]
+    found += [
+        Identifier("parameter", name, next(iter(where)))
+        for name, where in sorted(parameters.items())
+        if len(where) == 1 and re.fullmatch(r"[a-z_][a-z0-9_.]*", name)
+    ]
+    return found
+
+
+def unstable(node) -> bool:
+    """An item or method rustdoc marks nightly-only or deprecated."""
+    return node is not None and node.css_first(UNSTABLE) is not None
+
+
+def rust_identifiers(root: Path) -> list[Identifier]:
+    """std's stable items (fn.NAME.html, struct.NAME.html...; not in intrinsics, simd, arch,
+    os, prelude) named by the fewest trailing parts of their path that no other item ends
+    with (functions and constants with their module at least: mem::swap), and the stable
+    methods that a type, primitive or trait of a name no other has defines itself (an
+    inherent impl's, or the trait's own: Vec::with_capacity, slice::sort_by,
+    Iterator::map), on the type's page. An item re-exported at several paths has one page
+    at each, the same but for the path: its page is the one most pages of std link to (as
+    dedup keeps the copy of the highest PageRank), else the shortest; an item of two such
+    is left out."""
+    copies: dict[tuple, list[tuple[list[str], str, str]]] = defaultdict(list)
+    methods: dict[str, list[str]] = {}
+    linked: Counter[str] = Counter()  # the pages of std linking to a page of std
+    for page in sorted((root / "std").rglob("*.html")):
+        relative = page.relative_to(root).as_posix()
+        tree = LexborHTMLParser(page.read_bytes().decode("utf-8", "replace"))
+        linked.update(std_links(tree, relative) - {relative})
+        modules = relative.split("/")[:-1]
+        match = RUST_ITEM.match(page.name)
+        primitive = re.match(r"^primitive\.(\w+)\.html$", page.name)
+        if not (match or primitive) or set(modules) & set(RUST_LEFT_OUT):
+            continue
+        content = tree.css_first("#main-content")
+        if content is None or unstable(content.css_first("#main-content > .item-info")):
+            continue
+        kind, name = match.groups() if match else ("primitive", primitive.group(1))
+        declaration = content.css_first(".item-decl")
+        docs = content.css_first(".docblock:not(.item-decl)")
+        key = (
+            kind,
+            name,
+            *(" ".join(n.text().split())[:400] if n else "" for n in (declaration, docs)),
+        )
+        copies[key].append((modules[1:], name, relative))
+        if kind in RUST_TYPES:
+            methods[relative] = defined_methods(content, kind)
+    items = []
+    for (kind, *_), pages in copies.items():
+        pages.sort(key=lambda p: (-linked[p[2]], len(p[2]), p[2]))
+        best = [(-linked[p[2]], len(p[2])) for p in pages[:2]]
+        if len(pages) == 1 or best[0] != best[1]:
+            items.append((kind, *pages[0]))
+    paths = Counter(
+        tuple([*modules, name][-k:])
+        for _, modules, name, _ in items
+        for k in range(1, len(modules) + 2)
+    )
+    found = []
+    for kind, modules, name, relative in sorted(items, key=lambda i: i[3]):
+        path = [*modules, name]
+        least = 2 if kind in RUST_QUALIFIED else 1
+        named = next(
+            (path[-k:] for k in range(least, len(path) + 1) if paths[tuple(path[-k:])] == 1), None
+        )
+        if not named:
+            continue
+        if kind == "macro":
+            found.append(Identifier("item", "::".join(named) + "!", relative))
+        elif kind != "primitive":
+            found.append(Identifier("item", "::".join(named), relative))
+        if kind in RUST_TYPES and len(named) == 1:
+            found += [
+                Identifier("method", f"{name}::{m}", relative, f"{name} {m}")
+                for m in methods[relative]
+            ]
+    return found
+
+
+def std_links(tree: LexborHTMLParser, relative: str) -> set[str]:
+    """The pages of std (relative to the root) a page of rust-doc links to."""
+    targets = set()
+    for node in tree.css("a[href]"):
+        url = urljoin(RUST_BASE + relative, node.attributes.get("href") or "").partition("#")[0]
+        if url.startswith(RUST_BASE + "std/"):
+            targets.add(url[len(RUST_BASE) :])
+    return targets
+
+
+def defined_methods(content, kind: str) -> list[str]:
+    """The stable methods a type's inherent impls define (not those of trait impls or Deref),
+    or a trait's own, in page order."""
+    if kind == "trait":
+        anchors = content.css(".methods [id^='method.'], .methods [id^='tymethod.']")
+    else:
+        anchors = content.css("#implementations-list [id^='method.']")
+    names: dict[str, None] = {}
+    for anchor in anchors:
+        name = (anchor.attributes.get("id") or "").partition(".")[2]
+        toggle = anchor.parent.parent if anchor.parent and anchor.parent.tag == "summary" else None
+        if re.fullmatch(r"\w+", name) and not unstable(toggle):
+            names.setdefault(name)
+    return list(names)
+
+
+def identifier_queries(sites, out: Path) -> None:
+    """IDENTIFIERS_PER_SITE names of each site's API drawn uniformly (PostgreSQL: half commands
+    and applications, half parameters; Rust: half items, half methods), each typed in one of
+    its forms, drawn too; names whose form another name of the set shares are left out."""
+    by_name = {site.name: site for site in sites}
+    found = {
+        "python": python_identifiers(by_name["python"].root),
+        "rust": rust_identifiers(by_name["rust"].root),
+        "postgresql": postgresql_identifiers(by_name["postgresql"].root),
+    }
+    owners: dict[str, set[str]] = defaultdict(set)
+    for name, identifiers in found.items():
+        for identifier in identifiers:
+            for form in identifier_forms(identifier).values():
+                owners[form].add(by_name[name].base + identifier.page)
+    rng = random.Random(20261130)
+    lines = [
+        "# API names as programmers type them over the sites of eval/sites.py (Python, Rust's std,",
+        "# PostgreSQL), built by eval/make_queries.py: an object, item, method, SQL command or",
+        "# parameter as written, lower-cased or with . :: _ as spaces (Rust methods also as",
+        '# "Type method"); the page that defines it (lang<TAB>query<TAB>page URL).',
+    ]
+    for name in IDENTIFIER_SOURCES:
+        site = by_name[name]
+        unique = [
+            i
+            for i in found[name]
+            if all(owners[f] == {site.base + i.page} for f in identifier_forms(i).values())
+        ]
+        kinds = sorted({i.kind for i in unique})
+        chosen = []
+        for kind in kinds:
+            of_kind = [i for i in unique if i.kind == kind]
+            share = IDENTIFIERS_PER_SITE // len(kinds)
+            chosen += rng.sample(of_kind, min(share, len(of_kind)))
+        queries = {}
+        for identifier in chosen:
+            forms = identifier_forms(identifier)
+            queries[forms[rng.choice(sorted(forms))]] = site.base + identifier.page
+        lines += [f"en\t{query}\t{url}" for query, url in sorted(queries.items())]
+        print(
+            f"{site.name}: {len(queries)} identifiers of {len(unique)} with one page ("
+            + ", ".join(f"{sum(i.kind == k for i in unique)} {k}s" for k in kinds)
+            + ")"
+        )
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print(f"wrote {out}")
+
+
+# eval/sites-passages.tsv: a sentence pasted from a page's body (see the module's docstring).
+PASSAGES_PER_LANGUAGE = 100
+PASSAGE_SOURCES = {  # lang: (site, path regex under its root), passages drawn evenly from each
+    "en": (
+        ("handbook", r"^en-US/"),
+        ("reference", r"\.en\.html$"),
+        ("python", r"\.html$"),
+        ("postgresql", r"\.html$"),
+    ),
+    "ru": (("handbook", r"^ru-RU/"),),
+    "zh": (("handbook", r"^zh-CN/"),),
+}
+PROSE = "p, div.para"  # paragraphs: Sphinx's and DocBook's <p>, the handbook's div.para
+NOT_PROSE = (  # navigation, page headers and footers, sidebars, titles, admonitions' titles
+    "div.navheader, div.navfooter, ul.docnav, div.sphinxsidebar, div.related, div.footer,"
+    " header, footer, nav, div.titlepage, p.title, div.toc, p.admonition-title, p.rubric,"
+    " div.legalnotice, table"
+)  # and tables (PostgreSQL's of functions and their examples)
+BLOCKS = "p, div, ul, ol, dl, pre, table, blockquote"  # a paragraph with these is no prose run
+SENTENCE_END = {
+    "en": re.compile(r"(?<=[.!?])\s+(?=[A-Z(“\"])"),
+    "ru": re.compile(r"(?<=[.!?])\s+(?=[А-ЯЁA-Z(«\"])"),
+    "zh": re.compile(r"(?<=[。！？；])"),
+}
+ZH_CLAUSE = re.compile(r"(?<=[，。！？；：、])")
+ZH_STRIP = " ，。！？；：、（）()"
+LATIN_WORD = re.compile(r"[A-Za-z0-9_.-]{2}")
+LETTERS = {"en": re.compile("[A-Za-z]"), "ru": re.compile("[А-Яа-яЁё]"), "zh": SCRIPT["zh"]}
+
+
+def body_text(tree: LexborHTMLParser) -> str:
+    """A page's text as its pasted passages are compared with: the body's, whitespace folded."""
+    return " ".join(tree.body.text(separator="").split()) if tree.body else ""
+
+
+def paragraphs(tree: LexborHTMLParser) -> list[str]:
+    """A page's prose paragraphs (no nested blocks), outside navigation and titles."""
+    for node in tree.css(NOT_PROSE):
+        node.decompose()
+    found = []
+    for node in tree.css(PROSE):
+        if len(node.css(BLOCKS)) == 1:  # itself only
+            text = " ".join(node.text(separator="").split())
+            if text:
+                found.append(text)
+    return found
+
+
+def in_language(text: str, lang: str) -> bool:
+    """Text mostly in the language's script: three in four of its letters."""
+    letters = [c for c in text if c.isalpha()]
+    own = len(LETTERS[lang].findall(text))
+    return bool(letters) and own >= 0.75 * len(letters)
+
+
+def passages(paragraph: str, lang: str, rng: random.Random) -> list[str]:
+    """What one would paste of a paragraph: its sentences of 6 to 20 words, and a run of 6 to
+    12 of its sentences' words; in Chinese, a clause or run of 10 to 25 characters."""
+    found = []
+    for sentence in SENTENCE_END[lang].split(paragraph):
+        sentence = sentence.strip()
+        if not in_language(sentence, lang):
+            continue
+        if lang == "zh":
+            clauses = [c.strip() for c in ZH_CLAUSE.split(sentence)]
+            found += [c.strip(ZH_STRIP) for c in clauses if 10 <= len(c.strip(ZH_STRIP)) <= 25]
+            if len(sentence) > 25:
+                size = rng.randint(10, 25)
+                start = rng.randrange(len(sentence) - size + 1)
+                found.append(zh_run(sentence, start, start + size))
+            continue
+        words = sentence.split()
+        if 6 <= len(words) <= 20 and sentence[0].isupper():
+            found.append(sentence)
+        if len(words) > 6:
+            size = rng.randint(6, min(12, len(words) - 1))
+            start = rng.randrange(len(words) - size + 1)
+            found.append(" ".join(words[start : start + size]))
+    return [p for p in found if in_language(p, lang) and is_prose(p, lang)]
+
+
+def is_prose(passage: str, lang: str) -> bool:
+    """Ten letters of the language at least and, but in Chinese, five words of letters only
+    (no code: "'fat' | 'rat'::tsquery")."""
+    if len(LETTERS[lang].findall(passage)) < 10:
+        return False
+    words = [w.strip(",.;:!?()«»“”\"'") for w in passage.split()]
+    return lang == "zh" or sum(w.isalpha() for w in words) >= 5
+
+
+def zh_run(sentence: str, start: int, end: int) -> str:
+    """sentence[start:end] without cutting a Latin word or number in two, and without
+    punctuation or spaces at its ends."""
+    while 0 < start < len(sentence) and LATIN_WORD.match(sentence[start - 1 : start + 1]):
+        start += 1
+    while 0 < end < len(sentence) and LATIN_WORD.match(sentence[end - 1 : end + 1]):
+        end -= 1
+    return sentence[start:end].strip(ZH_STRIP)
+
+
+def passage_queries(sites, out: Path) -> None:
+    """PASSAGES_PER_LANGUAGE passages a language, drawn evenly from its sources: a page drawn
+    uniformly, a passage of one of its paragraphs drawn, kept when its text (whitespace
+    folded) occurs on that page only of all the page-name sites' pages in the crawl."""
+    by_name = {site.name: site for site in sites}
+    texts: dict[str, str] = {}
+    prose: dict[str, tuple[str, list[str]]] = {}  # URL: (lang, paragraphs) of the sources'
+    for site in sites:
+        if not site.langs:
+            continue
+        for page in sorted(site.root.rglob("*.html")):
+            relative = page.relative_to(site.root).as_posix()
+            if not site.lang(relative):
+                continue
+            html = page.read_bytes().decode("utf-8", "replace")
+            url = site.base + relative
+            texts[url] = body_text(LexborHTMLParser(html))
+            for lang, sources in PASSAGE_SOURCES.items():
+                if any(s == site.name and re.search(p, relative) for s, p in sources):
+                    prose[url] = (lang, paragraphs(LexborHTMLParser(html)))
+    everything = "\n".join(texts.values())
+    rng = random.Random(20261130)
+    lines = [
+        "# Passages pasted into the search box over the sites of eval/sites.py, built by",
+        "# eval/make_queries.py: a sentence or 6-12 words (Chinese: 10-25 characters) of a page's",
+        "# body prose that no other page has (lang<TAB>query<TAB>page URL).",
+    ]
+    for lang, sources in PASSAGE_SOURCES.items():
+        chosen: dict[str, str] = {}
+        used: set[tuple[str, str]] = set()  # (page, paragraph): a passage a paragraph
+        for number, (name, _) in enumerate(sources):
+            wanted = PASSAGES_PER_LANGUAGE * (number + 1) // len(sources)
+            site = by_name[name]
+            urls = [
+                u
+                for u, (of, paras) in prose.items()
+                if of == lang and u.startswith(site.base) and paras
+            ]
+            for _ in range(50 * PASSAGES_PER_LANGUAGE):
+                if len(chosen) >= wanted:
+                    break
+                url = rng.choice(urls)
+                paragraph = rng.choice(prose[url][1])
+                if (url, paragraph) in used or not (found := passages(paragraph, lang, rng)):
+                    continue
+                passage = rng.choice(found)
+                if everything.count(passage) == 1 and passage in texts[url]:
+                    chosen[passage] = url
+                    used.add((url, paragraph))
+        lines += [f"{lang}\t{passage}\t{url}" for passage, url in sorted(chosen.items())]
+        print(f"{out.name} {lang}: {len(chosen)} passages")
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print(f"wrote {out}")
 

@@ -1,17 +1,21 @@
 """The multi-site evaluation's small web: documentation that ships as Debian packages, each
 served by Python's static server on its own loopback address, so each is its own host: the
 Debian handbook (26 languages), the Debian reference (11), the New Maintainers' Guide (11),
-the Developer's Reference (6), the Debian FAQ (10), the Python and the PostgreSQL docs.
+the Developer's Reference (6), the Debian FAQ (10), the Python and the PostgreSQL docs, and
+the Rust standard library's API docs (rust-doc: std/ and the source pages it links, src/;
+not core/, alloc/ or the books, ~30,000 more pages, which the crawl's scope leaves out).
 
     .venv/bin/python eval/sites.py check     # exit 1, naming the packages, if any is missing
     .venv/bin/python eval/sites.py seeds     # the page-name sets' start pages, one URL a line
     .venv/bin/python eval/sites.py homes     # every edition's home page (the home-page crawl)
+    .venv/bin/python eval/sites.py scope     # the crawls' urlfilter.scope (host/path-prefix,...)
     .venv/bin/python eval/sites.py serve     # serve every site until killed
     .venv/bin/python eval/sites.py wait      # return once every site answers
 
 scripts/eval-sites.sh crawls them together; eval/make_queries.py builds eval/sites-nav.tsv,
-eval/sites-popular.tsv, eval/sites-home.tsv, eval/sites-questions.tsv, eval/sites-typos.tsv
-and eval/sites-fragments.tsv from the same files, with the same URLs.
+eval/sites-popular.tsv, eval/sites-home.tsv, eval/sites-questions.tsv, eval/sites-typos.tsv,
+eval/sites-fragments.tsv, eval/sites-identifiers.tsv and eval/sites-passages.tsv from the same
+files, with the same URLs.
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ class Site:
     homes: tuple[tuple[str, str], ...]  # (lang, home page relative to the root): one an edition
     langs: tuple[tuple[str, str], ...] = ()  # (regex on a page's path under root, lang), for
     # the page-name query sets (English, Chinese and Russian pages only)
+    scope: tuple[str, ...] = ("",)  # the path prefixes under the root that crawls follow
+    home_set: bool = True  # its editions are in the home-page crawl and eval/sites-home.tsv
 
     @property
     def seeds(self) -> tuple[str, ...]:
@@ -48,6 +54,12 @@ class Site:
             if re.search(pattern, relative):
                 return lang
         return None
+
+    @property
+    def scope_entries(self) -> tuple[str, ...]:
+        """Its part of urlfilter.scope: host:port/path-prefix."""
+        host = self.base.split("/")[2]
+        return tuple(f"{host}/{prefix}" for prefix in self.scope)
 
     @property
     def address(self) -> tuple[str, int]:
@@ -165,6 +177,20 @@ SITES = (
         "http://127.0.0.7:8087/",
         (("en", "index.en.html"), *((_lang(c), f"{c}/index.{c}.html") for c in FAQ)),
     ),
+    # The standard library's docs, from its index: std/ (~1,800 pages, 100 MB of HTML) and
+    # the source pages std links to (src/, ~300); core/ and alloc/ (28,000 pages, most of
+    # them the same items again), the books and the reference are out of the crawl's scope.
+    # One edition (English) and no page-name sets: it is the identifier set's third site
+    # (eval/sites-identifiers.tsv), not in the home-page crawl.
+    Site(
+        "rust",
+        "rust-doc",
+        Path("/usr/share/doc/rust-doc/html"),
+        "http://127.0.0.8:8088/",
+        (("en", "std/index.html"),),
+        scope=("std/", "src/"),
+        home_set=False,
+    ),
 )
 
 
@@ -178,6 +204,7 @@ NARROW = {
     "reference": ("index.en.html", "index.zh-cn.html"),
     "python": ("index.html",),
     "postgresql": ("index.html",),
+    "rust": ("std/index.html",),
 }
 
 
@@ -226,7 +253,9 @@ def main(command: str) -> None:
     elif command == "seeds":
         print("\n".join(site.base + seed for site in SITES for seed in NARROW.get(site.name, ())))
     elif command == "homes":
-        print("\n".join(site.base + seed for site in SITES for seed in site.seeds))
+        print("\n".join(site.base + s for site in SITES if site.home_set for s in site.seeds))
+    elif command == "scope":
+        print(",".join(entry for site in SITES for entry in site.scope_entries))
     elif command == "serve":
         serve()
     elif command == "wait":
