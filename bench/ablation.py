@@ -69,6 +69,7 @@ WITHOUT = {
     "PageRank": ["search.pagerank.weight=0"],
     "field weights": [f"search.boost.{f}=1.0" for f in TEXT_FIELDS],
     "language preference": ["search.boost.lang=0"],
+    "names (what pages define)": ["search.boost.names=0"],
     "spelling correction": ['search.spelling.errors.lengths=""'],
     "relaxation (question words, minimum should match)": [
         "search.relax.frames=false",
