@@ -235,3 +235,37 @@ def test_a_refresh_page_is_a_redirect_and_never_takes_its_targets_place(site_ser
     assert status(crawl, site.url("/target.html")) == "db_fetched"
     hits = Searcher(crawl, settings).search("zqdupx").hits
     assert [h.url for h in hits] == [site.url("/target.html")]
+
+
+# rustdoc's pages of sibling types: most of the text is the same trait implementations
+IMPLS = " ".join(
+    f"impl<T> Trait{i} for T where T: Bound{i}, fn method{i}(&self)" for i in range(80)
+)
+
+
+def api_page(name: str, module: str, lang: str = "en") -> str:
+    return html(
+        f"{name} in std::{module} - Rust",
+        f"<h1>Struct std::{module}::{name}</h1><p>An iterator over the {name}.</p><p>{IMPLS}</p>",
+    ).replace("<html>", f'<html lang="{lang}">')
+
+
+def test_near_duplicates_about_different_things_are_kept_apart(site_server, tmp_crawl):
+    pages = {
+        "/chars.html": api_page("Chars", "str"),
+        "/intoiter.html": api_page("IntoIter", "vec"),  # another type: another title
+        "/hash_map/hashmap.html": api_page("HashMap", "collections::hash_map"),
+        "/hashmap.html": api_page("HashMap", "collections"),  # the same type re-exported
+        "/ru/chars.html": api_page("Chars", "str", lang="ru"),  # not translated yet
+    }
+    pages["/"] = html("std", " ".join(link(p, p) for p in pages))
+    server = site_server(pages)
+    crawl, *_ = crawl_site(tmp_crawl, [server.url("/")], depth=2)
+    statuses = {p: status(crawl, server.url(p)) for p in pages if p != "/"}
+    assert statuses == {
+        "/chars.html": "db_fetched",
+        "/intoiter.html": "db_fetched",
+        "/hashmap.html": "db_fetched",  # the shorter URL is kept
+        "/hash_map/hashmap.html": "db_duplicate",
+        "/ru/chars.html": "db_fetched",  # a reader of Russian wants the page of their language
+    }

@@ -2,7 +2,12 @@
 
 Exact duplicates share a text signature (pages without text: title, else URL; see
 parse.step.content_signature); near-duplicates have simhashes (64-bit, over
-8-byte shingles) within `dedup.simhash.distance` bits. A page's simhash is computed here,
+8-byte shingles) within `dedup.simhash.distance` bits and the same subject: the words of one's
+title all in the other's (the same page under two paths, "HashMap in std::collections" and
+"HashMap in std::collections::hash_map", or with a site's suffix), in the same declared
+language. Pages that share most of their text but are about different things (generated API
+pages of sibling types, listing the same trait implementations; a translation still partly
+in the original's words) stay apart. A page's simhash is computed here,
 from its latest parse_text, the first time dedup sees it (updatedb clears it when the page
 is fetched again) and kept in the crawldb. A page whose rel=canonical points
 at another fetched page is a duplicate of it. In each group one page is kept, chosen by
@@ -12,14 +17,17 @@ Groups are global, or limited to one host or domain (`dedup.group.mode`).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from filbert import schemas
+from filbert.analysis import fold
 from filbert.buckets import (
     BucketTask,
     connect,
@@ -123,10 +131,15 @@ def find_duplicates(
     rows = con.execute("""
         SELECT p.fp, p.host, c.url FROM pages p JOIN pages c ON c.url = p.canonical
         WHERE p.canonical IS NOT NULL AND p.canonical <> p.url""").fetchall()
-    rows += con.execute("""
-        SELECT fp, host, first_value(url) OVER w FROM pages WHERE signature IS NOT NULL
+    same = con.execute("""
+        SELECT fp, host, first_value(url) OVER w, first_value(fp) OVER w FROM pages
+        WHERE signature IS NOT NULL
         WINDOW w AS (PARTITION BY grp, signature ORDER BY rank)
         QUALIFY row_number() OVER w > 1""").fetchall()
+    # the same text declared in another language: a translation not done yet, which a
+    # reader of that language still wants
+    subjects = _subjects(crawl, {fp for row in same for fp in (row[0], row[3])})
+    rows += [row[:3] for row in same if not _other_languages(subjects, row[0], row[3])]
     dupes = {fp: (host, url) for fp, host, url in reversed(rows)}  # canonical wins
     distance = settings["dedup.simhash.distance"]
     if distance <= 0:
@@ -134,7 +147,7 @@ def find_duplicates(
     simhashes = _new_simhashes(crawl, settings)
     con.register("new_simhashes", simhashes)
     con.execute("UPDATE pages SET simhash = n.simhash FROM new_simhashes n WHERE pages.fp = n.fp")
-    dupes.update(_near_duplicates(con, distance, dupes))
+    dupes.update(_near_duplicates(con, distance, dupes, crawl))
     return dupes, simhashes
 
 
@@ -228,9 +241,11 @@ def _bucket_parts(segments: list[Segment], name: str, bucket: int) -> list[Path]
     return [part for seg in segments if (part := seg.part(name, bucket)).exists()]
 
 
-def _near_duplicates(con, distance: int, known: dict) -> dict[bytes, tuple[str, str]]:
-    """Pages within `distance` bits of a better-ranked page; bands find the candidates.
-    Pages without words (simhash 0) are near nothing."""
+def _near_duplicates(
+    con: duckdb.DuckDBPyConnection, distance: int, known: dict, crawl: CrawlDir
+) -> dict[bytes, tuple[str, str]]:
+    """Pages within `distance` bits of a better-ranked page of the same subject; bands
+    find the candidates. Pages without words (simhash 0) are near nothing."""
     bands = " UNION ALL ".join(
         f"SELECT fp, host, url, grp, rank, simhash, (simhash >> {16 * b}) & 65535 AS band, {b} AS b "
         "FROM pages WHERE simhash <> 0"
@@ -239,17 +254,67 @@ def _near_duplicates(con, distance: int, known: dict) -> dict[bytes, tuple[str, 
     pairs = con.execute(
         f"""
         WITH band AS ({bands})
-        SELECT DISTINCT x.fp, x.host, y.url, y.rank FROM band x JOIN band y
+        SELECT DISTINCT x.fp, x.host, y.fp, y.url, y.rank FROM band x JOIN band y
           ON x.b = y.b AND x.band = y.band AND x.grp = y.grp AND y.rank < x.rank
         WHERE bit_count(xor(x.simhash, y.simhash)) <= $distance
         ORDER BY y.rank""",
         {"distance": distance},
     ).fetchall()
+    subjects = _subjects(crawl, {fp for x, _, y, _, _ in pairs for fp in (x, y)})
     found: dict[bytes, tuple[str, str]] = {}
-    for fp, host, url, _ in pairs:  # best-ranked original first
-        if fp not in known and fp not in found:
+    for fp, host, original, url, _ in pairs:  # best-ranked original first
+        if fp not in known and fp not in found and _same_subject(subjects, fp, original):
             found[fp] = (host, url)
     return found
+
+
+Subject = tuple[frozenset[str], str]  # a page's title words and declared language
+
+
+def _subjects(crawl: CrawlDir, fps: set[bytes]) -> dict[bytes, Subject]:
+    """The subjects of the pages `fps`, from their latest parse_data."""
+    if not fps:
+        return {}
+    applied = set(crawl.crawldb.meta().get("segments", []))
+    files = [
+        part
+        for seg in crawl.segments()
+        if seg.included_in(applied)
+        for part in seg.parts(Segment.PARSE_DATA)
+    ]
+    data = parquet_relation("data", files, schemas.PARSE_DATA, segment=True)
+    con = connect()
+    con.register("wanted", pa.table({"fp": pa.array(sorted(fps), pa.binary())}))
+    with reading(files):
+        rows = con.execute(
+            f"""SELECT fp, coalesce(title, ''), coalesce(lang, '')
+            FROM (SELECT fp, title, segment, {optional_columns(data, schemas.PARSE_DATA, ("lang",))}
+                  FROM {data.sql} WHERE status = '{schemas.PARSE_SUCCESS}')
+            SEMI JOIN wanted USING (fp) {latest_per_page()}""",
+            data.params,
+        ).fetchall()
+    return {fp: (frozenset(TITLE_WORD.findall(fold(title))), lang) for fp, title, lang in rows}
+
+
+TITLE_WORD = re.compile(r"\w+")
+
+
+def _same_subject(subjects: dict[bytes, Subject], page: bytes, original: bytes) -> bool:
+    """Whether a page is about what a near-duplicate original is: the words of one's title
+    are all in the other's, and they declare no different languages (a page whose parse is
+    gone counts as the same)."""
+    if page not in subjects or original not in subjects:
+        return True
+    if _other_languages(subjects, page, original):
+        return False
+    words, other = subjects[page][0], subjects[original][0]
+    return words <= other or other <= words
+
+
+def _other_languages(subjects: dict[bytes, Subject], page: bytes, original: bytes) -> bool:
+    """Whether the two pages declare different languages."""
+    lang, other = subjects.get(page, ("", ""))[1], subjects.get(original, ("", ""))[1]
+    return bool(lang and other and lang != other)
 
 
 @dataclass(frozen=True)
