@@ -66,7 +66,8 @@ def changes(site: Site, round_no: int) -> None:
         site.bodies[1] = text(101)  # changed
         site.server.add("/p2.html", Page("gone", status=404))  # gone
         del site.bodies[2]
-        site.bodies[3] = site.bodies[4]  # a duplicate of p4
+        site.bodies[3] = site.bodies[4]  # a duplicate of p4 (a copy of its title and text)
+        site.titles[3] = f"Page 4 {WORDS[4]}"
         site.server.add("/p5.html", Page("", status=301, headers={"Location": "/p6.html"}))
         del site.bodies[5]  # redirected
         site.anchors[7] = "special anchor"  # p7's anchor text changes

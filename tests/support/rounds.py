@@ -63,6 +63,7 @@ class Site:
         self.anchors = {i: f"page {i}" for i in range(16)}
         self.bodies = {i: text(i) for i in range(16)}
         self.extra: dict[int, str] = {}  # a page's head additions (noindex)
+        self.titles: dict[int, str] = {}  # a page's title, when not its own
         self.home_head = ""
         self.serve()
 
@@ -71,7 +72,7 @@ class Site:
         self.server.add("/", html("Home", f"{self.home_head}<p>{text(99, 10)}</p>{links}"))
         for i, body in self.bodies.items():
             head = self.extra.get(i, "")
-            title = f"Page {i} {WORDS[i % len(WORDS)]}"
+            title = self.titles.get(i, f"Page {i} {WORDS[i % len(WORDS)]}")
             self.server.add(f"/p{i}.html", html(title, f"{head}<p>{body}</p>"))
 
 
