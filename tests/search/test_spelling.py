@@ -183,6 +183,9 @@ def test_question_frame_words_do_not_restrict(site):
         ("如何才能配置网络呢", "配置网络", ["如何", "才能", "呢"]),
         ("到底怎么安装软件包啊", "安装软件包", ["到底", "怎么", "啊"]),
         ("create index", "create index", []),
+        # inside, they are the text's own: a sentence pasted from a page
+        ("modes are described in Section 13.3", "modes are described in Section 13.3", []),
+        ("what is kept when how is asked", "kept when how is asked", ["what", "is"]),
     ],
 )
 def test_the_words_framing_a_question_in_each_language(query, kept, ignored):
@@ -401,3 +404,4 @@ def test_pinyin_finds_the_chinese_pages(tmp_path):
     assert results.correction is not None and results.correction.applied
     assert results.correction.text == "网络 配置"
     assert names(results)[0] == "net.html"
+

@@ -562,16 +562,27 @@ def _in_row(found: list[str], words: list[str]) -> bool:
 
 
 def without_frames(text: str) -> tuple[str, list[str]]:
-    """The text without the words that frame a question, and those words."""
+    """The text without the words that frame a question, and those words: the frame words
+    it starts and ends with ("how do i … ?", "как мне …", "如何 … 呢"). Inside, such words
+    are the text's own ("modes are described in", pasted from a page)."""
     frames = frame_words()
-    cut: list[tuple[int, int]] = []
+    words: list[tuple[int, int, bool]] = []  # each word's span, and whether it frames
     for match in TOKEN.finditer(text):
         han, _, word = match.groups()
-        if word and fold(word) in frames:
-            cut.append(match.span())
+        if word:
+            words.append((*match.span(), fold(word) in frames))
         elif han:
             start = match.start()
-            cut += [(start + a, start + b) for w, a, b in jieba_words(han) if w in frames]
+            words += [(start + a, start + b, w in frames) for w, a, b in jieba_words(han)]
+        else:
+            words.append((*match.span(), False))
+    leading = next((n for n, (_, _, frame) in enumerate(words) if not frame), len(words))
+    trailing = next(
+        (len(words) - n for n, (_, _, frame) in enumerate(reversed(words)) if not frame), 0
+    )
+    cut = [
+        (a, b) for n, (a, b, _) in enumerate(words) if n < leading or n >= max(trailing, leading)
+    ]
     if not cut:
         return text, []
     kept = [text[end:start] for (_, end), (start, _) in zip([(0, 0), *cut], [*cut, (len(text), 0)])]
