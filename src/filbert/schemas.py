@@ -135,6 +135,7 @@ PARSE_DATA = pa.schema(
         ("fields", pa.string()),
         ("lang", pa.string()),  # the language the page declares (<html lang>...), NULL: none
         ("names", pa.list_(pa.string())),  # what it defines (parse/names.py), NULL: none
+        ("code_share", pa.float32()),  # of its text in <pre> (HTML; 0 for other kinds)
     ]
 )
 

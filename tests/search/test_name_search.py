@@ -63,6 +63,16 @@ PAGES = {
         "A hash set. with_capacity makes a set with capacity; the capacity of a Vec.",
     ),
 }
+# rustdoc's source view of vec.rs: its text is the code, every name in it many times
+SOURCE = "\n".join(
+    f"pub fn with_capacity(capacity: usize) -> Vec<T> {{ Vec::with_capacity_in({n}) }}"
+    for n in range(40)
+)
+PAGES["/src/vec.rs.html"] = html(
+    "vec.rs - source",
+    f'<pre class="src-line-numbers">{" ".join(map(str, range(40)))}</pre><pre class="rust">{SOURCE}</pre>',
+    RUSTDOC,
+)
 PAGES["/"] = html("std", " ".join(link(path, path) for path in PAGES))
 
 
@@ -103,3 +113,10 @@ def test_names_add_to_the_score_and_never_restrict(searcher: Searcher) -> None:
     assert first(searcher, "ref pattern bindings") == "keyword.ref.html"
     found = {hit.url.rsplit("/", 1)[1] for hit in searcher.search("utf8 bytes").hits}
     assert found == {"string.html", "fn.from_utf8.html"}  # what has the words, names or not
+
+
+def test_a_source_listing_ranks_after_the_documentation(searcher: Searcher) -> None:
+    hits = searcher.search("with_capacity").hits
+    assert {hit.url.rsplit("/", 1)[1] for hit in hits[:2]} == {"vec.html", "hashset.html"}
+    listing = next(hit for hit in hits if hit.url.endswith("/src/vec.rs.html"))
+    assert listing.signals["boost"] == 0.5  # index.code.boost

@@ -26,6 +26,7 @@ import duckdb
 import numpy as np
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import xxhash
 
@@ -144,7 +145,7 @@ def _relations(task: StateTask | DocsTask) -> tuple[Relation, Relation, Relation
 
 # What parse_data tells of a page besides its text, indexed since format 4 (kind and
 # content_type: its type, since format 8; the parse filters' fields and the language the
-# page declares since format 9, the names it defines since 10).
+# page declares since format 9, the names it defines and its share of code since 10).
 METADATA = (
     "description",
     "author",
@@ -155,9 +156,12 @@ METADATA = (
     "fields",
     "lang",
     "names",
+    "code_share",
 )
 # A date further ahead of the fetch than this is no page's date (a wrong clock or metadata).
 DATE_SLACK = 86_400
+# A page with this share of its text in <pre> or more is a source listing (index.code.boost).
+CODE_PAGE = 0.9
 
 
 # A page's blocks that are its host's template, as a sorted list: part of its key, so a
@@ -269,7 +273,7 @@ def _write_docs(task: DocsTask) -> Filtered:
            epoch(l.published)::BIGINT AS published, epoch(l.modified)::BIGINT AS modified,
            epoch(p.modified_time)::BIGINT AS fetched, l.kind, l.content_type,
            coalesce(b.text, '') AS body, l.block_hashes, l.block_lengths, c.cut, l.fields,
-           coalesce(l.lang, '') AS declared, l.names,
+           coalesce(l.lang, '') AS declared, l.names, coalesce(l.code_share, 0) AS code_share,
            l.segment, p.score, p.simhash
     FROM pages p JOIN latest l USING (fp)
     LEFT JOIN body b ON b.fp = p.fp AND b.segment = l.segment
@@ -304,7 +308,12 @@ def _write_docs(task: DocsTask) -> Filtered:
         table.schema.get_field_index("headings"), "headings", pa.array(headings, pa.string())
     )
     table = table.append_column("lang", pa.array(langs, pa.string()))
-    table = table.append_column("boost", pa.array([1.0] * table.num_rows, pa.float64()))
+    # a source listing (rustdoc's, Sphinx's source views) ranks after the documentation
+    # of the names it holds
+    listings = pc.greater_equal(table["code_share"], CODE_PAGE).to_pylist()
+    boosts = [task.settings["index.code.boost"] if listing else 1.0 for listing in listings]
+    table = table.drop_columns(["code_share"])
+    table = table.append_column("boost", pa.array(boosts, pa.float64()))
     filters, filtered = IndexingFilters.from_settings(task.settings), Filtered()
     if filters:
         table = _filtered(table, filters, filtered)

@@ -84,6 +84,7 @@ _KINDS = {
         "title": ("title",),
         "headings": ("h1", "h2", "h3"),
         "terms": ("dt",),
+        "listings": ("pre",),
         "svg": ("svg",),
         "times": ("time",),
         "invisible": ("script", "style", "noscript", "template", "head", "iframe"),
@@ -170,7 +171,10 @@ def parse_html(
         node.decompose()
     body = tree.body
     blocks = _blocks(body.text(), BLOCK) if body else []  # collapsed, the empty ones left out
-    return found.success(title, " ".join(blocks), outlinks, headings, blocks, names)
+    text = " ".join(blocks)
+    code = sum(len(_collapse(node.text())) for node in elements["listings"])
+    share = min(1.0, code / len(text)) if text else 0.0
+    return found.success(title, text, outlinks, headings, blocks, names, share)
 
 
 def _by_rustdoc(elements: dict[str, list[LexborNode]]) -> bool:

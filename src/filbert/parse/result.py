@@ -47,6 +47,7 @@ class ParseResult:
     kind: str = ""  # what was parsed: html, text, pdf, feed, docx, odt ("" when nothing)
     lang: str = ""  # the language it declares (<html lang>, Content-Language), "" if none
     names: list[str] = field(default_factory=list)  # what it defines (parse/names.py)
+    code_share: float = 0.0  # of its text in <pre>: 1.0 for a source listing
 
 
 class Found:
@@ -103,6 +104,7 @@ class Found:
         headings: str = "",
         blocks: list[str] | None = None,
         names: list[str] | None = None,
+        code_share: float = 0.0,
     ) -> ParseResult:
         return ParseResult(
             PARSE_SUCCESS,
@@ -123,6 +125,7 @@ class Found:
             blocks or [],
             lang=self.lang,
             names=names or [],
+            code_share=code_share,
         )
 
     def empty(self, status: str, message: str) -> ParseResult:

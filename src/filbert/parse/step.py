@@ -324,6 +324,7 @@ def _data_row(
         "relevance": relevance,
         "lang": result.lang or None,
         "names": result.names or None,
+        "code_share": result.code_share,
     }
 
 
