@@ -404,4 +404,3 @@ def test_pinyin_finds_the_chinese_pages(tmp_path):
     assert results.correction is not None and results.correction.applied
     assert results.correction.text == "网络 配置"
     assert names(results)[0] == "net.html"
-
