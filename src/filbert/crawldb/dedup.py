@@ -136,18 +136,20 @@ def find_duplicates(
         WHERE signature IS NOT NULL
         WINDOW w AS (PARTITION BY grp, signature ORDER BY rank)
         QUALIFY row_number() OVER w > 1""").fetchall()
-    # the same text declared in another language: a translation not done yet, which a
-    # reader of that language still wants
-    subjects = _subjects(crawl, {fp for row in same for fp in (row[0], row[3])})
-    rows += [row[:3] for row in same if not _other_languages(subjects, row[0], row[3])]
-    dupes = {fp: (host, url) for fp, host, url in reversed(rows)}  # canonical wins
     distance = settings["dedup.simhash.distance"]
-    if distance <= 0:
-        return dupes, _SIMHASHES.empty_table()
-    simhashes = _new_simhashes(crawl, settings)
+    simhashes = _new_simhashes(crawl, settings) if distance > 0 else _SIMHASHES.empty_table()
     con.register("new_simhashes", simhashes)
     con.execute("UPDATE pages SET simhash = n.simhash FROM new_simhashes n WHERE pages.fp = n.fp")
-    dupes.update(_near_duplicates(con, distance, dupes, crawl))
+    near = [pair[:4] for pair in _near_pairs(con, distance)] if distance > 0 else []
+    # the pages' subjects, read once for both kinds of pair
+    subjects = _subjects(crawl, {fp for pair in [*same, *near] for fp in (pair[0], pair[3])})
+    # the same text declared in another language: a translation not done yet, which a
+    # reader of that language still wants
+    rows += [row[:3] for row in same if not _other_languages(subjects, row[0], row[3])]
+    dupes = {fp: (host, url) for fp, host, url in reversed(rows)}  # canonical wins
+    for fp, host, url, original in near:  # best-ranked original first
+        if fp not in dupes and _same_subject(subjects, fp, original):
+            dupes[fp] = (host, url)
     return dupes, simhashes
 
 
@@ -241,31 +243,24 @@ def _bucket_parts(segments: list[Segment], name: str, bucket: int) -> list[Path]
     return [part for seg in segments if (part := seg.part(name, bucket)).exists()]
 
 
-def _near_duplicates(
-    con: duckdb.DuckDBPyConnection, distance: int, known: dict, crawl: CrawlDir
-) -> dict[bytes, tuple[str, str]]:
-    """Pages within `distance` bits of a better-ranked page of the same subject; bands
-    find the candidates. Pages without words (simhash 0) are near nothing."""
+def _near_pairs(con: duckdb.DuckDBPyConnection, distance: int) -> list[tuple]:
+    """(page fp, its host, original URL, original fp, its rank) of each page within `distance` bits
+    of a better-ranked one, the best-ranked originals first; bands find the candidates.
+    Pages without words (simhash 0) are near nothing."""
     bands = " UNION ALL ".join(
         f"SELECT fp, host, url, grp, rank, simhash, (simhash >> {16 * b}) & 65535 AS band, {b} AS b "
         "FROM pages WHERE simhash <> 0"
         for b in range(BANDS)
     )
-    pairs = con.execute(
+    return con.execute(
         f"""
         WITH band AS ({bands})
-        SELECT DISTINCT x.fp, x.host, y.fp, y.url, y.rank FROM band x JOIN band y
+        SELECT DISTINCT x.fp, x.host, y.url, y.fp AS original, y.rank FROM band x JOIN band y
           ON x.b = y.b AND x.band = y.band AND x.grp = y.grp AND y.rank < x.rank
         WHERE bit_count(xor(x.simhash, y.simhash)) <= $distance
         ORDER BY y.rank""",
         {"distance": distance},
     ).fetchall()
-    subjects = _subjects(crawl, {fp for x, _, y, _, _ in pairs for fp in (x, y)})
-    found: dict[bytes, tuple[str, str]] = {}
-    for fp, host, original, url, _ in pairs:  # best-ranked original first
-        if fp not in known and fp not in found and _same_subject(subjects, fp, original):
-            found[fp] = (host, url)
-    return found
 
 
 Subject = tuple[frozenset[str], str]  # a page's title words and declared language

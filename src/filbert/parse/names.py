@@ -110,10 +110,8 @@ def _term_name(node: LexborNode) -> str:
 
 def _heading_names(headings: list[LexborNode]) -> list[str]:
     found = []
-    entry = next(
-        (node.css_first(".refentrytitle") for node in headings if node.css_first(".refentrytitle")),
-        None,
-    )
+    entries = (node.css_first(".refentrytitle") for node in headings)
+    entry = next((found for found in entries if found is not None), None)
     if entry is not None:
         found.append(collapse(entry.text()))
     for heading in headings:
