@@ -314,6 +314,15 @@ def test_a_query_typed_in_the_wrong_keyboard_layout_is_switched() -> None:
     assert speller.relayout("ghbdtn zzzqqq") is None  # a word that is none either way
 
 
+def test_a_word_of_neither_layout_is_never_switched_to_itself() -> None:
+    vocabulary = pa.table(
+        {"lang": ["zh", "en"], "word": ["研究生", "hello"], "pages": [1, 60]}, schema=WORDS
+    )
+    speller = Speller(vocabulary, load_settings(None, ["search.spelling.min.pages=2"]))
+    assert speller.relayout("研究生") is None  # on a page, too few to be known: no keys
+    assert speller.correct("研究生") is None
+
+
 def test_a_wrong_layout_query_finds_the_pages(site):
     _, _, searcher = site
     results = searcher.search("yfcnhjqrf ctnb")  # настройка сети, on ЙЦУКЕН typed as QWERTY

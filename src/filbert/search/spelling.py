@@ -376,8 +376,11 @@ class Speller:
 
 def _other_layout(word: str) -> str | None:
     """The word typed in the other layout (keyboard.other_layout), its runs of keys switched
-    one by one and the characters of neither layout (digits, hyphens) as they are."""
+    one by one and the characters of neither layout (digits, hyphens) as they are; None
+    when it has no keys of either (研究生 was typed on neither)."""
     parts = _KEY_RUNS.split(word)  # [not keys, keys, not keys, ...]
+    if len(parts) == 1:
+        return None
     for i in range(1, len(parts), 2):
         other = other_layout(parts[i])
         if other is None:
