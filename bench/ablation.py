@@ -75,6 +75,7 @@ WITHOUT = {
         "search.relax.frames=false",
         "search.relax.min.words=1000",
     ],
+    "coverage bonus (all words of a relaxed query)": ["search.relax.coverage.bonus=0"],
 }
 
 

@@ -413,3 +413,43 @@ def test_pinyin_finds_the_chinese_pages(tmp_path):
     assert results.correction is not None and results.correction.applied
     assert results.correction.text == "网络 配置"
     assert names(results)[0] == "net.html"
+
+
+PASSAGE = "the keeper polished the brass lamp of the tower every winter evening"
+COVERAGE_PAGES = {
+    "/": html("Tower", "".join(link(f"/{n}.html", n) for n in ["source", "lamps", *"cdefghij"])),
+    **{
+        f"/{n}.html": html(
+            f"Topic {n}", f"<p>This is a page about {words}, which are written about here.</p>"
+        )
+        for n, words in zip("cdefghij", TOPICS)
+    },
+    "/source.html": html(
+        "Keeping a lighthouse",
+        "<p>Ships passed the cape at night and the rocks were many. "
+        f"In the old days {PASSAGE}, and the log book says so.</p>",
+    ),
+    "/lamps.html": html(
+        "Brass lamp of the keeper's tower",
+        "<h2>Polished brass lamp</h2><p>Every keeper polished the tower's brass lamp: "
+        "brass lamp, brass lamp, polished every day.</p>",
+    ),
+}
+
+
+def test_a_page_with_every_word_of_a_pasted_passage_outranks_pages_with_most(tmp_path):
+    """The passage's page has every word but a long text; lamps.html has six of its eight
+    words in its title and headings. Proximity is scored for the best page by text only: it
+    must be the passage's, by the bonus for every word. The site has a Dutch page, whose
+    analysis keeps "the" and "of": they are the English query's stop words all the same."""
+    pages = {**COVERAGE_PAGES, "/nl.html": html("Vuurtoren", "<p>De wachter poetste de lamp.</p>")}
+    pages["/"] += link("/nl.html", "nl")
+    with SiteServer(pages) as server:
+        crawl, _, _ = crawl_site(tmp_path / "crawl", [server.url("/")])
+    settings = load_settings(crawl.path, ["search.proximity.depth=1"])
+    results = Searcher(crawl, settings).search(PASSAGE, explain=True)
+    assert (results.relaxed.required, results.relaxed.words) == (6, 8)  # no stop words
+    assert names(results)[:2] == ["source.html", "lamps.html"]
+    assert "30" in json.dumps(results.hits[0].explanation)  # the bonus, explained
+    flat = settings.with_overrides({"search.relax.coverage.bonus": 0.0})
+    assert names(Searcher(crawl, flat).search(PASSAGE))[:2] == ["lamps.html", "source.html"]
