@@ -8,6 +8,7 @@ from pipeline import crawl_site
 from sites import SiteServer, html, link
 
 from filbert.search import Searcher
+from filbert.search.shard_searcher import ShardSearcher
 
 RUSTDOC = '<meta name="generator" content="rustdoc">'
 
@@ -120,3 +121,17 @@ def test_a_source_listing_ranks_after_the_documentation(searcher: Searcher) -> N
     assert {hit.url.rsplit("/", 1)[1] for hit in hits[:2]} == {"vec.html", "hashset.html"}
     listing = next(hit for hit in hits if hit.url.endswith("/src/vec.rs.html"))
     assert listing.signals["boost"] == 0.5  # index.code.boost
+
+
+def test_a_shard_scores_names_the_same_whichever_shards_a_process_serves(tmp_path) -> None:
+    """The names' IDF is each shard's own, as tantivy's BM25 is: a searcher process of
+    one shard scores its pages as a process of all of them does (the broker's answers)."""
+    with SiteServer(PAGES) as server:
+        crawl, settings, _ = crawl_site(tmp_path / "crawl", [server.url("/")], "index.shards=3")
+    query = "with_capacity"
+    whole = {h.url: h.signals["text"] for h in Searcher(crawl, settings).search(query).hits}
+    apart: dict[str, float] = {}
+    for shard in range(3):
+        one = Searcher(crawl, settings, ShardSearcher(crawl, settings, [shard]))
+        apart |= {h.url: h.signals["text"] for h in one.search(query).hits}
+    assert len(whole) >= 3 and apart == whole

@@ -24,6 +24,7 @@ should match, as Elasticsearch's), and the pages with all of them gain
 
 from __future__ import annotations
 
+import copy
 import math
 import os
 import re
@@ -668,6 +669,13 @@ class QueryBuilder:
         self.boosts = config.boosts
         # proximity bins (the Google paper): words as a phrase, near each other, or far apart
         self.bins = config.bins
+
+    def on(self, searcher: tantivy.Searcher) -> QueryBuilder:
+        """This builder with one shard's statistics (the names' IDF): a shard scores its
+        pages the same whichever other shards a process serves beside it."""
+        builder = copy.copy(self)
+        builder.searchers = [searcher]
+        return builder
 
     def build(
         self,

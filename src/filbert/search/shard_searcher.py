@@ -17,7 +17,6 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from operator import attrgetter
 from typing import Any
 
@@ -201,6 +200,7 @@ class ShardSearcher:
         self.builder.all_field = all(has_field(index, ALL_FIELD) for index in indexes.values())
         self.builder.grams_field = all(has_field(index, GRAMS_FIELD) for index in indexes.values())
         self.builder.searchers = list(self.shards.values())
+        self.shard_builders = {n: self.builder.on(s) for n, s in self.shards.items()}
         self._columns: dict[int, Columns] = {}
         self._other_uids: dict[tuple[int, tuple[str, ...]], frozenset[int]] = {}
         self.language_counts: dict[str, int] = meta.get("languages", {})  # "" left out
@@ -311,19 +311,15 @@ class ShardSearcher:
     ) -> tuple[int, list[Candidate]]:
         others = self.other_languages(analyzed)
         wanted, depth = depth, depth * LOOSE_DEPTH if analyzed.loose_phrases else depth
-        if others is None:
-            top = partial(self._top, self.builder.build(analyzed, conjunction), depth)
-        elif 1 - self.language_counts[analyzed.lang or ""] / self.documents > PENALTY_MARGIN / 2:
-            top = partial(self._top, self.builder.build(analyzed, conjunction, others), depth)
-        else:
-            top = partial(
-                self._top_penalized,
-                self.builder.matching(analyzed, conjunction),
-                analyzed,
-                conjunction,
-                others,
-                depth,
-            )
+        share = self.language_counts.get(analyzed.lang or "", 0) / max(1, self.documents)
+        few_others = 1 - share <= PENALTY_MARGIN / 2  # penalized here, not in tantivy
+
+        def top(shard: int) -> tuple[int, list[Candidate]]:
+            builder = self.shard_builders[shard]  # each shard's own statistics
+            if others is not None and few_others:
+                return self._top_penalized(builder, analyzed, conjunction, others, depth, shard)
+            return self._top(builder.build(analyzed, conjunction, others), depth, shard)
+
         total, candidates = 0, []
         for shard in self.shards:
             count, found = top(shard)
@@ -400,7 +396,7 @@ class ShardSearcher:
 
     def _top_penalized(
         self,
-        matching: tantivy.Query,
+        builder: QueryBuilder,
         analyzed: AnalyzedQuery,
         conjunction: bool,
         others: list[str],
@@ -408,18 +404,19 @@ class ShardSearcher:
         shard: int,
     ) -> tuple[int, list[Candidate]]:
         """_top with the language penalty on the pages in `others`, when they are few, for
-        the query `matching` (QueryBuilder.matching: without the preference). In
+        the query's matching() (without the preference), built by the shard's builder. In
         tantivy it costs a seek in the others' postings for every matching page (0.5 ms of
         1.4 at 1M pages): here it is applied to a margin more pages than needed, ordered as
         tantivy orders (score, then address), for the same pages with the same (float32)
         scores; tantivy does it when more than the margin of those pages are in the others."""
         limit = depth + max(1, int(depth * PENALTY_MARGIN))
+        matching = builder.matching(analyzed, conjunction)
         result = self.shards[shard].search(matching, limit=limit, count=True)
         candidates = hit_candidates(self.columns(shard), shard, result.hits)
         other = self._other_pages(shard, others)
         flagged = [candidate for candidate in candidates if candidate.uid in other]
         if len(candidates) == limit and len(candidates) - len(flagged) < depth:
-            return self._top(self.builder.build(analyzed, conjunction, others), depth, shard)
+            return self._top(builder.build(analyzed, conjunction, others), depth, shard)
         penalty = np.float32(self.config.query.lang_boost)
         for candidate in flagged:
             candidate.text_score = float(np.float32(candidate.text_score) - penalty)
@@ -514,13 +511,18 @@ class ShardSearcher:
         `conjunction`). `generation`: the index generation the candidates were found in
         (None: this one); in another one, pages are found again by their uid."""
         analyzed = self.analyze(query)
-        flat = self.builder.build(analyzed, conjunction, flat=True) if explain else None
+        flat: dict[int, tantivy.Query] = {}  # by shard: its own statistics
         fetched: list[Fetched | None] = []
         for candidate in candidates:
             check_deadline(deadline)
             address = self._address(candidate, generation)
+            if explain and candidate.shard not in flat:
+                builder = self.shard_builders[candidate.shard]
+                flat[candidate.shard] = builder.build(analyzed, conjunction, flat=True)
             fetched.append(
-                None if address is None else self._fetched(analyzed, candidate, address, flat)
+                None
+                if address is None
+                else self._fetched(analyzed, candidate, address, flat.get(candidate.shard))
             )
         return fetched
 
