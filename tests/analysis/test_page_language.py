@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from filbert.analysis import declared_language, page_language
+from filbert.analysis import declared_language, page_language, path_language
 from filbert.parse.content import parse_content
 
 PAGES = Path(__file__).parent / "pages"
@@ -83,3 +83,22 @@ def test_declared_languages_are_read_as_identification_names_them(value: str, co
 def test_the_parser_reads_the_declared_language(markup: str, headers: dict, lang: str) -> None:
     result = parse_content("http://a.test/", markup.encode(), "text/html", headers)
     assert result.lang == lang
+
+
+@pytest.mark.parametrize(
+    ("url", "lang"),
+    [
+        ("http://h/handbook/ru-RU/sect.x.html", "ru"),
+        ("http://h/book/zh_CN/index.html", "zh"),
+        ("http://h/zh-Hans/a", "zh"),
+        ("http://h/de/docs/page.html", "de"),
+        ("http://h/pt-br/", "pt"),
+        ("http://h/handbook/hr-HR/a.html", "hr"),  # a locale, of any language
+        ("http://h/js/app.html", ""),  # no language filbert analyzes
+        ("http://h/docs/ru.html", ""),  # a file's name, not a folder of pages
+        ("http://h/en-US-extra/x", ""),
+        ("http://h/", ""),
+    ],
+)
+def test_a_path_names_the_edition_a_page_is_in(url: str, lang: str) -> None:
+    assert path_language(url) == lang

@@ -269,3 +269,25 @@ def test_near_duplicates_about_different_things_are_kept_apart(site_server, tmp_
         "/hash_map/hashmap.html": "db_duplicate",
         "/ru/chars.html": "db_fetched",  # a reader of Russian wants the page of their language
     }
+
+
+def test_editions_named_by_their_paths_are_translations_not_duplicates(site_server, tmp_crawl):
+    """A book's untranslated chapter, no language declared anywhere: the copy under ru-RU/
+    is the Russian edition's, kept; a copy under the same edition's other path is not."""
+    chapter = html("Virtualization", "<p>" + ARTICLE + "</p>")
+    pages = {
+        "/book/en-US/virtual.html": chapter,
+        "/book/ru-RU/virtual.html": chapter,
+        "/book/zh_CN/virtual.html": chapter,
+        "/book/en-US/old/virtual.html": chapter,  # the same edition twice
+    }
+    pages["/"] = html("book", " ".join(link(p, p) for p in pages))
+    server = site_server(pages)
+    crawl, *_ = crawl_site(tmp_crawl, [server.url("/")], depth=2)
+    statuses = {p: status(crawl, server.url(p)) for p in pages if p != "/"}
+    assert statuses == {
+        "/book/en-US/virtual.html": "db_fetched",
+        "/book/ru-RU/virtual.html": "db_fetched",
+        "/book/zh_CN/virtual.html": "db_fetched",
+        "/book/en-US/old/virtual.html": "db_duplicate",
+    }

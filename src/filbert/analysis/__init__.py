@@ -1,7 +1,13 @@
 """Language identification and per-language analysis (index and query time)."""
 
 from filbert.analysis.analyzers import Analyzer, analyzer, fold, load_user_dict
-from filbert.analysis.language import declared_language, identify, page_language, query_language
+from filbert.analysis.language import (
+    declared_language,
+    identify,
+    page_language,
+    path_language,
+    query_language,
+)
 
 __all__ = [
     "Analyzer",
@@ -11,5 +17,6 @@ __all__ = [
     "identify",
     "load_user_dict",
     "page_language",
+    "path_language",
     "query_language",
 ]

@@ -15,8 +15,10 @@ from collections.abc import Collection
 from functools import cache
 from itertools import islice
 from typing import Any
+from urllib.parse import urlsplit
 
 from filbert.analysis.analyzers import (
+    ANALYZED_LANGS,
     CYRILLIC_LANGS,
     HAN,
     HAN_RUN,
@@ -49,6 +51,8 @@ _CAMEL = re.compile(r"[a-z][A-Z]")
 _UNSPACED = re.compile(f"[{HAN}{KANA_HANGUL}]")
 _LANGUAGE_SUBTAG = re.compile(r"[a-z]{2,3}")
 _NO_LANGUAGE = frozenset({"und", "mul", "zxx", "mis"})
+_PATH_TAG = re.compile(r"([a-zA-Z]{2})(?:[-_][a-zA-Z]{2}|[-_]Han[st])?")
+_LOCALE = re.compile(r"[a-z]{2}[-_][A-Z]{2}")
 _OLD_CODES = {"iw": "he", "in": "id", "ji": "yi"}  # withdrawn codes pages still declare
 
 
@@ -104,6 +108,19 @@ def declared_language(value: str) -> str:
     if not _LANGUAGE_SUBTAG.fullmatch(primary) or primary in _NO_LANGUAGE:
         return ""
     return ALIASES.get(primary, _OLD_CODES.get(primary, primary))
+
+
+def path_language(url: str) -> str:
+    """The language a URL's path names, as declared_language gives it ('' for none): the
+    first folder that is a locale (`hr-HR`, `zh_CN`: any language) or a language filbert
+    analyzes, with a region or alone (`de`, `pt-br`, `zh-Hans`). Sites keep their
+    translations side by side so: a page under `ru-RU/` is the Russian edition's, even
+    where its text is still the original's."""
+    for segment in urlsplit(url).path.split("/")[:-1]:
+        match = _PATH_TAG.fullmatch(segment)
+        if match and (_LOCALE.fullmatch(segment) or match.group(1).lower() in ANALYZED_LANGS):
+            return declared_language(segment)
+    return ""
 
 
 def _likeliest(sample: str) -> tuple[str, float]:

@@ -5,7 +5,7 @@ parse.step.content_signature); near-duplicates have simhashes (64-bit, over
 8-byte shingles) within `dedup.simhash.distance` bits and the same subject: the words of one's
 title all in the other's (the same page under two paths, "HashMap in std::collections" and
 "HashMap in std::collections::hash_map", or with a site's suffix), in the same declared
-language. Pages that share most of their text but are about different things (generated API
+language (or the same one their paths name: `en-US/` and `ru-RU/` editions of a book). Pages that share most of their text but are about different things (generated API
 pages of sibling types, listing the same trait implementations; a translation still partly
 in the original's words) stay apart. A page's simhash is computed here,
 from its latest parse_text, the first time dedup sees it (updatedb clears it when the page
@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from filbert import schemas
-from filbert.analysis import fold
+from filbert.analysis import fold, path_language
 from filbert.buckets import (
     BucketTask,
     connect,
@@ -263,7 +263,8 @@ def _near_pairs(con: duckdb.DuckDBPyConnection, distance: int) -> list[tuple]:
     ).fetchall()
 
 
-Subject = tuple[frozenset[str], str]  # a page's title words and declared language
+# a page's title words, and its declared language or else the one its URL's path names
+Subject = tuple[frozenset[str], str]
 
 
 def _subjects(crawl: CrawlDir, fps: set[bytes]) -> dict[bytes, Subject]:
@@ -282,13 +283,16 @@ def _subjects(crawl: CrawlDir, fps: set[bytes]) -> dict[bytes, Subject]:
     con.register("wanted", pa.table({"fp": pa.array(sorted(fps), pa.binary())}))
     with reading(files):
         rows = con.execute(
-            f"""SELECT fp, coalesce(title, ''), coalesce(lang, '')
-            FROM (SELECT fp, title, segment, {optional_columns(data, schemas.PARSE_DATA, ("lang",))}
+            f"""SELECT fp, url, coalesce(title, ''), coalesce(lang, '')
+            FROM (SELECT fp, url, title, segment, {optional_columns(data, schemas.PARSE_DATA, ("lang",))}
                   FROM {data.sql} WHERE status = '{schemas.PARSE_SUCCESS}')
             SEMI JOIN wanted USING (fp) {latest_per_page()}""",
             data.params,
         ).fetchall()
-    return {fp: (frozenset(TITLE_WORD.findall(fold(title))), lang) for fp, title, lang in rows}
+    return {
+        fp: (frozenset(TITLE_WORD.findall(fold(title))), lang or path_language(url))
+        for fp, url, title, lang in rows
+    }
 
 
 TITLE_WORD = re.compile(r"\w+")
@@ -307,7 +311,7 @@ def _same_subject(subjects: dict[bytes, Subject], page: bytes, original: bytes) 
 
 
 def _other_languages(subjects: dict[bytes, Subject], page: bytes, original: bytes) -> bool:
-    """Whether the two pages declare different languages."""
+    """Whether the two pages declare different languages (or their paths name them)."""
     lang, other = subjects.get(page, ("", ""))[1], subjects.get(original, ("", ""))[1]
     return bool(lang and other and lang != other)
 
