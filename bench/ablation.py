@@ -76,6 +76,7 @@ WITHOUT = {
         "search.relax.min.words=1000",
     ],
     "coverage bonus (all words of a relaxed query)": ["search.relax.coverage.bonus=0"],
+    "learned weights (search.model; hand-set instead)": ['search.model=""'],
 }
 
 

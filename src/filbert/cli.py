@@ -579,6 +579,54 @@ def eval_(
 
 
 @app.command()
+def learn(
+    queries: Annotated[
+        list[Path],
+        typer.Argument(help="Known-item query files, as `filbert eval` reads them."),
+    ],
+    dir: Dir = Path("crawl"),
+    base: str = typer.Option("http://127.0.0.1:8081/", help="Base for URLs given as paths."),
+    out: Path | None = typer.Option(
+        None, help="Where to write the model (default: CRAWL/model.toml)."
+    ),
+    define: Define = None,
+) -> None:
+    """Learn the ranking's weights from known-item queries (coordinate ascent on half of
+    them, tested on the other half) and write them as a model for search.model."""
+    from rich.progress import Progress
+
+    from filbert.tools import evaluation as ev
+    from filbert.tools.learning import held_out, model_text
+    from filbert.tools.learning import learn as learn_weights
+
+    crawl_dir, settings = _existing(dir, define)
+    items = [item for path in queries for item in ev.load_queries(path, base)]
+    with Progress(console=console, transient=True) as progress:
+        tested = sum(map(held_out, items))  # searched twice: before and learned
+        task = progress.add_task("learning", total=len(items) + tested)
+        learned = learn_weights(
+            crawl_dir,
+            settings,
+            items,
+            on_query=lambda: progress.advance(task),
+            on_round=lambda n, mrr: console.print(
+                f"round {n}: MRR@10 {mrr:.4f} on the training half"
+            ),
+        )
+    stdout.print(ev.report(learned.after, learned.before))
+    target = out or crawl_dir.path / "model.toml"
+    defines = [f"-D '{d}'" for d in define or []]
+    command = " ".join(["filbert learn", *map(str, queries), "--dir", str(dir), *defines])
+    target.write_text(model_text(learned, command), "utf-8")
+    for key, value in learned.weights.items():
+        console.print(f"  {key} = {value:g} (was {settings[key]:g})")
+    console.print(
+        f'wrote {target}: search with it by setting search.model = "{target}" in '
+        "filbert.toml (a path relative to the crawl directory, or absolute) or with -D"
+    )
+
+
+@app.command()
 def serve(
     dir: Dir = Path("crawl"),
     host: Host = "127.0.0.1",

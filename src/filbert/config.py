@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from filbert import plugins
 from filbert.errors import UserError
@@ -228,6 +228,7 @@ PARSERS: dict[str, Callable[[Mapping[str, Any], str], object]] = {
     "http.filter.ipaddress.include": _of_settings("filbert.fetch.ipfilter:IpFilter.from_settings"),
     "http.filter.ipaddress.exclude": _of_settings("filbert.fetch.ipfilter:IpFilter.from_settings"),
     "dedup.compare.order": _of_settings("filbert.crawldb.dedup:compare_order"),
+    "search.model": _of_settings("filbert.search.model:model_weights"),
     "urlfilter.regex.file": _of_settings("filbert.urls.filter:RegexUrlFilter.from_settings"),
     "plugin.includes": _of_settings("filbert.plugins:check"),
     "plugin.excludes": _of_settings("filbert.plugins:check"),
@@ -369,16 +370,19 @@ def _flattened(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def load_settings(crawl_dir: Path | None, overrides: Iterable[str] = ()) -> Settings:
     """Defaults, then CRAWL/filbert.toml if present (and CRAWL/focus.txt as focus.topic,
-    CRAWL/scope.txt as urlfilter.scope, unless they are set), then -D overrides."""
+    CRAWL/scope.txt as urlfilter.scope, unless they are set), then -D overrides; the
+    ranking weights of search.model beneath the last two."""
     settings = Settings()
+    file_values: dict[str, Any] = {}
     if crawl_dir is not None:
         path = Path(crawl_dir) / SETTINGS_FILE
         if path.exists():
             try:
-                file_values = tomllib.loads(path.read_text("utf-8"))
+                file_values = _flattened(tomllib.loads(path.read_text("utf-8")))
             except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
                 raise ConfigError(f"{path}: {exc}") from exc
-            settings = settings.with_overrides(_flattened(file_values), str(path))
+            file_values = _in_crawl_dir(file_values, Path(crawl_dir))
+            settings = settings.with_overrides(file_values, str(path))
         topic = Path(crawl_dir) / FOCUS_FILE
         if not settings["focus.topic"] and topic.exists():
             settings = settings.with_overrides({"focus.topic": str(topic.resolve())}, str(topic))
@@ -387,4 +391,25 @@ def load_settings(crawl_dir: Path | None, overrides: Iterable[str] = ()) -> Sett
             entries = read_scope(scope)
             settings = settings.with_overrides({"urlfilter.scope": ",".join(entries)}, str(scope))
     pairs = dict(parse_override(o) for o in overrides)
-    return settings.with_overrides(pairs, "-D")
+    if crawl_dir is not None:
+        pairs = _in_crawl_dir(pairs, crawl_dir)
+    settings = settings.with_overrides(pairs, "-D")
+    return _with_model(settings, {*file_values, *pairs})
+
+
+def _with_model(settings: Settings, explicit: set[str]) -> Settings:
+    """The settings with the ranking weights of `search.model` (search/model.py) beneath
+    those set `explicit`ly (by filbert.toml or -D)."""
+    weights = _flattened(cast(dict[str, Any], PARSERS["search.model"](settings, "search.model")))
+    if others := sorted(key for key in weights if not key.startswith("search.")):
+        raise ConfigError(f"search.model: not a ranking weight: {', '.join(others)}")
+    kept = {key: value for key, value in weights.items() if key not in explicit}
+    return settings.with_overrides(kept, f"search.model {settings['search.model']}")
+
+
+def _in_crawl_dir(values: dict[str, Any], crawl_dir: Path) -> dict[str, Any]:
+    """`values` with a relative search.model path taken as the crawl directory's."""
+    name = values.get("search.model")
+    if not isinstance(name, str) or name in ("", "builtin") or Path(name).is_absolute():
+        return values
+    return values | {"search.model": str(Path(crawl_dir) / name)}

@@ -17,6 +17,7 @@ import tantivy
 from filbert.errors import DamagedFileError
 from filbert.fields import Field
 from filbert.storage import CrawlDir, damaged_file
+from filbert.urls import fingerprint
 
 # Bumped when what a document holds changes (its fields included): an index of another
 # format is rebuilt by the index step, and the searcher will not read it.
@@ -278,3 +279,8 @@ def has_field(index: tantivy.Index, name: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def uid_of(url: str) -> int:
+    """A page's uid: the first 63 bits of its URL's fingerprint (a fast field's int64)."""
+    return int.from_bytes(fingerprint(url)[:8], "big") >> 1

@@ -60,6 +60,7 @@ from filbert.index.schema import (
     recency,
     shard_name,
     site_terms,
+    uid_of,
 )
 from filbert.index.shard_writer import FORWARD, LIVE_FILE, forward_dir, hash_shard, update_shards
 from filbert.mediatypes import KIND_OF_TYPE, media_type
@@ -67,7 +68,6 @@ from filbert.parse.boilerplate import cuts_sql, own_headings, templates_sql, wit
 from filbert.parse.parsers import PluginParsers
 from filbert.step_result import Figures, step
 from filbert.storage import CrawlDir, Segment, existing, part_name, reading, write_table
-from filbert.urls import fingerprint
 
 URL_PUNCTUATION = re.compile(r"[\W_]+")  # URL words, split apart so each is analyzed once
 ROWS_PER_GROUP = 32  # documents per Parquet row group of the gathered documents
@@ -415,7 +415,7 @@ def analyze_document(doc: dict, declared: Mapping[str, Field] | None = None) -> 
     analyzed[NAMES_FIELD] = " ".join(
         key for name in doc.get("names") or () for key in name_keys(name)
     )
-    uid = int.from_bytes(fingerprint(doc["url"])[:8], "big") >> 1
+    uid = uid_of(doc["url"])
     date = page_date(doc)
     return {
         "url": doc["url"],

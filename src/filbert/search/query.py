@@ -677,6 +677,12 @@ class QueryBuilder:
         builder.searchers = [searcher]
         return builder
 
+    def weighted(self, config: QuerySettings) -> QueryBuilder:
+        """This builder with other weights (tools/learning.py scores each feature alone)."""
+        builder = copy.copy(self)
+        builder.config, builder.boosts, builder.bins = config, config.boosts, config.bins
+        return builder
+
     def build(
         self,
         query: AnalyzedQuery,
