@@ -182,6 +182,8 @@ def test_question_frame_words_do_not_restrict(site):
         ("можно ли вообще сделать снимок", "снимок", ["можно", "ли", "вообще", "сделать"]),
         ("如何才能配置网络呢", "配置网络", ["如何", "才能", "呢"]),
         ("到底怎么安装软件包啊", "安装软件包", ["到底", "怎么", "啊"]),
+        ("为什么要使用软件包", "使用软件包", ["为什么", "要"]),  # a need before the action
+        ("我想要配置网络了", "配置网络", ["我", "想要", "了"]),
         ("create index", "create index", []),
         # inside, they are the text's own: a sentence pasted from a page
         ("modes are described in Section 13.3", "modes are described in Section 13.3", []),
