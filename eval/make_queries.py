@@ -27,12 +27,21 @@ For the English, Simplified Chinese and Russian books:
   English edition when that is one of them (the others are copies) and none otherwise.
 - sites-questions.tsv, sites-typos.tsv and sites-fragments.tsv, known-item queries over the
   English and Russian pages of the page-name sites (the handbook, the reference, Python and
-  PostgreSQL): a page's section names (its <title> and h1–h4 headings without numbering,
-  permalinks and Sphinx's " — Python 3.11.2 documentation") in its language, of two words or
-  more, that no other page has; the answer is that page. sites-questions.tsv puts a name into
-  a question with its words' forms changed, as "Configuring the Clock" is asked "how to
-  configure the clocks" and "Настройка сети" "как настроить сеть" (pymorphy3; English forms
-  by suffix rules, words of the sites' text only); sites-typos.tsv misspells one word of six
+  PostgreSQL), and for sites-questions.tsv their Chinese pages too (the handbook's zh-CN, the
+  reference's zh-cn): a page's section names (its <title> and h1–h4 headings without
+  numbering, permalinks and Sphinx's " — Python 3.11.2 documentation") in its language, of two
+  words or more (Chinese: four Han characters or more), that no other page has; the answer is
+  that page. sites-questions.tsv puts a name into a question with its words' forms changed, as
+  "Configuring the Clock" is asked "how to configure the clocks" and "Настройка сети" "как
+  настроить сеть" (pymorphy3; English forms by suffix rules, words of the sites' text only).
+  Chinese has no word forms: a name starting with an action verb, or with a means and one
+  ("通过 LVM 扩展…", "用 iconv…"), is asked "如何/怎么/怎样 …" ("怎么样才能" for a goal, "为什么要"
+  for 使用/启用), one ending in an action ("键盘配置") "如何进行键盘配置" or with the action put
+  first, "如何配置键盘"; a noun phrase "什么是 …"/"… 是什么" ("… 怎么用" for a tool, "…
+  是如何工作的" for a system, "… 怎么办" for a problem); chapter labels and glosses in
+  brackets dropped, a name's part before a colon asked, lists, questions, sentences and generic
+  headings ("其它更多", "先决条件") left out. The Chinese questions are drawn after the others,
+  so these are the same as without them. sites-typos.tsv misspells one word of six
   letters or more, keeping its first letter (neighbouring letters swapped, one dropped or
   doubled, or a neighbouring key's on QWERTY or ЙЦУКЕН: no word of the sites);
   sites-fragments.tsv takes two to four words from inside a name that no other page's
@@ -353,8 +362,10 @@ def heading_queries(root: Path, out: Path) -> None:
 
 
 # The known-item sets over the page-name sites (eval/sites-questions.tsv, sites-typos.tsv,
-# sites-fragments.tsv): English and Russian pages' section names.
+# sites-fragments.tsv): English and Russian pages' section names; the questions also Chinese
+# (after the others, so that their random draws are the same with it as without).
 KNOWN_ITEM_LANGS = ("en", "ru")
+QUESTION_LANGS = (*KNOWN_ITEM_LANGS, "zh")
 
 
 def word_set(words: str) -> frozenset[str]:
@@ -498,8 +509,9 @@ def name_holders(pages: dict[str, tuple[str, list[str]]]) -> dict[str, set[str]]
 
 
 def known_items(pages: dict[str, tuple[str, list[str]]]) -> list[tuple[str, str, str]]:
-    """(lang, name, URL): English and Russian section names in their page's language, of two
-    words or more, that no other page has."""
+    """(lang, name, URL): English, Russian and Chinese section names in their page's
+    language, of two words or more (Chinese: four Han characters or more, as it has no spaces
+    between words), that no other page has."""
     holders = name_holders(pages)
     items: dict[tuple[str, str, str], str] = {}
     for url, (lang, names) in pages.items():
@@ -507,8 +519,8 @@ def known_items(pages: dict[str, tuple[str, list[str]]]) -> list[tuple[str, str,
             key = bare(name)
             words = [w for w in name.split() if sum(c.isalpha() for c in w) > 1]
             if (
-                lang in KNOWN_ITEM_LANGS
-                and len(words) > 1
+                lang in QUESTION_LANGS
+                and (han(key) >= 4 if lang == "zh" else len(words) > 1)
                 and SCRIPT[lang].search(key)
                 and holders[key] == {url}
             ):
@@ -757,6 +769,174 @@ def noun_phrase_changed(
     return " ".join(phrase + words[end:]), changed
 
 
+# Chinese questions (eval/sites-questions.tsv's zh lines): Chinese has no word forms, so a
+# name is put into a frame as it is, or with a trailing verb moved to its front.
+ZH_LABEL = re.compile(r"^(?:第\s*\w+\s*[章部]分?|附录\s*[A-Z]\.)\s*")  # "第 4 章 ", "附录 A. "
+ZH_GLOSS = re.compile(r"[（(][^）)]*[）)]")  # "配置逻辑卷管理 (LVM)", "后台守护进程（daemon）"
+ZH_SPACE = re.compile(r"(?<=[\u4e00-\u9fff]) (?=[\u4e00-\u9fff])")  # a space between Han
+ZH_LISTS = re.compile(r"[、，,—–…]")  # "监控、控制和启动程序活动": a list, no question
+ZH_SUBTITLE = re.compile(r"\s*[：:]\s*")  # "本地诊断：netstat": asked of its first part
+ZH_ASKING = ("如何", "怎么", "怎样", "什么", "为什么", "谁", "吗", "哪")  # already a question
+ZH_HOW = ("如何{}", "怎么{}", "怎样{}")
+ZH_WHAT = ("什么是{}", "{}是什么")
+ZH_VERBS = tuple(  # what starts an action's name ("配置网络"), longest first
+    sorted(
+        word_set(
+            "配置 安装 设置 使用 管理 创建 编译 选择 启动 启用 检查 检测 升级"
+            " 制作 定制 调试 调整 修改 修复 删除 添加 卸载 编写 限制 监视 监控"
+            " 跟踪 追踪 记录 查找 查看 查询 处理 备份 恢复 清理 清空 关闭 构建"
+            " 生成 获取 获得 验证 阻止 预防 避免 保护 保持 集成 挂载 移植 杀死"
+            " 列出 识别 辨识 合并 发送 加载 填入 设立 转换 提取 扩展 优化 重新安装"
+            " 重新构建 完成 学习 浏览 侦测 保留 报告 迁移 移动 导出 引导 筛选 加密"
+            " 整合 共存 打印 连接 运行 定义 建立 寻求 确保 减少 编辑 下载 排查"
+            " 诊断 解析 过滤 伪装 反汇编 擦除 写入 写 自定义 重构 反馈 显示 警告"
+            " 高亮 分析 扫描 找出 探测 接手 搜索 搭建 成为 控制 审核 开始 把"
+        ),
+        key=lambda verb: (-len(verb), verb),
+    )
+)
+ZH_GOALS = ("保持", "避免", "预防", "确保", "减少", "扩展", "保护", "阻止", "优化")  # 怎么样才能
+ZH_WHY = ("使用", "启用")  # "为什么要使用 ldap 管理账户"
+ZH_MEANS = ("通过", "用", "从", "在", "为", "给", "和", "与", "以", "根据")  # "通过 lvm 扩展…"
+ZH_ADVERB = re.compile(r"^(?:直接|自动|手动|重新|不|[\u4e00-\u9fff]{2}地)")  # "直接写入硬盘"
+ZH_NOUNS = word_set(  # verb-initial nouns and no-verb starts ("配置文件", "用户", "用于 apt 的…")
+    "配置文件 配置脚本 配置选项 安装方式 编译工具 管理团队 启动过程 用户 用于 引导分区 挂载点"
+    " 打印机 控制台"
+)
+ZH_NOT_VERB = "者器员型后的"  # a verb's noun ("使用者", "管理员"), or no verb ("升级后的清理")
+ZH_TOOL_HEADS = ("工具", "策略", "方式", "语法", "选项", "脚本", "技巧")  # "复制和同步工具"
+ZH_AND = ("和", "与", "及", "或")
+ZH_NOT_ASKED = (  # generic headings: "一个具体例子", "先决条件", "其它更多", "第一阶段"
+    ("其他", "其它", "一个", "一些", "关于", "本书", "这本书", "更多", "由", "第", "需要", "每次"),
+    (
+        "例子",
+        "步骤",
+        "方法",
+        "声明",
+        "通告",
+        "知识",
+        "条件",
+        "致谢",
+        "概述",
+        "使用",
+        "之后",
+        "更多",
+    ),
+)
+ZH_TRAILING = tuple(  # a noun phrase's trailing action, put first: "键盘配置" -> "配置键盘"
+    sorted(
+        word_set(
+            "重新配置 配置 管理 安装 升级 优化 转换 识别 检查 提取 排查 诊断 解析 过滤"
+            " 初始化 备份 同步 降级 安排 禁用"
+        ),
+        key=lambda action: (-len(action), action),
+    )
+)
+ZH_MANNER = ("自动", "手动", "重新")  # "网络自动配置" -> "自动配置网络"
+ZH_MODIFIERS = word_set(  # what reads as an adjective before a trailing action: "标准配置", "安全认证"
+    "标准 安全 基础 基本 高级 全面 紧急 单次 交互式 个人 内部 简单 通用 现代 整体 本地 深入 向后"
+)
+ZH_PROBLEMS = ("问题", "错误", "失败", "故障")  # "软件包数据缓存错误怎么办"
+ZH_TOOLS = ("工具", "命令", "编辑器", "查看器", "管理器")  # "网络诊断工具怎么用"
+ZH_WORKS = ("系统", "服务器", "协议", "机制", "代理", "守护进程", "数据库")
+
+
+def han(text: str) -> int:
+    return len(SCRIPT["zh"].findall(text))
+
+
+def zh_verb(text: str) -> str | None:
+    """The action verb the text starts with ("配置 dns 服务器": 配置), not a verb's noun
+    ("选择器", "管理员") nor one of ZH_NOUNS."""
+    if text.startswith(tuple(ZH_NOUNS)):
+        return None
+    text = ZH_ADVERB.sub("", text)
+    verb = next((v for v in ZH_VERBS if text.startswith(v)), None)
+    if not verb or text[len(verb) : len(verb) + 1] in tuple(ZH_NOT_VERB):
+        return None
+    return verb
+
+
+def zh_ask(frame: str, phrase: str) -> str:
+    """The phrase in the frame, a space between a Chinese frame word and a Latin word."""
+    before, after = frame.split("{}")
+    if before and phrase[:1].isascii():
+        phrase = " " + phrase
+    if after and phrase[-1:].isascii():
+        phrase += " "
+    return before + phrase + after
+
+
+def chinese_questions(name: str) -> list[tuple[str, str]]:
+    """(frame, phrase) pairs: a section name as a question, "如何" and the like for an action
+    ("配置 dns 服务器", "通过 lvm 扩展可用存储空间", "键盘配置" as "配置键盘"), "什么是" and the
+    like for a noun phrase; names of lists, questions and generic headings are left out."""
+    name = ZH_LABEL.sub("", name)
+    if ZH_LISTS.search(name) or any(a in name for a in ZH_ASKING):
+        return []
+    name = ZH_SUBTITLE.split(name)[0]  # "减少延迟：wondershaper", what it does
+    if han(bare := ZH_GLOSS.sub(" ", name)) >= 4:
+        name = bare  # "配置包管理器 (apt)": the gloss left out, as people would
+    phrase = " ".join(w for w in as_typed(name).split() if not NUMBER.match(w))
+    phrase = ZH_SPACE.sub("", phrase)  # "系统后台守护进程（daemon）诊断" without its gloss
+    starts, ends = ZH_NOT_ASKED
+    if han(phrase) < 4 or phrase.startswith(starts) or phrase.endswith(ends):
+        return []
+    verb = zh_verb(phrase)
+    if not verb and phrase.startswith(ZH_MEANS) and not phrase.startswith(tuple(ZH_NOUNS)):
+        rest = phrase[2:] if phrase.startswith(("通过", "根据")) else phrase[1:]
+        verb = next(  # "用 iconv 命令来转换…", not "和集成…" (a verb right after)
+            (v for i in range(1, len(rest)) if (v := zh_verb(rest[i:])) and rest[i - 1] != "的"),
+            None,
+        )
+        if not verb:
+            return []  # "从测试版至稳定版", "基于密钥的认证": no action
+    head = next((h for h in ZH_TOOL_HEADS if phrase.endswith(h)), None)
+    if verb and head:
+        before = phrase[: -len(head)].rstrip()
+        if (
+            ZH_ADVERB.sub("", before) == verb
+            or before.endswith("的")
+            or any(a in before for a in ZH_AND)
+        ):
+            verb = None  # "配置脚本", "处理可印刷数据的工具", "复制和同步工具": no action
+    if verb:
+        frames = list(ZH_HOW)
+        if phrase.startswith(ZH_GOALS):
+            frames.append("怎么样才能{}")
+        if phrase.startswith(ZH_WHY):
+            frames.append("为什么要{}")
+        return [(frame, phrase) for frame in frames]
+    if phrase.endswith(ZH_PROBLEMS):
+        return [("{}怎么办", phrase)]
+    if "是" in phrase:
+        return []  # "Debian 是100% 的自由软件", "用户是参与者": a sentence
+    trailing = next((t for t in ZH_TRAILING if phrase.endswith(t)), None)
+    if trailing and han(phrase) > len(trailing) and not phrase.startswith("不"):
+        thing = phrase[: -len(trailing)].rstrip().removesuffix("的").rstrip()
+        manner = next((m for m in ZH_MANNER if thing.endswith(m)), "")
+        thing = thing.removesuffix(manner).rstrip().removesuffix("的").rstrip()
+        asked = [("如何进行{}", phrase)]
+        if manner and not thing:
+            asked += [(frame, manner + trailing) for frame in ZH_HOW]  # "自动升级"
+        elif (
+            han(thing) >= 2
+            and not thing[-1:].isascii()  # "预设值 debian 安装"
+            and not thing.startswith(tuple(ZH_MODIFIERS))  # "全面的系统升级"
+            and not thing.endswith((*ZH_MODIFIERS, "式"))  # "debian 软件包内部管理"
+            and not any(a in thing for a in ZH_AND)  # "文件系统创建和完整性检查"
+        ):
+            action = f"{manner}{trailing}{' ' if thing[:1].isascii() else ''}{thing}"
+            asked += [(frame, action) for frame in ZH_HOW]
+        return asked
+    frames = list(ZH_WHAT)
+    if phrase.endswith(ZH_TOOLS):
+        frames.append("{}怎么用")
+    elif phrase.endswith(ZH_WORKS):
+        frames.append("{}是如何工作的")
+    return [(frame, phrase) for frame in frames]
+
+
 def neighbours(letter: str) -> str:
     """The keys next to a letter's on its keyboard (QWERTY, ЙЦУКЕН), "" for other characters."""
     for rows in KEYBOARDS:
@@ -881,6 +1061,8 @@ def known_item_queries(sites) -> None:
     def question(lang: str, name: str, url: str, rng: random.Random) -> str | None:
         if lang == "ru":
             asked = russian_questions(name, morph, vocabulary)
+        elif lang == "zh":
+            asked = chinese_questions(name)
         elif holders.get(bare(NAME_PARTS.split(name)[-1]), {url}) == {url}:
             asked = english_questions(name, vocabulary, contexts)  # what it asks names no other
         else:
@@ -889,7 +1071,7 @@ def known_item_queries(sites) -> None:
         if not asked:
             return None  # "Date/Time Types" asked "what is date time type" names another page
         frame, phrase = rng.choice(asked)
-        return frame.format(phrase)
+        return zh_ask(frame, phrase) if lang == "zh" else frame.format(phrase)
 
     def typo(lang: str, name: str, url: str, rng: random.Random) -> str | None:
         return typo_query(name, vocabulary, rng)
@@ -899,13 +1081,14 @@ def known_item_queries(sites) -> None:
         return rng.choice(found) if found else None
 
     for kind, make in (("questions", question), ("typos", typo), ("fragments", fragment)):
-        write_known_items(items, make, HERE / f"sites-{kind}.tsv", KNOWN_ITEM_HEADERS[kind])
+        langs = QUESTION_LANGS if kind == "questions" else KNOWN_ITEM_LANGS
+        write_known_items(items, make, HERE / f"sites-{kind}.tsv", KNOWN_ITEM_HEADERS[kind], langs)
 
 
 KNOWN_ITEM_HEADERS = {
     "questions": (
         "# Known-item questions over the sites of eval/sites.py, built by eval/make_queries.py:",
-        "# a page's section heading or title asked, its words' forms changed (lang<TAB>query<TAB>page URL).",
+        "# a page's section heading or title asked, its words' forms changed (zh: put in a question frame) (lang<TAB>query<TAB>page URL).",
     ),
     "typos": (
         "# Known-item queries with a typo over the sites of eval/sites.py, built by eval/make_queries.py:",
@@ -923,12 +1106,14 @@ def write_known_items(
     make: Callable[[str, str, str, random.Random], str | None],
     out: Path,
     header: tuple[str, str],
+    langs: tuple[str, ...] = KNOWN_ITEM_LANGS,
 ) -> None:
-    """A query per known item in a fixed random order until QUERIES_PER_LANGUAGE per language;
-    items that give no query (or one another item gave) are skipped."""
+    """A query per known item of the languages in a fixed random order (one generator for
+    them in turn) until QUERIES_PER_LANGUAGE per language; items that give no query (or one
+    another item gave) are skipped."""
     rng = random.Random(20261130)
     lines = list(header)
-    for lang in KNOWN_ITEM_LANGS:
+    for lang in langs:
         candidates = [item for item in items if item[0] == lang]
         rng.shuffle(candidates)
         chosen: dict[str, str] = {}
