@@ -208,9 +208,12 @@ class HttpPath:
         return body.count(b'"url":')
 
 
-def baseline_crawl(work: Workdir, src: Path, settings: Settings, manifest: dict) -> CrawlDir:
-    """The same documents indexed by the code of `src` (cached beside the others)."""
-    crawl = CrawlDir(work.path / "baseline")
+def baseline_crawl(
+    work: Workdir, src: Path, settings: Settings, manifest: dict, folder: str = "baseline"
+) -> CrawlDir:
+    """The same documents indexed by the code of `src` (cached beside the others, in
+    `folder`)."""
+    crawl = CrawlDir(work.path / folder)
     key = {"src": str(src.resolve()), "docs": manifest["docs"], "heap_mb": HEAP_MB}
     stamp = crawl.path / "built.json"
     if stamp.exists() and json.loads(stamp.read_text()) == key and crawl.index.current():

@@ -61,7 +61,6 @@ import json
 import os
 import platform
 import pstats
-import shutil
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -72,6 +71,7 @@ from urllib.parse import urlencode
 import numpy as np
 import orjson
 import tantivy
+from facets import baseline_crawl
 from generated_docs import (
     HEAP_MB,
     PHRASE_TOP,
@@ -97,6 +97,7 @@ from filbert.search.shard_searcher import PENALTY_MARGIN
 from filbert.storage import CrawlDir
 
 WARM_COMPARED = 50  # searches that warm up the compared Searcher
+LATENCY_BASELINE = "latency-baseline"  # --baseline-src's index, in the work directory
 
 
 # --- vocabulary and documents ----------------------------------------------------------------
@@ -364,22 +365,15 @@ def baseline_name(src: Path) -> str:
 
 
 @contextmanager
-def baseline_server(work: Workdir, src: Path | None) -> Iterator[int | None]:
+def baseline_server(crawl: CrawlDir | None, src: Path | None) -> Iterator[int | None]:
     """The server of another source tree (e.g. a `git archive` of an earlier commit, with the
-    compiled extension copied in) on a hard-linked copy of the crawl (its own query log)."""
-    if src is None:
+    compiled extension copied in) on its own index of the same documents (`baseline_crawl`:
+    an earlier index format is not read by this code, nor this one by the earlier)."""
+    if crawl is None or src is None:
         yield None
         return
-    copy = work.path / "baseline-crawl"
-    shutil.rmtree(copy, ignore_errors=True)
-    shutil.copytree(
-        work.crawl.path, copy, copy_function=os.link, ignore=shutil.ignore_patterns("logs")
-    )
-    try:
-        with server(CrawlDir(copy), [], src) as port:
-            yield port
-    finally:
-        shutil.rmtree(copy, ignore_errors=True)
+    with server(crawl, [], src) as port:
+        yield port
 
 
 def measure(
@@ -389,6 +383,7 @@ def measure(
     warmup: list[str],
     queries: list[str],
     baseline: Path | None,
+    base_crawl: CrawlDir | None,
 ) -> tuple[Measured, Searcher]:
     """Cold first queries, then the interleaved runs; returns the figures and the Searcher."""
     start = time.perf_counter()
@@ -396,7 +391,7 @@ def measure(
     opened = time.perf_counter() - start
     first = timed(SearcherPath(searcher), queries[0])[0]
     load_before = os.getloadavg()[0]
-    with server(work.crawl, defines) as port, baseline_server(work, baseline) as base_port:
+    with server(work.crawl, defines) as port, baseline_server(base_crawl, baseline) as base_port:
         http_path = HttpPath(port)
         http_first = timed(http_path, queries[0])[0]
         first_status, http_path.errors = http_path.status, 0
@@ -548,7 +543,8 @@ def parse_args() -> argparse.Namespace:
         type=Path,
         metavar="DIR",
         help="also time the server of this source tree (a `git archive` of an "
-        "earlier commit with its compiled extension) on the same index",
+        "earlier commit with its compiled extension) on the same documents, indexed by "
+        "its own code (cached in the workdir)",
     )
     parser.add_argument(
         "--phrases",
@@ -582,11 +578,17 @@ def main() -> None:
     vocab = Vocabulary.english(args.vocabulary).for_queries(stop_words("en"), args.phrases)
     queries = make_queries(vocab, args.warmup + args.queries, args.seed, args.phrases, args.typos)
     warmup, queries = queries[: args.warmup], queries[args.warmup :]
-    cached = warm_page_cache(work.crawl.index.current(), work.raw)
+    base_crawl = None
+    if args.baseline_src:
+        base_crawl = baseline_crawl(work, args.baseline_src, settings, manifest, LATENCY_BASELINE)
+    base_index = [base_crawl.index.current()] if base_crawl else []
+    cached = warm_page_cache(work.crawl.index.current(), work.raw, *base_index)
     print(f"page cache: read {cached / 2**20:,.0f} MB of index files", flush=True)
     (work.crawl.path / "logs" / "queries.jsonl").unlink(missing_ok=True)
 
-    measured, searcher = measure(work, settings, args.define, warmup, queries, args.baseline_src)
+    measured, searcher = measure(
+        work, settings, args.define, warmup, queries, args.baseline_src, base_crawl
+    )
     print("phase breakdown…", flush=True)
     report = "\n".join(
         [
