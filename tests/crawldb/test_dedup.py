@@ -283,8 +283,14 @@ def test_editions_named_by_their_paths_are_translations_not_duplicates(site_serv
     }
     pages["/"] = html("book", " ".join(link(p, p) for p in pages))
     server = site_server(pages)
-    crawl, *_ = crawl_site(tmp_crawl, [server.url("/")], depth=2)
+    crawl, settings, _ = crawl_site(tmp_crawl, [server.url("/")], depth=2)
     statuses = {p: status(crawl, server.url(p)) for p in pages if p != "/"}
+    # the original first: the copies' text is not in the language of their path
+    searcher = Searcher(crawl, settings)
+    assert searcher.search("zqdupx").hits[0].url == server.url("/book/en-US/virtual.html")
+    copy = searcher.search(f"zqdupx site:{server.url('/book/ru-RU/').split('//')[1]}").hits
+    assert [h.url for h in copy] == [server.url("/book/ru-RU/virtual.html")]
+    assert copy[0].signals["boost"] == 0.5  # index.untranslated.boost
     assert statuses == {
         "/book/en-US/virtual.html": "db_fetched",
         "/book/ru-RU/virtual.html": "db_fetched",

@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 import xxhash
 
 from filbert import plugins, schemas
-from filbert.analysis import analyzer, identify, load_user_dict, page_language
+from filbert.analysis import analyzer, identify, load_user_dict, page_language, path_language
 from filbert.analysis.analyzers import Analyzer
 from filbert.analysis.identifiers import name_keys
 from filbert.buckets import (
@@ -87,7 +87,13 @@ HOLDINGS = pa.schema(
 # the crawldb columns the index step reads (relevance: NULL in crawldbs made before it)
 CRAWLDB_READ = ("fp", "url", "host", "score", "simhash", "status", "relevance", "modified_time")
 # Settings that change what is indexed: a change rebuilds the index.
-INDEXED_WITH = ("index.shards", "parser.text.max.length", "analysis.zh.userdict")
+INDEXED_WITH = (
+    "index.shards",
+    "parser.text.max.length",
+    "analysis.zh.userdict",
+    "index.code.boost",
+    "index.untranslated.boost",
+)
 # Where index writers send documents: a change rebuilds the index, so they get every page.
 WRITER_TARGETS = (
     "indexwriter.jsonl.target",
@@ -309,9 +315,18 @@ def _write_docs(task: DocsTask) -> Filtered:
     )
     table = table.append_column("lang", pa.array(langs, pa.string()))
     # a source listing (rustdoc's, Sphinx's source views) ranks after the documentation
-    # of the names it holds
+    # of the names it holds; a page of a translation whose text is still the original's
+    # (its path names another language than its words: ru-RU/ over English) after the
+    # original, which it would tie with
     listings = pc.greater_equal(table["code_share"], CODE_PAGE).to_pylist()
-    boosts = [task.settings["index.code.boost"] if listing else 1.0 for listing in listings]
+    code, untranslated = (
+        task.settings["index.code.boost"],
+        task.settings["index.untranslated.boost"],
+    )
+    boosts = [
+        (code if listing else 1.0) * (untranslated if _untranslated(url, lang) else 1.0)
+        for listing, url, lang in zip(listings, table.column("url").to_pylist(), langs)
+    ]
     table = table.drop_columns(["code_share"])
     table = table.append_column("boost", pa.array(boosts, pa.float64()))
     filters, filtered = IndexingFilters.from_settings(task.settings), Filtered()
@@ -319,6 +334,12 @@ def _write_docs(task: DocsTask) -> Filtered:
         table = _filtered(table, filters, filtered)
     write_table(table, Path(task.out), ROWS_PER_GROUP, "lz4")
     return filtered
+
+
+def _untranslated(url: str, lang: str) -> bool:
+    """Whether the page's path names a language its text is not in."""
+    named = path_language(url)
+    return bool(named and lang and named != lang)
 
 
 def _filtered(table: pa.Table, filters: IndexingFilters, filtered: Filtered) -> pa.Table:
