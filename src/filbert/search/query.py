@@ -812,6 +812,11 @@ class QueryBuilder:
                 found.append((Occur.Should, Query.const_score_query(term, self.config.names * idf)))
         return Query.boolean_query(found) if found else None
 
+    def scores_names(self, query: AnalyzedQuery) -> bool:
+        """Whether a page of these shards defines a name the query's words may be: their
+        IDF is then each shard's own (on())."""
+        return self._names(query) is not None
+
     def _indexed(self, name: str, alternatives: set[str]) -> bool:
         """Whether a page has one of the terms in the field (True when no shard is known)."""
         return not self.searchers or any(

@@ -314,11 +314,18 @@ class ShardSearcher:
         share = self.language_counts.get(analyzed.lang or "", 0) / max(1, self.documents)
         few_others = 1 - share <= PENALTY_MARGIN / 2  # penalized here, not in tantivy
 
+        # one query for all shards, unless names score: their IDF is each shard's own
+        shared = len(self.shards) == 1 or not self.builder.scores_names(analyzed)
+        builders = dict.fromkeys(self.shards, self.builder) if shared else self.shard_builders
+        built: dict[int, tantivy.Query] = {}  # by builder
+
         def top(shard: int) -> tuple[int, list[Candidate]]:
-            builder = self.shard_builders[shard]  # each shard's own statistics
+            builder = builders[shard]
             if others is not None and few_others:
                 return self._top_penalized(builder, analyzed, conjunction, others, depth, shard)
-            return self._top(builder.build(analyzed, conjunction, others), depth, shard)
+            if id(builder) not in built:
+                built[id(builder)] = builder.build(analyzed, conjunction, others)
+            return self._top(built[id(builder)], depth, shard)
 
         total, candidates = 0, []
         for shard in self.shards:
