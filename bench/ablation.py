@@ -26,7 +26,6 @@ and the best setting's effect on every set of both crawls (paired-bootstrap CIs)
 from __future__ import annotations
 
 import argparse
-import zlib
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -40,6 +39,7 @@ from filbert.search import Searcher
 from filbert.search.query import PROXIMITY_BINS
 from filbert.storage import CrawlDir
 from filbert.tools import evaluation as ev
+from filbert.tools import learning
 
 HERE = Path(__file__).parent
 QUERY_SETS = {
@@ -181,7 +181,8 @@ def crawls(args: argparse.Namespace) -> tuple:
 
 
 def tuning_half(item: ev.KnownItem) -> bool:
-    return zlib.crc32(f"{item.lang}\t{item.query}\t{item.url}".encode()) % 2 == 0
+    """The half `filbert learn` trains on too (the other is held out)."""
+    return not learning.held_out(item)
 
 
 def per_query(crawl: CrawlDir, items: list[ev.KnownItem]) -> list[str]:

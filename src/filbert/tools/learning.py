@@ -38,8 +38,8 @@ from filbert.storage import CrawlDir
 from filbert.tools import evaluation as ev
 from filbert.tools.evaluation import K, KnownItem
 
-# the weights learned: setting → the QuerySettings field it is (None: a proximity bin's or
-# PageRank's, scored apart)
+# the weights learned: those of the text score, setting → its QuerySettings field (the
+# proximity bins' and PageRank's are scored apart)
 TEXT_WEIGHTS = {
     "search.boost.title": "title",
     "search.boost.headings": "headings",
@@ -123,9 +123,9 @@ class FeatureScorer:
         self.shards: ShardSearcher = searcher.shards
         settings = searcher.settings
         zero: dict[str, Any] = dict.fromkeys([*TEXT_WEIGHTS.values(), "body"], 0.0)
-        unit = QuerySettings.from_settings(settings)
+        present = QuerySettings.from_settings(settings)
         self.text = {
-            key: dataclasses.replace(unit, **(zero | {field: 1.0}))
+            key: dataclasses.replace(present, **(zero | {field: 1.0}))
             for key, field in [*TEXT_WEIGHTS.items(), (SCALE, "body")]
         }
         self.bins = {key: int(settings[slop]) for key, slop in BIN_WEIGHTS.items()}
