@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import ParamSpec, TypeVar
 
@@ -81,3 +82,20 @@ def step(name: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
         return run
 
     return mark
+
+
+class Phases(dict[str, float]):
+    """The wall seconds of a step's phases, by name, in the order they ran."""
+
+    @contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        """Times the block as the phase `name` (added to its time so far)."""
+        start = time.monotonic()
+        try:
+            yield
+        finally:
+            self[name] = self.get(name, 0.0) + time.monotonic() - start
+
+    def line(self) -> str:
+        """ "name 1.2 s, other 0.3 s"."""
+        return ", ".join(f"{name} {seconds:.1f} s" for name, seconds in self.items())

@@ -133,6 +133,25 @@ def test_unchanged_crawl_indexes_nothing_and_keeps_answers(rounds, tmp_path):
     assert_same(answers(crawl, settings), before)
 
 
+def test_an_unchanged_shard_is_linked_from_the_previous_generation(rounds, tmp_path):
+    crawl, settings, _ = rounds
+    copy = copy_of(crawl, tmp_path / "crawl")
+    index(copy, settings)
+    before = copy.index.current()
+    files = {
+        p.relative_to(before): p.stat().st_ino
+        for p in before.rglob("*")
+        if p.is_file() and p.name not in shard_writer.NOT_LINKED and "shard-000" in p.parts
+    }
+    counts = index(copy, settings)
+    after = copy.index.current()
+    assert counts.counts["documents"] > 0 and copy.index.meta()["rewritten"] == 0
+    assert {name: (after / name).stat().st_ino for name in files} == files
+    assert (after / "shard-000" / "columns.npz").exists()  # the scores, written anew
+    assert counts.notes()[-1].startswith("took: list pages ")
+    assert_same(answers(copy, settings), answers(crawl, settings))
+
+
 def file_digests(directory: Path) -> dict[str, str]:
     return {
         str(p.relative_to(directory)): hashlib.sha256(p.read_bytes()).hexdigest()

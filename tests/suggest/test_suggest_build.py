@@ -179,6 +179,21 @@ def test_a_rebuild_is_published_and_picked_up(tmp_path):
     assert (crawl.suggest.current() / FILE).exists()
 
 
+def test_a_build_from_the_last_ones_inputs_reuses_its_dictionary(tmp_path):
+    with SiteServer(SITE) as server:
+        crawl, settings, _ = crawl_site(tmp_path / "crawl", [server.url("/")], index_pages=False)
+    suggest_build(crawl, settings)
+    first = (crawl.suggest.current() / FILE).stat().st_ino
+    suggest_build(crawl, settings)
+    assert (crawl.suggest.current() / FILE).stat().st_ino == first  # linked, not built
+    rings = tmp_path / "synonyms.txt"
+    rings.write_text("Debian Handbook, dhb\n")
+    suggest_build(crawl, settings, rings)  # other inputs: built anew
+    assert (crawl.suggest.current() / FILE).stat().st_ino != first
+    _, suggester = load_suggester(crawl, settings)
+    assert [s.phrase for s in suggester.suggest("dhb", 5)] == ["dhb"]  # the ring's member
+
+
 def test_build_needs_a_crawl(tmp_path):
     with pytest.raises(CrawlDirError, match="no crawldb yet"):
         suggest_build(CrawlDir(tmp_path / "empty"), load_settings(None))

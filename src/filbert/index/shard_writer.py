@@ -6,7 +6,9 @@ live.parquet naming the file that holds each live document (uid, file, language)
 documents can be written again without analyzing their pages again (analysis is ~80 % of
 the time indexing takes).
 
-A shard that will hold at most `index.rewrite.max.docs` documents is written anew at every
+A shard that neither gains nor loses a document is the previous generation's, its files
+linked (_reuse); only its columns are written again. Otherwise a shard that will hold at
+most `index.rewrite.max.docs` documents is written anew at every
 update, in uid order by one thread into one segment (_canonical): the same documents make
 the same shard, whatever came before, so its answers equal a rebuild's exactly. A larger
 shard's documents are its base (written when it was last written anew) and its delta
@@ -146,6 +148,7 @@ class ShardUpdate:
     rewrite: bool  # written anew (from the forward index) rather than linked and changed
     forward_name: str
     canonical: bool = False  # small: written in uid order by one thread (see _canonical)
+    reused: bool = False  # unchanged: the previous generation's files, linked (see _reuse)
     fields: tuple[str, ...] = ()  # the plugins' fields the schema has
     writer: tantivy.IndexWriter | None = None
     forward: pq.ParquetWriter | None = None
@@ -253,14 +256,15 @@ def _write_shard(task: ShardTask) -> dict:
     adding = sum(pq.ParquetFile(path).metadata.num_rows for path in task.analyzed)
     update = _plan(previous, task, adding)
     schema = index_schema(task.fields)
-    _open(update, previous, stage, task.settings, schema)
-    if update.canonical:
-        live = _canonical(update, previous, stage, task.settings, task.analyzed, schema)
+    if update.reused:
+        live = _reuse(update, previous, stage)
     else:
-        for path in task.analyzed:
-            for batch in pq.ParquetFile(path).iter_batches(REWRITE_BATCH):
-                update.add(pa.Table.from_batches([batch]), stage)
-        live = _close(update, previous, stage)
+        _open(update, previous, stage, task.settings, schema)
+        live = (
+            _canonical(update, previous, stage, task.settings, task.analyzed, schema)
+            if update.canonical
+            else _added(update, previous, stage, task.analyzed)
+        )
     _save_columns(stage / shard_name(task.shard), task.scores, task.shard)
     _move_in(stage, out, task.shard)
     return {
@@ -295,6 +299,9 @@ def _plan(previous: Path | None, task: ShardTask, adding: int) -> ShardUpdate:
     dropped = np.intersect1d(live.column("uid").to_numpy(), task.deletes)
     update = ShardUpdate(task.shard, live, dropped, 0, False, "")
     update.fields = tuple(spec.name for spec in task.fields)
+    if previous is not None and not adding and not len(dropped):
+        update.reused, update.deleted = True, task.deleted
+        return update
     if live.num_rows - len(dropped) + adding <= settings["index.rewrite.max.docs"]:
         update.canonical = True
         update.rewrite = previous is not None
@@ -365,6 +372,20 @@ def _open(
             update.add(table, out)
 
 
+def _reuse(update: ShardUpdate, previous: Path | None, out: Path) -> pa.Table:
+    """Links an unchanged shard's files, index and forward index, from the previous
+    generation (its columns are written anew: PageRank changes without the pages); returns
+    its live documents."""
+    assert previous is not None
+    for source, target, skip in (
+        (previous / shard_name(update.shard), out / shard_name(update.shard), NOT_LINKED),
+        (forward_dir(previous, update.shard), forward_dir(out, update.shard), frozenset()),
+    ):
+        target.mkdir(parents=True)
+        _link(source, target, skip)
+    return update.live
+
+
 def _link(
     source: Path, target: Path, skip: frozenset[str] = frozenset(), files: set[str] | None = None
 ) -> None:
@@ -399,8 +420,14 @@ def _rows(previous: Path, shard: int, keep: pa.Table) -> Iterator[pa.Table]:
         yield pa.Table.from_batches([batch]).cast(FORWARD)
 
 
-def _close(update: ShardUpdate, previous: Path | None, out: Path) -> pa.Table:
-    """Commits the shard and writes its live documents; returns them."""
+def _added(
+    update: ShardUpdate, previous: Path | None, out: Path, analyzed: tuple[str, ...]
+) -> pa.Table:
+    """Adds the `analyzed` documents to the opened shard, commits it and writes its live
+    documents; returns them."""
+    for path in analyzed:
+        for batch in pq.ParquetFile(path).iter_batches(REWRITE_BATCH):
+            update.add(pa.Table.from_batches([batch]), out)
     assert update.writer is not None
     update.writer.commit()
     update.writer.wait_merging_threads()

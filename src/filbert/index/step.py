@@ -66,13 +66,14 @@ from filbert.index.shard_writer import FORWARD, LIVE_FILE, forward_dir, hash_sha
 from filbert.mediatypes import KIND_OF_TYPE, media_type
 from filbert.parse.boilerplate import cuts_sql, own_headings, templates_sql, without_template
 from filbert.parse.parsers import PluginParsers
-from filbert.step_result import Figures, step
+from filbert.step_result import Figures, Phases, step
 from filbert.storage import CrawlDir, Segment, existing, part_name, reading, write_table
 
 URL_PUNCTUATION = re.compile(r"[\W_]+")  # URL words, split apart so each is analyzed once
 ROWS_PER_GROUP = 32  # documents per Parquet row group of the gathered documents
 MAX_GROUPS_PER_TASK = 16  # row groups analyzed per task, at most: fewer tasks and files
 TASKS_PER_WORKER = 4  # at least, when there are enough row groups: workers end together
+ANALYZED_DIR = "analyzed"  # the analyzed documents, in a generation being made
 HOLDINGS_FILE = "holdings.parquet"  # the pages an index generation holds, and their keys
 HOLDINGS = pa.schema(
     [
@@ -507,10 +508,11 @@ class IndexStats(Figures):
     rebuilt: str = ""
     hosts: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)  # the first indexing filters' failures
+    phases: Phases = field(default_factory=Phases)  # wall seconds by phase
 
     def notes(self) -> list[str]:
         rebuilt = [f"rebuilt the index: {self.rebuilt}"] if self.rebuilt else []
-        return rebuilt + self.failures
+        return [*rebuilt, *self.failures, f"took: {self.phases.line()}"]
 
 
 @step("index")
@@ -547,8 +549,10 @@ def index(
         )
         for b in range(buckets)
     ]
-    sum(executor.map(_state_bucket, states))
-    changes = Changes.between([Path(t.out) for t in states], previous, tmp)
+    phases = Phases()
+    with phases("list pages"):
+        sum(executor.map(_state_bucket, states))
+        changes = Changes.between([Path(t.out) for t in states], previous, tmp)
     docs = [
         DocsTask(
             state.bucket,
@@ -565,13 +569,24 @@ def index(
         for state in states
         if (changed := [s for s in segments if s.name in changes.segments.get(state.bucket, ())])
     ]
-    filtered = Filtered.total(executor.map(_docs_bucket, docs))
+    with phases("gather"):
+        filtered = Filtered.total(executor.map(_docs_bucket, docs))
     doc_files = [Path(t.out) for t in docs]
     fields = declared_fields(settings)
     written = index_documents(
-        doc_files, tmp, settings, on_doc, previous, meta, changes.deletes, changes.state, fields
+        doc_files,
+        tmp,
+        settings,
+        on_doc,
+        previous,
+        meta,
+        changes.deletes,
+        changes.state,
+        fields,
+        phases,
     )
-    exported = export(doc_files, changes.gone, settings, fields)
+    with phases("export"):
+        exported = export(doc_files, changes.gone, settings, fields)
     changes.save_holdings(tmp / HOLDINGS_FILE)
     for path in [*doc_files, *(Path(t.out) for t in states), changes.changed]:
         path.unlink()
@@ -598,6 +613,7 @@ def index(
         rebuilt=reason or "",
         hosts=sorted(changes.hosts),
         failures=filtered.failures,
+        phases=phases,
     )
 
 
@@ -737,11 +753,34 @@ def index_documents(
     deletes: dict[int, np.ndarray] | None = None,
     scores: list[Path] | None = None,
     fields: tuple[Field, ...] = (),
+    phases: Phases | None = None,
 ) -> dict:
     """Analyzes gathered documents in parallel, then writes the shards of a new generation
     under `out` (update_shards: the previous one's, if given, without `deletes`, with the
-    new documents). Returns the index metadata: documents, shards, languages."""
-    analyzed_dir = out / "analyzed"
+    new documents), timing the two in `phases`. Returns the index metadata: documents,
+    shards, languages."""
+    phases = Phases() if phases is None else phases
+    with phases("analyze"):
+        analyzed = analyze_documents(doc_files, out, settings, on_doc, fields)
+    meta = previous_meta if previous is not None and previous_meta is not None else {}
+    with phases("write shards"):
+        written = update_shards(
+            previous, meta, out, analyzed, deletes or {}, settings, scores, fields
+        )
+        shutil.rmtree(out / ANALYZED_DIR, ignore_errors=True)
+    return written
+
+
+def analyze_documents(
+    doc_files: list[Path],
+    out: Path,
+    settings: Settings,
+    on_doc: Callable[[int], None] | None = None,
+    fields: tuple[Field, ...] = (),
+) -> dict[int, list[Path]]:
+    """Analyzes gathered documents in parallel into FORWARD files under `out`/ANALYZED_DIR,
+    by shard."""
+    analyzed_dir = out / ANALYZED_DIR
     executor = make_executor(settings)
     groups = {path: pq.ParquetFile(path).num_row_groups for path in doc_files}
     per_task = min(
@@ -768,10 +807,7 @@ def index_documents(
             on_doc(sum(pq.ParquetFile(path).metadata.num_rows for path in files.values()))
     for paths in analyzed.values():
         paths.sort()  # the same documents are written in the same order
-    meta = previous_meta if previous is not None and previous_meta is not None else {}
-    written = update_shards(previous, meta, out, analyzed, deletes or {}, settings, scores, fields)
-    shutil.rmtree(analyzed_dir, ignore_errors=True)
-    return written
+    return analyzed
 
 
 def _chunks(items: list[int], size: int) -> list[list[int]]:

@@ -57,6 +57,7 @@ after publishing the index) is built in full by the next index step.
 from __future__ import annotations
 
 import itertools
+import os
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -64,8 +65,10 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
+import xxhash
 
 from filbert import schemas
 from filbert.buckets import Relation, connect, latest_per_page, params, parquet_relation
@@ -85,7 +88,7 @@ from filbert.suggest.phrases import (
     terms,
 )
 from filbert.suggest.querylog import read_query_log
-from filbert.suggest.suggester import Suggester, SuggestError, normalize
+from filbert.suggest.suggester import FILE, FORMAT, Suggester, SuggestError, normalize
 
 BATCH = 10_000  # page rows read at a time
 # What each host adds to the dictionary (host_tallies), kept with it for the next build.
@@ -131,25 +134,43 @@ def suggest_build(
         synonyms = Path(settings["suggest.synonyms.file"])
     rings = read_synonyms(synonyms) if synonyms else []
     phrases = _summed(pages, queries)
-    suggester = Suggester.build(phrases.items(), rings, settings["suggest.max.length"])
+    table = crawl.suggest
+    current, tmp = table.current(), table.begin()
+    inputs = _inputs_digest(phrases, rings, settings["suggest.max.length"])
+    if current is not None and table.meta().get("inputs") == inputs and (current / FILE).exists():
+        os.link(current / FILE, tmp / FILE)  # the same phrases make the same dictionary
+        built = table.meta()["phrases"]
+    else:
+        suggester = Suggester.build(phrases.items(), rings, settings["suggest.max.length"])
+        suggester.save(tmp)
+        built = len(suggester)
     counts = {
-        "phrases": len(suggester),
+        "phrases": built,
         "page phrases": len({normalize(p) for p in pages}),
         "queries": len(queries),
         "synonym rings": len(rings),
     }
-    table = crawl.suggest
-    tmp = table.begin()
-    suggester.save(tmp)
     write_table(tally, tmp / TALLY_FILE)
     index = crawl.index.current()  # the generation this dictionary goes with
-    meta = {"settings": _phrase_settings(settings), "rules": RULES, "index": index and index.name}
+    meta = {
+        "settings": _phrase_settings(settings),
+        "rules": RULES,
+        "index": index and index.name,
+        "inputs": inputs,
+    }
     table.publish(tmp, {**counts, **meta})
     return Figures(
         counts=dict(counts),
         text=f"{counts['phrases']} phrases for suggestions ({counts['page phrases']} from pages, "
         f"{counts['queries']} from the query log, {counts['synonym rings']} synonym rings)",
     )
+
+
+def _inputs_digest(phrases: Mapping[str, float], rings: list[list[str]], max_length: int) -> str:
+    """A digest of what a dictionary is built from (and of its format): a build whose
+    inputs have the last build's digest is the last build."""
+    digest = xxhash.xxh3_128(orjson.dumps([FORMAT, max_length, rings, sorted(phrases.items())]))
+    return digest.hexdigest()
 
 
 def _phrase_settings(settings: Settings) -> dict[str, Any]:

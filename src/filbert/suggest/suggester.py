@@ -44,7 +44,8 @@ from filbert.analysis.trie import (
 from filbert.errors import UserError
 from filbert.suggest.ranks import BLOCK, RangeMin, best_first, rank_ids
 
-FORMAT = 4  # 4: the pinyin dictionary (pinyin_*)
+FORMAT = 4  # 4: the pinyin dictionary (pinyin_*). Raise it when a build would differ: an
+# unchanged build's inputs (suggest/step.py) reuse the last build by its FORMAT.
 FILE = "suggest.npz"
 MAX_LENGTH = 100  # longer phrases are not kept
 LONGEST = 255  # the most max_length may be: a word's offset in its phrase is a uint8
