@@ -26,7 +26,7 @@ from fastapi.testclient import TestClient
 from pipeline import crawl_site
 from sites import SiteServer, html, link_graph, rare_word
 
-from filbert.analysis.analyzers import _Memo, analyzer, set_cache_limit
+from filbert.analysis.analyzers import Memo, analyzer, set_cache_limit
 from filbert.config import Settings, load_settings
 from filbert.search.query import QueryError, analyze_query, parse_query
 from filbert.storage import CrawlDir
@@ -145,7 +145,7 @@ def test_unknown_languages_are_not_cached(crawled: Crawl) -> None:
 
 
 def test_word_caches_are_bounded() -> None:
-    old = _Memo.limit
+    old = Memo.limit
     try:
         set_cache_limit(100)
         english = analyzer("en", query=True)
@@ -154,7 +154,7 @@ def test_word_caches_are_bounded() -> None:
         assert 0 < len(english.chunks) <= 100 and 0 < len(english.words) <= 100
         assert english.word("rivers") == "river"  # still right after the caches restarted
     finally:
-        _Memo.limit = old
+        Memo.limit = old
 
 
 # --- items 3 and 4: heavy work, overload and the end-to-end deadline ----------------------

@@ -189,9 +189,9 @@ def _russian_lemmatizer() -> Callable[[str], str]:
     return lemma
 
 
-class _Memo(dict):
+class Memo(dict):
     """key → compute(key), computed on first sight and kept (keys longer than `longest` are
-    computed but not kept: they rarely come back). A memo that reaches `_Memo.limit`
+    computed but not kept: they rarely come back). A memo that reaches `Memo.limit`
     entries starts again empty: bounded memory, and words seen since are cached again."""
 
     limit = 2_000_000  # entries per memo; a server lowers it (set_cache_limit)
@@ -213,18 +213,18 @@ class _Memo(dict):
 def set_cache_limit(entries: int) -> None:
     """Bounds every word memo to `entries` (a server's memory must not grow with what its
     clients type; indexing keeps the default, millions of words)."""
-    _Memo.limit = max(1, entries)
+    Memo.limit = max(1, entries)
 
 
 @cache
-def _word_terms(lang: str) -> _Memo:
+def _word_terms(lang: str) -> Memo:
     """word → term ('' for a stop word) for one language."""
     stop = stop_words(lang)
     stem = _russian_lemmatizer() if lang == "ru" else _stemmer(lang)
-    return _Memo(lambda word: "" if word in stop or len(word) > MAX_WORD else stem(word))
+    return Memo(lambda word: "" if word in stop or len(word) > MAX_WORD else stem(word))
 
 
-def _script_dispatch(lang: str) -> _Memo:
+def _script_dispatch(lang: str) -> Memo:
     """A language's word → term that sends words of another script to that script's default."""
     own, script = _word_terms(lang), language_script(lang)
 
@@ -232,7 +232,7 @@ def _script_dispatch(lang: str) -> _Memo:
         of = script_of(word)
         return own[word] if of in (script, OTHER) else _word_terms(SCRIPT_DEFAULT[of])[word]
 
-    return _Memo(term)
+    return Memo(term)
 
 
 Span = tuple[str, int, int]  # term, start and end offsets in the analyzed text
@@ -302,8 +302,8 @@ class Analyzer:
         self.lang = lang
         self.query = query
         self.words = _script_dispatch(lang)  # folded word → term
-        self.raw_words = _Memo(lambda word: self.words[fold(word)])  # word as written → term
-        self.tokens = _Memo(self._token)  # folded word → its marked token
+        self.raw_words = Memo(lambda word: self.words[fold(word)])  # word as written → term
+        self.tokens = Memo(self._token)  # folded word → its marked token
         # text between spaces → its marked tokens, joined
         self.chunks = Chunks(lambda chunk: self._tokens_folded(fold(chunk)), MAX_WORD)
 
@@ -350,13 +350,13 @@ class Analyzer:
         # Text between spaces repeats ("packages," "(see"): a memo of chunk → tokens turns
         # analysis into a C loop over the text.
         if self.lang not in CJK_LANGS:
-            return self.chunks.tokens(text, _Memo.limit)
+            return self.chunks.tokens(text, Memo.limit)
         # CJK pages: Han runs segmented in one go, the text between them through the memo
         # (which folds each chunk: the rare character that NFKC makes Han, such as a Kangxi
         # radical, is segmented within its chunk)
         pieces = HAN_RUN.split(text)  # text, Han run, text, Han run, ..., text
         segmented = self._segment([fold(run) for run in pieces[1::2]])
-        out = [self.chunks.tokens(piece, _Memo.limit) for piece in pieces[::2]]
+        out = [self.chunks.tokens(piece, Memo.limit) for piece in pieces[::2]]
         return " ".join(chain.from_iterable(zip(out, [*segmented, ""])))
 
     @cached_property

@@ -25,6 +25,7 @@ from filbert.analysis.analyzers import (
     KANA_HANGUL,
     LATIN,
     OTHER,
+    Memo,
     language_script,
 )
 
@@ -133,23 +134,26 @@ def _likeliest(sample: str) -> tuple[str, float]:
 
 
 def _prose(text: str) -> str:
-    """The text's words that read as prose: a token with Latin letters is kept when it is
+    """The text's words that read as prose (see _prose_word), each token judged once per
+    process: pages repeat their words."""
+    return " ".join(filter(None, map(_PROSE_WORDS.__getitem__, text.split())))
+
+
+def _prose_word(token: str) -> str:
+    """The token as a word of prose, or '': a token with Latin letters is kept when it is
     letters alone (an apostrophe or hyphen inside), not camelCase, once the punctuation
     around it is stripped; code (snake_case, a::path, f64, fn(x)) and numbers are left
     out. Tokens of other scripts are kept whole (Chinese has no spaces to split code from
     prose by)."""
-    kept = []
-    for token in text.split():
-        word = token.strip(_AROUND)
-        if _UNSPACED.search(word):  # Chinese, Japanese or Korean, code in it or not
-            prose = True
-        elif _LATIN_LETTER.search(word):
-            prose = _PROSE_WORD.fullmatch(word) is not None and not _CAMEL.search(word)
-        else:  # another script's word, kept; a number or a symbol, not
-            prose = _LETTER.search(word) is not None
-        if prose:
-            kept.append(word)
-    return " ".join(kept)
+    word = token.strip(_AROUND)
+    if _UNSPACED.search(word):  # Chinese, Japanese or Korean, code in it or not
+        return word
+    if _LATIN_LETTER.search(word):
+        return word if _PROSE_WORD.fullmatch(word) and not _CAMEL.search(word) else ""
+    return word if _LETTER.search(word) else ""  # another script's word; not a number
+
+
+_PROSE_WORDS = Memo(_prose_word)
 
 
 def _has_letters(text: str, count: int) -> bool:

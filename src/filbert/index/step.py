@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 import shutil
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -71,6 +72,8 @@ from filbert.storage import CrawlDir, Segment, existing, part_name, reading, wri
 
 URL_PUNCTUATION = re.compile(r"[\W_]+")  # URL words, split apart so each is analyzed once
 ROWS_PER_GROUP = 32  # documents per Parquet row group of the gathered documents
+# changed pages gathered per task, at most: a one-host crawl's bucket is gathered in parallel
+GATHER_PAGES = 2000
 MAX_GROUPS_PER_TASK = 16  # row groups analyzed per task, at most: fewer tasks and files
 TASKS_PER_WORKER = 4  # at least, when there are enough row groups: workers end together
 ANALYZED_DIR = "analyzed"  # the analyzed documents, in a generation being made
@@ -130,6 +133,8 @@ class DocsTask:
     max_text: int
     templates: str  # the bucket's hosts' template blocks: (host, hash)
     settings: Settings  # the indexing and scoring filters are built from them
+    part: int = 0  # the pages whose fingerprint's hash is `part` modulo `parts`
+    parts: int = 1
 
 
 @dataclass(frozen=True)
@@ -255,7 +260,8 @@ def _write_docs(task: DocsTask) -> Filtered:
     text = parquet_relation("parse_text", task.parse_text, schemas.PARSE_TEXT, segment=True)
     sql = f"""
     WITH changed AS (
-        SELECT fp, segment FROM read_parquet($changed) WHERE bucket = $bucket
+        SELECT fp, segment FROM read_parquet($changed)
+        WHERE bucket = $bucket AND hash(fp) % $parts = $part
     ), pages AS (
         SELECT fp, url, host, score, coalesce(simhash, 0) AS simhash, modified_time
         FROM (SELECT {optional_columns(db, schemas.CRAWLDB, CRAWLDB_READ)} FROM {db.sql})
@@ -294,6 +300,8 @@ def _write_docs(task: DocsTask) -> Filtered:
         text,
         changed=task.changed,
         bucket=task.bucket,
+        part=task.part,
+        parts=task.parts,
         templates=task.templates,
     )
     table = connect().sql(sql, params=bound).to_arrow_table()
@@ -561,13 +569,17 @@ def index(
             [str(seg.part(Segment.PARSE_DATA, state.bucket)) for seg in changed],
             [str(seg.part(Segment.PARSE_TEXT, state.bucket)) for seg in changed],
             str(changes.changed),
-            str(tmp / f"docs-{part_name(state.bucket)}"),
+            str(tmp / f"docs-{part_name(state.bucket)}-{part:03d}"),
             settings["parser.text.max.length"],
             state.templates,
             settings,
+            part,
+            parts,
         )
         for state in states
         if (changed := [s for s in segments if s.name in changes.segments.get(state.bucket, ())])
+        for parts in [-(-changes.pages[state.bucket] // GATHER_PAGES)]
+        for part in range(parts)
     ]
     with phases("gather"):
         filtered = Filtered.total(executor.map(_docs_bucket, docs))
@@ -692,6 +704,7 @@ class Changes:
     state: list[Path]
     changed: Path
     segments: dict[int, set[str]]  # by bucket: the segments of its changed pages' parses
+    pages: Counter[int]  # by bucket: its changed pages
     deletes: dict[int, np.ndarray]
     counts: dict[str, int]
     hosts: set[str]  # of the new, changed and gone pages
@@ -713,11 +726,13 @@ class Changes:
         write_table(found, changed)
         hosts = set(found.column("host").unique().to_pylist())
         segments: dict[int, set[str]] = {}
+        by_bucket: Counter[int] = Counter()
         counts = {"new": 0, "changed": 0, "gone": 0}
         for bucket, segment, new, pages in con.execute(
             "SELECT bucket, segment, count_if(new), count(*) FROM found GROUP BY ALL"
         ).fetchall():
             segments.setdefault(bucket, set()).add(segment)
+            by_bucket[bucket] += pages
             counts["new"] += new
             counts["changed"] += pages - new
         dropped = con.execute(
@@ -733,7 +748,7 @@ class Changes:
             int(shard): dropped["uid"][dropped["shard"] == shard]
             for shard in np.unique(dropped["shard"])
         }
-        return cls(state, changed, segments, deletes, counts, hosts, gone)
+        return cls(state, changed, segments, by_bucket, deletes, counts, hosts, gone)
 
     def save_holdings(self, path: Path) -> None:
         now = parquet_relation("state", self.state, schemas.INDEX_STATE)
