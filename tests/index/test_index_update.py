@@ -133,6 +133,25 @@ def test_unchanged_crawl_indexes_nothing_and_keeps_answers(rounds, tmp_path):
     assert_same(answers(crawl, settings), before)
 
 
+def test_an_index_made_from_the_crawl_as_it_is_is_up_to_date(rounds, tmp_path):
+    crawl, settings, _ = rounds
+    copy = copy_of(crawl, tmp_path / "crawl")
+    index(copy, settings)
+    made = copy.index.current()
+    counts = index(copy, settings.with_overrides({"executor.workers": 1}))
+    assert counts.summary().endswith("the index is up to date with the crawl")
+    assert copy.index.current() == made and counts["documents"] == copy.index.meta()["documents"]
+    segment = next(seg for seg in copy.segments() if seg.parsed)
+    parse = segment.path / segment.PARSE
+    parse.rename(parse.with_name("reparsed"))  # a parse published again
+    parse.with_name("reparsed").rename(parse)
+    os.utime(parse, ns=(0, 0))
+    assert not index(copy, settings).summary().endswith("up to date with the crawl")
+    assert copy.index.current() != made
+    changed = index(copy, settings.with_overrides({"index.template.share": 0.9}))
+    assert not changed.summary().endswith("up to date with the crawl")
+
+
 def test_an_unchanged_shard_is_linked_from_the_previous_generation(rounds, tmp_path):
     crawl, settings, _ = rounds
     copy = copy_of(crawl, tmp_path / "crawl")
@@ -143,8 +162,10 @@ def test_an_unchanged_shard_is_linked_from_the_previous_generation(rounds, tmp_p
         for p in before.rglob("*")
         if p.is_file() and p.name not in shard_writer.NOT_LINKED and "shard-000" in p.parts
     }
-    counts = index(copy, settings)
+    # another setting, of what indexing does not use: the pages are listed again
+    counts = index(copy, settings.with_overrides({"fetcher.server.delay": 7.0}))
     after = copy.index.current()
+    assert after != before
     assert counts.counts["documents"] > 0 and copy.index.meta()["rewritten"] == 0
     assert {name: (after / name).stat().st_ino for name in files} == files
     assert (after / "shard-000" / "columns.npz").exists()  # the scores, written anew

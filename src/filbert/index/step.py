@@ -536,8 +536,11 @@ def index(
     current, meta = crawl.index.current(), crawl.index.meta()
     reason = rebuild_reason(current, meta, settings, rebuild)
     previous = None if reason else current
-    buckets = crawl.buckets(settings)
     segments = [seg for seg in crawl.segments() if seg.parsed]
+    inputs = inputs_digest(crawl, settings, segments)
+    if previous is not None and meta.get("inputs") == inputs:
+        return _up_to_date(meta)
+    buckets = crawl.buckets(settings)
     tmp = crawl.index.begin()
     executor = make_executor(settings)
     states = [
@@ -610,6 +613,7 @@ def index(
             **written,
             "segments": [s.name for s in segments],
             "indexed_with": indexed_with(settings),
+            "inputs": inputs,
             "fields": [spec.describe() for spec in fields],
             "kinds": sorted(PluginParsers.from_settings(settings).kinds),
         },
@@ -626,6 +630,36 @@ def index(
         hosts=sorted(changes.hosts),
         failures=filtered.failures,
         phases=phases,
+    )
+
+
+def inputs_digest(crawl: CrawlDir, settings: Settings, segments: list[Segment]) -> str:
+    """A digest of what an index is made from: the crawldb's and linkdb's generations, the
+    parsed segments (a parse run again publishes a new crawl_parse directory), and the
+    settings but the executor's (how steps run, not what they make). An index made from
+    the same inputs is up to date."""
+    parses = []
+    for segment in segments:
+        stat = (segment.path / Segment.PARSE).stat()
+        parses.append((segment.name, stat.st_ino, stat.st_mtime_ns))
+    made_from = {
+        "crawldb": str(crawl.crawldb.current()),
+        "linkdb": str(crawl.linkdb.current()),
+        "segments": parses,
+        "settings": {k: settings[k] for k in sorted(settings) if not k.startswith("executor.")},
+        "indexed_with": indexed_with(settings),
+    }
+    return xxhash.xxh3_128_hexdigest(orjson.dumps(made_from, default=str))
+
+
+def _up_to_date(meta: dict) -> IndexStats:
+    """The result of an index step that found the index made from the crawl as it is."""
+    counts = {"documents": meta["documents"], "shards": meta["shards"], "new": 0, "changed": 0}
+    counts["gone"] = 0
+    return IndexStats(
+        counts=counts,
+        text=f"indexed {counts['documents']} documents into {counts['shards']} shard(s) "
+        "(0 new, 0 changed, 0 gone): the index is up to date with the crawl",
     )
 
 

@@ -194,7 +194,8 @@ def _tally(crawl: CrawlDir, settings: Settings, hosts: set[str] | None) -> pa.Ta
     assert current is not None and hosts is not None
     old = read_parts([current / TALLY_FILE], TALLY)
     kept = old.filter(pc.invert(pc.is_in(old["host"], pa.array(sorted(hosts), pa.string()))))
-    return pa.concat_tables([_rescored(crawl, kept), host_tallies(crawl, settings, hosts)])
+    fresh_hosts = [host_tallies(crawl, settings, hosts)] if hosts else []
+    return pa.concat_tables([_rescored(crawl, kept), *fresh_hosts])
 
 
 def _rescored(crawl: CrawlDir, tally: pa.Table) -> pa.Table:
