@@ -168,8 +168,8 @@ READERS = {  # a step, the file it reads that is damaged, and what writes that f
         "delete segments/{segment} and run `filbert generate`",
     ),
     "warc": (["warc", "{segment}"], segment_part(Segment.CONTENT), "`filbert fetch {segment}`"),
-    "index": (
-        ["index", *SEQUENTIAL],
+    "index": (  # a rebuild: an update reads the text of the pages that changed only
+        ["index", "--rebuild", *SEQUENTIAL],
         segment_part(Segment.PARSE_TEXT),
         "`filbert parse {segment}`",
     ),
