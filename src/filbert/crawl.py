@@ -154,7 +154,7 @@ def index(crawl: CrawlDir, settings: Settings, rebuild: bool = False) -> IndexSt
     indexed = index_pages(crawl, settings, rebuild)
     follows = was is not None and crawl.suggest.meta().get("index") == was.name
     hosts = indexed.hosts if follows and not indexed.rebuilt else None
-    suggestions = suggest_build(crawl, settings, hosts=hosts)
+    suggestions = suggest_build(crawl, settings, hosts=hosts, pages=indexed.pages)
     phrases = suggestions["phrases"]
     indexed.phases["suggestions"] = suggestions.seconds
     indexed.counts["phrases"] = phrases

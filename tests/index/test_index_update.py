@@ -11,6 +11,7 @@ import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pyarrow.compute as pc
 import pytest
 from rounds import SETTINGS, WORDS, Site, copy_of, crawl_rounds, text
 from sites import Page, SiteServer
@@ -319,6 +320,38 @@ def test_suggestions_are_refreshed_for_the_hosts_that_changed(tmp_path):
     refreshed = ranks(read_parts([current / TALLY_FILE], TALLY), Rules.of(settings))
     assert refreshed == pytest.approx(crawl_phrases(crawl, settings))
     assert "brand new page" in refreshed and "a renamed link" in refreshed
+
+
+def test_an_update_tallies_the_changed_pages_as_a_full_build_would(tmp_path):
+    from filbert.crawl import index as index_step
+    from filbert.storage import read_parts
+    from filbert.suggest.step import TALLY, TALLY_FILE, Rules, bucket_tallies, ranks
+
+    # the home page and p2 change, of 17: body terms kept while 50 % of the pages change
+    settings = load_settings(None, [*SETTINGS, "suggest.body.refresh=0.5"])
+    crawl = CrawlDir(tmp_path / "crawl")
+
+    def without_body(tally):
+        return ranks(tally.filter(pc.not_equal(tally["kind"], "body")), Rules.of(settings))
+
+    with SiteServer() as server:
+        site = Site(server)
+        inject(crawl, settings, [server.url("/")])
+        now = crawl_rounds(crawl, settings, datetime.now(UTC))
+        index_step(crawl, settings)
+        site.anchors[2] = "a renamed link"
+        site.serve()
+        crawl_rounds(crawl, settings, now)
+        counts = index_step(crawl, settings)
+    assert counts["changed"] and not counts.rebuilt
+    stale = max(state["stale"] for state in crawl.suggest.meta()["buckets"].values())
+    assert 0 < stale <= 0.5 * counts["documents"]  # its pages only: body terms kept
+    tally = read_parts([crawl.suggest.current() / TALLY_FILE], TALLY)
+    full, _ = bucket_tallies(crawl, settings)
+    assert without_body(tally) == pytest.approx(without_body(full))
+    assert "a renamed link" in without_body(tally)
+    old_body = tally.filter(pc.equal(tally["kind"], "body"))
+    assert old_body.num_rows  # as the first build counted them
 
 
 class _EveryTaskTwice:

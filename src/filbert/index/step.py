@@ -515,6 +515,7 @@ class IndexStats(Figures):
 
     rebuilt: str = ""
     hosts: list[str] = field(default_factory=list)
+    pages: dict[bytes, str] = field(default_factory=dict)  # new, changed, gone: fp → host
     failures: list[str] = field(default_factory=list)  # the first indexing filters' failures
     phases: Phases = field(default_factory=Phases)  # wall seconds by phase
 
@@ -581,7 +582,7 @@ def index(
         )
         for state in states
         if (changed := [s for s in segments if s.name in changes.segments.get(state.bucket, ())])
-        for parts in [-(-changes.pages[state.bucket] // GATHER_PAGES)]
+        for parts in [-(-changes.per_bucket[state.bucket] // GATHER_PAGES)]
         for part in range(parts)
     ]
     with phases("gather"):
@@ -628,6 +629,7 @@ def index(
         f"({counts['new']} new, {counts['changed']} changed, {counts['gone']} gone)",
         rebuilt=reason or "",
         hosts=sorted(changes.hosts),
+        pages=changes.pages,
         failures=filtered.failures,
         phases=phases,
     )
@@ -738,11 +740,12 @@ class Changes:
     state: list[Path]
     changed: Path
     segments: dict[int, set[str]]  # by bucket: the segments of its changed pages' parses
-    pages: Counter[int]  # by bucket: its changed pages
+    per_bucket: Counter[int]  # by bucket: its changed pages
     deletes: dict[int, np.ndarray]
     counts: dict[str, int]
     hosts: set[str]  # of the new, changed and gone pages
     gone: list[str]  # the URLs of the pages no longer indexed
+    pages: dict[bytes, str]  # the new, changed and gone pages: fingerprint → host
 
     @classmethod
     def between(cls, state: list[Path], previous: Path | None, tmp: Path) -> Changes:
@@ -770,7 +773,7 @@ class Changes:
             counts["new"] += new
             counts["changed"] += pages - new
         dropped = con.execute(
-            f"""SELECT h.uid, h.shard, s.fp IS NULL AS gone, h.host, h.url
+            f"""SELECT h.uid, h.shard, s.fp IS NULL AS gone, h.host, h.url, h.fp
                 FROM {was.sql} h LEFT JOIN {now.sql} s USING (fp)
                 WHERE s.key IS DISTINCT FROM h.key""",
             params(now, was),
@@ -782,7 +785,9 @@ class Changes:
             int(shard): dropped["uid"][dropped["shard"] == shard]
             for shard in np.unique(dropped["shard"])
         }
-        return cls(state, changed, segments, by_bucket, deletes, counts, hosts, gone)
+        pages = dict(zip(found["fp"].to_pylist(), found["host"].to_pylist()))
+        pages.update(zip(map(bytes, dropped["fp"].tolist()), dropped["host"].tolist()))
+        return cls(state, changed, segments, by_bucket, deletes, counts, hosts, gone, pages)
 
     def save_holdings(self, path: Path) -> None:
         now = parquet_relation("state", self.state, schemas.INDEX_STATE)

@@ -89,25 +89,30 @@ from filbert.suggest.phrases import (
 )
 from filbert.suggest.querylog import read_query_log
 from filbert.suggest.suggester import FILE, FORMAT, Suggester, SuggestError, normalize
+from filbert.urls import bucket_of
 
 BATCH = 10_000  # page rows read at a time
-# What each host adds to the dictionary (host_tallies), kept with it for the next build.
+# What each page adds to the dictionary (bucket_tallies), and each host's body terms, kept
+# with it for the next build.
 TALLY = pa.schema(
     [
         ("host", pa.string()),
         ("kind", pa.string()),  # see KINDS
         ("spelling", pa.string()),
         ("value", pa.float64()),
-        ("page", pa.binary()),  # a title's page (its value is 1 + the page's PageRank score)
+        ("page", pa.binary()),  # the page it is from (none for body terms)
     ]
 )
 TallyRow = tuple[str, str, str, float, bytes | None]
-KINDS = ("name", "heading", "term", "body")  # a rank; then pages each
+# a title (1 + its page's PageRank score) and an anchor name (its links) are names, ranked
+# so; a heading, a term and a body term count pages
+KINDS = ("title", "name", "heading", "term", "body")
 TALLY_FILE = "phrases.parquet"
 PHRASE_SETTINGS = ("suggest.", "analysis.")  # what a tally depends on
 # The version of the rules that make a host's tally (phrases.py, PagePhrases): another one
-# builds the dictionary in full. 2: code documentation's signatures and item names.
-RULES = 2
+# builds the dictionary in full. 2: code documentation's signatures and item names. 3: a
+# row per page, titles a kind of their own.
+RULES = 3
 # A query's rows of the hosts `$hosts`, or of all when `$all_hosts`.
 HOST_FILTER = "($all_hosts OR list_contains($hosts, host))"
 
@@ -118,13 +123,16 @@ def suggest_build(
     settings: Settings,
     synonyms: Path | None = None,
     hosts: Iterable[str] | None = None,
+    pages: Mapping[bytes, str] | None = None,
 ) -> Figures:
     """Build the dictionary from the crawl, the query log and the synonyms file (by default
-    `suggest.synonyms.file`). With `hosts` (those whose pages changed since
-    the last build), the other hosts' phrases come from the last build (TALLY_FILE)."""
+    `suggest.synonyms.file`). With `hosts` (those whose pages changed since the last
+    build), the other hosts' phrases come from the last build (TALLY_FILE); with `pages`
+    too (the pages new, changed or gone: fingerprint → host), the other pages' phrases."""
     crawl.require()
-    tally = _tally(crawl, settings, None if hosts is None else set(hosts))
-    pages = ranks(tally, Rules.of(settings))
+    changed = None if hosts is None else Changed(set(hosts), pages)
+    tally, buckets = _tally(crawl, settings, changed)
+    ranked = ranks(tally, Rules.of(settings))
     queries = logged_queries(
         crawl.query_log,
         settings["suggest.queries.min.count"],
@@ -133,7 +141,7 @@ def suggest_build(
     if synonyms is None and settings["suggest.synonyms.file"]:
         synonyms = Path(settings["suggest.synonyms.file"])
     rings = read_synonyms(synonyms) if synonyms else []
-    phrases = _summed(pages, queries)
+    phrases = _summed(ranked, queries)
     table = crawl.suggest
     current, tmp = table.current(), table.begin()
     inputs = _inputs_digest(phrases, rings, settings["suggest.max.length"])
@@ -146,7 +154,7 @@ def suggest_build(
         built = len(suggester)
     counts = {
         "phrases": built,
-        "page phrases": len({normalize(p) for p in pages}),
+        "page phrases": len({normalize(p) for p in ranked}),
         "queries": len(queries),
         "synonym rings": len(rings),
     }
@@ -157,6 +165,7 @@ def suggest_build(
         "rules": RULES,
         "index": index and index.name,
         "inputs": inputs,
+        "buckets": buckets,
     }
     table.publish(tmp, {**counts, **meta})
     return Figures(
@@ -178,24 +187,90 @@ def _phrase_settings(settings: Settings) -> dict[str, Any]:
     return {key: settings[key] for key in sorted(settings) if key.startswith(PHRASE_SETTINGS)}
 
 
-def _tally(crawl: CrawlDir, settings: Settings, hosts: set[str] | None) -> pa.Table:
-    """The page phrases' tally: of all hosts, or of `hosts` anew and of the others as the
-    last build counted them (when it was made with the same settings and RULES)."""
+@dataclass(frozen=True)
+class Changed:
+    """What changed since the last build: the hosts with pages new, changed or gone, and
+    those pages' fingerprints (None: not known)."""
+
+    hosts: set[str]
+    pages: Mapping[bytes, str] | None  # fingerprint: host
+
+
+# By bucket (its number as a string): the digest of its templates and title affixes, and
+# how many of its pages changed since its body terms were tallied.
+BucketStates = dict[str, dict[str, Any]]
+
+
+def _tally(
+    crawl: CrawlDir, settings: Settings, changed: Changed | None
+) -> tuple[pa.Table, BucketStates]:
+    """The page phrases' tally, and the buckets' states: of all buckets, or anew for what
+    changed and as the last build counted them for the rest (when it was made with the same
+    settings and RULES). A bucket whose templates and title affixes are the last build's
+    is tallied for its changed pages only; its body terms, tallied over all of a host's
+    pages, are kept until `suggest.body.refresh` of its pages changed."""
     current = crawl.suggest.current()
+    meta = crawl.suggest.meta()
     fresh = (
-        hosts is None
+        changed is None
         or current is None
         or not (current / TALLY_FILE).exists()
-        or crawl.suggest.meta().get("settings") != _phrase_settings(settings)
-        or crawl.suggest.meta().get("rules", 1) != RULES
+        or meta.get("settings") != _phrase_settings(settings)
+        or meta.get("rules", 1) != RULES
     )
     if fresh:
-        return host_tallies(crawl, settings)
-    assert current is not None and hosts is not None
+        return bucket_tallies(crawl, settings)
+    assert current is not None and changed is not None
     old = read_parts([current / TALLY_FILE], TALLY)
-    kept = old.filter(pc.invert(pc.is_in(old["host"], pa.array(sorted(hosts), pa.string()))))
-    fresh_hosts = [host_tallies(crawl, settings, hosts)] if hosts else []
-    return pa.concat_tables([_rescored(crawl, kept), *fresh_hosts])
+    states: BucketStates = meta.get("buckets", {})
+    if changed.pages is None:  # the changed hosts tallied anew
+        tally, found = bucket_tallies(crawl, settings, hosts=changed.hosts)
+        kept = old.filter(pc.invert(pc.is_in(old["host"], _strings(changed.hosts))))
+        return pa.concat_tables([_rescored(crawl, kept), tally]), states | found
+    return _tally_pages(crawl, settings, old, states, changed.pages)
+
+
+def _tally_pages(
+    crawl: CrawlDir,
+    settings: Settings,
+    old: pa.Table,
+    states: BucketStates,
+    pages: Mapping[bytes, str],
+) -> tuple[pa.Table, BucketStates]:
+    """The tally with the changed `pages` counted anew, in the buckets whose templates and
+    affixes stayed the same (and whose body terms are fresh enough); the other buckets
+    with changed pages tallied whole."""
+    count = crawl.buckets(settings)
+    by_bucket: dict[int, list[bytes]] = {}
+    for fp, host in pages.items():
+        by_bucket.setdefault(bucket_of(host, count), []).append(fp)
+    tasks = [
+        TallyTask(str(crawl.path), bucket, settings, None, tuple(fps))
+        for bucket, fps in sorted(by_bucket.items())
+    ]
+    refresh = settings["suggest.body.refresh"]
+    partial, whole, found = [], [], {}
+    for result in make_executor(settings).map(_tally_bucket, tasks):
+        state = states.get(str(result.bucket), {})
+        stale = state.get("stale", 0) + len(by_bucket[result.bucket])
+        if state.get("context") == result.context and stale <= refresh * result.pages:
+            partial.append(result.table)
+            found[str(result.bucket)] = {"context": result.context, "stale": stale}
+        else:
+            whole.append(result.bucket)
+    tally, tallied = bucket_tallies(crawl, settings, buckets=whole)
+    whole_hosts = [h for h in set(old["host"].to_pylist()) if bucket_of(h, count) in whole]
+    dropped = pc.is_in(old["host"], _strings(whole_hosts))
+    renewed = pc.and_(
+        pc.is_in(old["page"], pa.array(sorted(pages), pa.binary())),
+        pc.not_equal(old["kind"], "body"),
+    )
+    kept = old.filter(pc.invert(pc.or_(dropped, renewed)))
+    return pa.concat_tables([_rescored(crawl, kept), *partial, tally]), states | found | tallied
+
+
+def _strings(values: Iterable[str]) -> pa.Array:
+    return pa.array(sorted(values), pa.string())
 
 
 def _rescored(crawl: CrawlDir, tally: pa.Table) -> pa.Table:
@@ -206,7 +281,7 @@ def _rescored(crawl: CrawlDir, tally: pa.Table) -> pa.Table:
     con = connect()
     con.register("tally", tally)
     sql = f"""SELECT t.host, t.kind, t.spelling,
-        CASE WHEN t.page IS NULL THEN t.value ELSE 1 + coalesce(d.score, 0)::DOUBLE END AS value,
+        CASE WHEN t.kind = 'title' THEN 1 + coalesce(d.score, 0)::DOUBLE ELSE t.value END AS value,
         t.page
         FROM tally t LEFT JOIN (SELECT fp, score FROM {db.sql}) d ON d.fp = t.page"""
     with reading(files):
@@ -249,35 +324,55 @@ def crawl_phrases(crawl: CrawlDir, settings: Settings | None = None) -> dict[str
     default the default settings): cleaned titles, anchor texts and headings, and terms of
     those and of the pages' text."""
     settings = Settings() if settings is None else settings
-    return ranks(host_tallies(crawl, settings), Rules.of(settings))
+    return ranks(bucket_tallies(crawl, settings)[0], Rules.of(settings))
 
 
 @dataclass(frozen=True)
 class TallyTask:
-    """The tally of the hosts of one bucket (of `hosts`; None: all)."""
+    """The tally of one bucket: of its hosts (of `hosts`; None: all), or of its `pages` only
+    (fingerprints; no body terms)."""
 
     crawl: str
     bucket: int
     settings: Settings
     hosts: tuple[str, ...] | None
+    pages: tuple[bytes, ...] | None = None
 
 
-def host_tallies(crawl: CrawlDir, settings: Settings, hosts: set[str] | None = None) -> pa.Table:
-    """What the pages of each host (of `hosts`; None: all) add to the dictionary, as TALLY
-    rows: a page name's rank, and the pages a heading, a term or a body term is on. A
-    host's phrases depend on its own pages, and on other hosts' only through the anchor
-    texts of their links to its pages, which change its pages' keys: so each bucket of
-    hosts is a task (the crawldb, linkdb and parse outputs are split by host bucket)."""
+@dataclass(frozen=True)
+class BucketTally:
+    """A bucket's TALLY rows, the digest of its templates and title affixes (what its
+    pages' phrases depend on besides the pages), and how many pages it has indexed."""
+
+    bucket: int
+    table: pa.Table
+    context: str
+    pages: int
+
+
+def bucket_tallies(
+    crawl: CrawlDir,
+    settings: Settings,
+    hosts: set[str] | None = None,
+    buckets: Iterable[int] | None = None,
+) -> tuple[pa.Table, BucketStates]:
+    """What the pages of each host (of `hosts`; None: all) of the `buckets` (None: all) add
+    to the dictionary, as TALLY rows, each with its page but body terms: a title's rank,
+    the links of a page's anchor names, and the pages a heading, a term or a body term is
+    on; and the buckets' states. A host's phrases depend on its own pages, and on other
+    hosts' only through the anchor texts of their links to its pages, which change its
+    pages' keys: so each bucket of hosts is a task (the crawldb, linkdb and parse outputs
+    are split by host bucket)."""
     only = None if hosts is None else tuple(sorted(hosts))
-    tasks = [
-        TallyTask(str(crawl.path), bucket, settings, only)
-        for bucket in range(crawl.buckets(settings))
-    ]
-    tallies = dict(make_executor(settings).map(_tally_bucket, tasks))
-    return pa.concat_tables([tallies[bucket] for bucket in sorted(tallies)])
+    chosen = range(crawl.buckets(settings)) if buckets is None else sorted(buckets)
+    tasks = [TallyTask(str(crawl.path), bucket, settings, only) for bucket in chosen]
+    tallies = {t.bucket: t for t in make_executor(settings).map(_tally_bucket, tasks)}
+    ordered = [tallies[bucket] for bucket in sorted(tallies)]
+    states = {str(t.bucket): {"context": t.context, "stale": 0} for t in ordered}
+    return pa.concat_tables([_tally_table([]), *(t.table for t in ordered)]), states
 
 
-def _tally_bucket(task: TallyTask) -> tuple[int, pa.Table]:
+def _tally_bucket(task: TallyTask) -> BucketTally:
     crawl, bucket = CrawlDir(Path(task.crawl)), task.bucket
     rules = Rules.of(task.settings)
     segments = [seg for seg in crawl.segments() if seg.parsed]
@@ -286,35 +381,42 @@ def _tally_bucket(task: TallyTask) -> tuple[int, pa.Table]:
     data_files = _existing([seg.part(Segment.PARSE_DATA, bucket) for seg in segments])
     text_files = _existing([seg.part(Segment.PARSE_TEXT, bucket) for seg in segments])
     if not db_files:
-        return bucket, _tally_table([])
+        return BucketTally(bucket, _tally_table([]), "", 0)
     db = parquet_relation("crawldb", db_files, schemas.CRAWLDB)
     links = parquet_relation("linkdb", link_files, schemas.LINKDB)
     data = parquet_relation("parse_data", data_files, schemas.PARSE_DATA, segment=True)
     text = parquet_relation("parse_text", text_files, schemas.PARSE_TEXT, segment=True)
     only = {"all_hosts": task.hosts is None, "hosts": list(task.hosts or ())}
     con = connect()
+    con.register("wanted", pa.table({"fp": pa.array(task.pages or (), pa.binary())}))
     with reading([*db_files, *link_files, *data_files, *text_files]):
         columns = {
             row[0]
             for row in con.sql(f"DESCRIBE SELECT * FROM {data.sql}", params=data.params).fetchall()
         }
-        titles = con.execute(_titles_sql(db, data, columns), params(db, data, **only))
-        found = PagePhrases(rules, _host_affixes(titles, rules.template_share))
-        bound = params(
-            db,
-            links,
-            data,
-            template_share=rules.template_share,
-            template_pages=rules.template_pages,
-            **only,
-        )
-        result = con.execute(_phrases_sql(db, links, data, columns), bound)
+        con.execute(_indexed_sql(db, data, columns), params(db, data))
+        con.execute(_links_sql(links), links.params)
+        shares = {"template_share": rules.template_share, "template_pages": rules.template_pages}
+        con.execute(TEMPLATES_SQL, shares)
+        affixes = _host_affixes(con.execute(TITLES_SQL, only), rules.template_share)
+        found = PagePhrases(rules, affixes)
+        result = con.execute(PHRASES_SQL, only | {"partial": task.pages is not None})
         while rows := result.fetchmany(BATCH):
             for host, fp, title, score, headings, anchors in rows:
                 found.add(host, fp, title, score, headings or (), anchors or ())
-        body_sql = _body_sql(db, data, text, columns)
-        body = _body_terms(con, body_sql, params(db, data, text, **only), rules)
-    return bucket, pa.concat_tables([found.tally(), body])
+        tables = [found.tally()]
+        if task.pages is None:
+            tables.append(_body_terms(con, _body_sql(text), text.params | only, rules))
+        context = _context(con, affixes)
+        (pages,) = con.execute("SELECT count(*) FROM indexed").fetchone() or (0,)
+    return BucketTally(bucket, pa.concat_tables(tables), context, pages)
+
+
+def _context(con: duckdb.DuckDBPyConnection, affixes: Mapping[str, Affixes]) -> str:
+    """A digest of the bucket's templates and its hosts' title affixes."""
+    templates = con.execute("SELECT * FROM templates ORDER BY ALL").fetchall()
+    titles = sorted((h, sorted(a.prefixes), sorted(a.suffixes)) for h, a in affixes.items())
+    return xxhash.xxh3_128_hexdigest(orjson.dumps([templates, titles]))
 
 
 def _existing(paths: Iterable[Path | None]) -> list[Path]:
@@ -331,7 +433,7 @@ def ranks(tally: pa.Table, rules: Rules) -> dict[str, float]:
     ):
         by_kind[kind][spelling] += value
     return _summed(
-        by_kind["name"],
+        by_kind["title"] + by_kind["name"],
         _frequent(by_kind["heading"], rules.heading_pages, 1.0),
         _frequent(by_kind["term"], rules.term_pages, rules.term_weight),
         {spelling: pages * rules.body_weight for spelling, pages in by_kind["body"].items()},
@@ -383,9 +485,12 @@ class PagePhrases:
     titles: list[tuple[str, str, float, bytes]] = field(
         default_factory=list
     )  # host, name, rank, fp
-    names: defaultdict[tuple[str, str], float] = field(default_factory=lambda: defaultdict(float))
-    headings: Counter[tuple[str, str]] = field(default_factory=Counter)  # (host, spelling)
-    terms: Counter[tuple[str, str]] = field(default_factory=Counter)  # -> pages
+    # (host, page, spelling): an anchor name's links; a heading's and a term's pages (1)
+    names: defaultdict[tuple[str, bytes, str], float] = field(
+        default_factory=lambda: defaultdict(float)
+    )
+    headings: Counter[tuple[str, bytes, str]] = field(default_factory=Counter)
+    terms: Counter[tuple[str, bytes, str]] = field(default_factory=Counter)
 
     def add(
         self,
@@ -401,15 +506,15 @@ class PagePhrases:
         out)."""
         affixes = self.affixes.get(host)
         name = self._title(host, fp, title, score, affixes)
-        named = name + self._anchors(host, anchors, affixes)
+        named = name + self._anchors(host, fp, anchors, affixes)
         page_headings = _distinct(_headings(headings))
         # a heading that repeats the page's own title (its h1, mostly) names nothing new
         own = {normalize(n) for n in name}
-        self.headings.update((host, h) for h in page_headings if normalize(h) not in own)
+        self.headings.update((host, fp, h) for h in page_headings if normalize(h) not in own)
         page_terms: dict[str, str] = {}
         for text in named + page_headings:
             page_terms = terms(text) | page_terms  # a page counts a term's first spelling
-        self.terms.update((host, term) for term in page_terms.values())
+        self.terms.update((host, fp, term) for term in page_terms.values())
 
     def _title(
         self, host: str, fp: bytes, title: str | None, score: float, affixes: Affixes | None
@@ -425,7 +530,7 @@ class PagePhrases:
         return found
 
     def _anchors(
-        self, host: str, anchors: Sequence[dict[str, Any]], affixes: Affixes | None
+        self, host: str, fp: bytes, anchors: Sequence[dict[str, Any]], affixes: Affixes | None
     ) -> list[str]:
         """Counts the cleaned anchor texts of the links to a page (code ranked lower), or
         the item names they give (phrases.names); returns those whose terms count (code's
@@ -437,27 +542,27 @@ class PagePhrases:
                 continue
             given = names(name)
             for item in given.items:
-                self.names[host, item] += anchor["links"]
+                self.names[host, fp, item] += anchor["links"]
             texts += list(given.items)
             if given.itself:
                 code = is_code(name)
                 factor = self.rules.code_factor if code else 1.0
-                self.names[host, name] += anchor["links"] * factor
+                self.names[host, fp, name] += anchor["links"] * factor
                 texts += [] if code else [name]
         return texts
 
     def tally(self) -> pa.Table:
         """What was counted, as TALLY rows."""
         counted: list[TallyRow] = [
-            (host, kind, spelling, float(value), None)
+            (host, kind, spelling, float(value), page)
             for kind, counts in (
                 ("name", self.names),
                 ("heading", self.headings),
                 ("term", self.terms),
             )
-            for (host, spelling), value in counts.items()
+            for (host, page, spelling), value in counts.items()
         ]
-        titles: list[TallyRow] = [(h, "name", name, rank, fp) for h, name, rank, fp in self.titles]
+        titles: list[TallyRow] = [(h, "title", name, rank, fp) for h, name, rank, fp in self.titles]
         return _tally_table(titles + counted)
 
 
@@ -500,10 +605,10 @@ def _summed(*ranks: Mapping[str, float]) -> dict[str, float]:
 
 
 def _indexed_sql(db: Relation, data: Relation, columns: set[str]) -> str:
-    """The CTEs up to `indexed`: the pages the index holds, with their host, title, headings
-    and PageRank score."""
+    """The pages the index holds, with their host, title, headings and PageRank score (the
+    temporary table `indexed` the other queries read)."""
     headings = "headings" if "headings" in columns else "NULL"  # segments parsed before them
-    return f"""
+    return f"""CREATE TEMP TABLE indexed AS
     WITH pages AS (
         SELECT fp, host, score FROM {db.sql}
         WHERE status IN ('{schemas.DB_FETCHED}', '{schemas.DB_NOTMODIFIED}')
@@ -511,64 +616,75 @@ def _indexed_sql(db: Relation, data: Relation, columns: set[str]) -> str:
         SELECT fp, title, {headings} AS headings, noindex, segment FROM {data.sql}
         WHERE status = '{schemas.PARSE_SUCCESS}'
         {latest_per_page()}
-    ), indexed AS (
-        SELECT fp, host, title, headings, coalesce(score, 0)::DOUBLE AS score, segment
-        FROM pages JOIN latest USING (fp) WHERE NOT noindex
-    )"""
+    )
+    SELECT fp, host, title, headings, coalesce(score, 0)::DOUBLE AS score, segment
+    FROM pages JOIN latest USING (fp) WHERE NOT noindex"""
 
 
-def _titles_sql(db: Relation, data: Relation, columns: set[str]) -> str:
-    """The indexed pages' titles by host, ordered by host."""
-    return f"""{_indexed_sql(db, data, columns)}
-    SELECT host, title FROM indexed WHERE title IS NOT NULL AND {HOST_FILTER} ORDER BY host
-    """
+# A host's titles, ordered by host.
+TITLES_SQL = (
+    f"SELECT host, title FROM indexed WHERE title IS NOT NULL AND {HOST_FILTER} ORDER BY host"
+)
 
-
-def _phrases_sql(db: Relation, links: Relation, data: Relation, columns: set[str]) -> str:
-    """The query for PagePhrases: one row per indexed page with its host, title, score,
-    headings and anchor texts (with their link counts). Left out: a host's template
-    headings and anchor texts (on `$template_share` of its pages, and `$template_pages` or
-    more), and anchor texts its pages use for links to `$template_pages` different pages or
-    more ("Next", "module"), which name none of them."""
-    template = "count(*) >= greatest($template_share * coalesce(pages, 0), $template_pages)"
-    return f"""{_indexed_sql(db, data, columns)}, host_pages AS (
-        SELECT host, count(*) AS pages FROM indexed GROUP BY host
-    ), page_headings AS (
+# The temporary table `templates` (kind, host, text): a host's template headings and anchor
+# texts (on `$template_share` of its pages, and `$template_pages` or more), and the anchor
+# texts its pages use for links to `$template_pages` different pages or more ("Next",
+# "module"), which name none of them; and `links`, the anchor texts of links to the pages.
+TEMPLATE = "count(*) >= greatest($template_share * coalesce(pages, 0), $template_pages)"
+TEMPLATES_SQL = f"""
+    CREATE TEMP TABLE host_pages AS SELECT host, count(*) AS pages FROM indexed GROUP BY host;
+    CREATE TEMP TABLE page_headings AS
         SELECT DISTINCT fp, host, trim(heading) AS heading
         FROM (SELECT fp, host, unnest(string_split(coalesce(headings, ''), chr(10))) AS heading
               FROM indexed)
-        WHERE trim(heading) <> ''
-    ), template_headings AS (
-        SELECT host, heading FROM page_headings LEFT JOIN host_pages USING (host)
-        GROUP BY host, heading, pages HAVING {template}
-    ), kept_headings AS (
-        SELECT fp, list(heading) AS heading_list
-        FROM page_headings ANTI JOIN template_headings USING (host, heading)
-        GROUP BY fp
-    ), links AS (
+        WHERE trim(heading) <> '';
+    CREATE TEMP TABLE templates AS
+        SELECT 'heading' AS kind, host, heading AS text
+        FROM page_headings LEFT JOIN host_pages USING (host)
+        GROUP BY host, heading, pages HAVING {TEMPLATE}
+        UNION ALL (
+            WITH source_pages AS (SELECT DISTINCT host, anchor, source FROM links)
+            SELECT 'anchor', host, anchor FROM source_pages LEFT JOIN host_pages USING (host)
+            GROUP BY host, anchor, pages HAVING {TEMPLATE}
+            UNION
+            SELECT 'anchor', host, anchor FROM links GROUP BY host, anchor
+            HAVING count(DISTINCT fp) >= $template_pages
+        );"""
+
+
+def _links_sql(links: Relation) -> str:
+    """The temporary table `links`: the anchor texts of the links to the indexed pages, with
+    their source and its host."""
+    return f"""CREATE TEMP TABLE links AS
         SELECT fp, trim(link.anchor) AS anchor, link.from_url AS source,
                split_part(link.from_url, '/', 3) AS host
         FROM (SELECT fp, unnest(inlinks) AS link FROM {links.sql}
               WHERE fp IN (SELECT fp FROM indexed))
-        WHERE trim(coalesce(link.anchor, '')) <> ''
-    ), source_pages AS (
-        SELECT DISTINCT host, anchor, source FROM links
-    ), template_anchors AS (
-        SELECT host, anchor FROM source_pages LEFT JOIN host_pages USING (host)
-        GROUP BY host, anchor, pages HAVING {template}
-        UNION
-        SELECT host, anchor FROM links GROUP BY host, anchor
-        HAVING count(DISTINCT fp) >= $template_pages
+        WHERE trim(coalesce(link.anchor, '')) <> ''"""
+
+
+# The rows PagePhrases counts: one per indexed page (of `$hosts`, and of the table `wanted`
+# when `$partial`) with its host, title, score, headings and anchor texts (with their link
+# counts), the templates left out.
+PHRASES_SQL = f"""
+    WITH kept_headings AS (
+        SELECT fp, list(heading) AS heading_list
+        FROM page_headings ANTI JOIN
+            (SELECT host, text AS heading FROM templates WHERE kind = 'heading')
+            USING (host, heading)
+        GROUP BY fp
     ), kept_anchors AS (
         SELECT fp, list({{'anchor': anchor, 'links': n}}) AS anchor_list
         FROM (SELECT fp, anchor, count(*) AS n
-              FROM links ANTI JOIN template_anchors USING (host, anchor)
+              FROM links ANTI JOIN
+                  (SELECT host, text AS anchor FROM templates WHERE kind = 'anchor')
+                  USING (host, anchor)
               GROUP BY fp, anchor)
         GROUP BY fp
     )
     SELECT host, fp, title, score, heading_list, anchor_list
     FROM indexed LEFT JOIN kept_headings USING (fp) LEFT JOIN kept_anchors USING (fp)
-    WHERE {HOST_FILTER}
+    WHERE {HOST_FILTER} AND (NOT $partial OR fp IN (SELECT fp FROM wanted))
     """
 
 
@@ -577,14 +693,12 @@ def _phrases_sql(db: Relation, links: Relation, data: Relation, columns: set[str
 BODY_TOKEN = r"[\pL\pN]+(?:['._-][\pL\pN]+)*|[^\pL\pN\s]+"
 
 
-def _body_sql(db: Relation, data: Relation, text: Relation, columns: set[str]) -> str:
+def _body_sql(text: Relation) -> str:
     """The body terms of each host (see the module's rules) with the pages they are on: one
     row per host and term, its most frequent spelling there. Parameters: `$stop` words,
     the `$token` pattern,
     `$body_chars`, `$body_pages`, `$body_share`, `$template_pages`."""
-    return rf"""{_indexed_sql(db, data, columns)}, host_pages AS (
-        SELECT host, count(*) AS pages FROM indexed GROUP BY host
-    ), bodies AS (
+    return rf"""WITH bodies AS (
         SELECT host, fp, regexp_extract_all(left(t.text, $body_chars), $token) AS tokens
         FROM indexed JOIN {text.sql} t USING (fp, segment) WHERE {HOST_FILTER}
     ), tokens AS (
