@@ -23,7 +23,7 @@ from functools import cache, cached_property
 from importlib import resources
 from itertools import chain
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 import Stemmer
@@ -189,19 +189,22 @@ def _russian_lemmatizer() -> Callable[[str], str]:
     return lemma
 
 
-class Memo(dict):
+V = TypeVar("V")
+
+
+class Memo(dict[str, V]):
     """key → compute(key), computed on first sight and kept (keys longer than `longest` are
     computed but not kept: they rarely come back). A memo that reaches `Memo.limit`
     entries starts again empty: bounded memory, and words seen since are cached again."""
 
     limit = 2_000_000  # entries per memo; a server lowers it (set_cache_limit)
 
-    def __init__(self, compute: Callable[[str], str], longest: int | None = MAX_WORD):
+    def __init__(self, compute: Callable[[str], V], longest: int | None = MAX_WORD):
         super().__init__()
         self.compute = compute
         self.longest = longest
 
-    def __missing__(self, key: str) -> str:
+    def __missing__(self, key: str) -> V:
         value = self.compute(key)
         if self.longest is None or len(key) <= self.longest:
             if len(self) >= self.limit:

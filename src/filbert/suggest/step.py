@@ -71,6 +71,7 @@ import pyarrow.compute as pc
 import xxhash
 
 from filbert import schemas
+from filbert.analysis.analyzers import Memo
 from filbert.buckets import Relation, connect, latest_per_page, params, parquet_relation
 from filbert.config import Settings, error_lengths_setting
 from filbert.executor import make_executor
@@ -330,13 +331,15 @@ def crawl_phrases(crawl: CrawlDir, settings: Settings | None = None) -> dict[str
 @dataclass(frozen=True)
 class TallyTask:
     """The tally of one bucket: of its hosts (of `hosts`; None: all), or of its `pages` only
-    (fingerprints; no body terms)."""
+    (fingerprints)."""
 
     crawl: str
     bucket: int
     settings: Settings
     hosts: tuple[str, ...] | None
     pages: tuple[bytes, ...] | None = None
+    phrases: bool = True  # titles, anchor names, headings and terms
+    body: bool = False  # body terms (of all pages)
 
 
 @dataclass(frozen=True)
@@ -365,11 +368,18 @@ def bucket_tallies(
     are split by host bucket)."""
     only = None if hosts is None else tuple(sorted(hosts))
     chosen = range(crawl.buckets(settings)) if buckets is None else sorted(buckets)
-    tasks = [TallyTask(str(crawl.path), bucket, settings, only) for bucket in chosen]
-    tallies = {t.bucket: t for t in make_executor(settings).map(_tally_bucket, tasks)}
-    ordered = [tallies[bucket] for bucket in sorted(tallies)]
-    states = {str(t.bucket): {"context": t.context, "stale": 0} for t in ordered}
-    return pa.concat_tables([_tally_table([]), *(t.table for t in ordered)]), states
+    # a bucket's page phrases and its body terms are two tasks: a one-host crawl's on two
+    # workers
+    tasks = [
+        TallyTask(str(crawl.path), bucket, settings, only, phrases=phrases, body=not phrases)
+        for bucket in chosen
+        for phrases in (True, False)
+    ]
+    tallies = sorted(
+        make_executor(settings).map(_tally_bucket, tasks), key=lambda t: (t.bucket, not t.context)
+    )
+    states = {str(t.bucket): {"context": t.context, "stale": 0} for t in tallies if t.context}
+    return pa.concat_tables([_tally_table([]), *(t.table for t in tallies)]), states
 
 
 def _tally_bucket(task: TallyTask) -> BucketTally:
@@ -395,19 +405,25 @@ def _tally_bucket(task: TallyTask) -> BucketTally:
             for row in con.sql(f"DESCRIBE SELECT * FROM {data.sql}", params=data.params).fetchall()
         }
         con.execute(_indexed_sql(db, data, columns), params(db, data))
-        con.execute(_links_sql(links), links.params)
-        shares = {"template_share": rules.template_share, "template_pages": rules.template_pages}
-        con.execute(TEMPLATES_SQL, shares)
-        affixes = _host_affixes(con.execute(TITLES_SQL, only), rules.template_share)
-        found = PagePhrases(rules, affixes)
-        result = con.execute(PHRASES_SQL, only | {"partial": task.pages is not None})
-        while rows := result.fetchmany(BATCH):
-            for host, fp, title, score, headings, anchors in rows:
-                found.add(host, fp, title, score, headings or (), anchors or ())
-        tables = [found.tally()]
-        if task.pages is None:
+        con.execute(HOST_PAGES_SQL)
+        tables, context = [_tally_table([])], ""
+        if task.phrases:
+            con.execute(_links_sql(links), links.params)
+            shares = {
+                "template_share": rules.template_share,
+                "template_pages": rules.template_pages,
+            }
+            con.execute(TEMPLATES_SQL, shares)
+            affixes = _host_affixes(con.execute(TITLES_SQL, only), rules.template_share)
+            found = PagePhrases(rules, affixes)
+            result = con.execute(PHRASES_SQL, only | {"partial": task.pages is not None})
+            while rows := result.fetchmany(BATCH):
+                for host, fp, title, score, headings, anchors in rows:
+                    found.add(host, fp, title, score, headings or (), anchors or ())
+            tables.append(found.tally())
+            context = _context(con, affixes)
+        if task.body:
             tables.append(_body_terms(con, _body_sql(text), text.params | only, rules))
-        context = _context(con, affixes)
         (pages,) = con.execute("SELECT count(*) FROM indexed").fetchone() or (0,)
     return BucketTally(bucket, pa.concat_tables(tables), context, pages)
 
@@ -491,6 +507,12 @@ class PagePhrases:
     )
     headings: Counter[tuple[str, bytes, str]] = field(default_factory=Counter)
     terms: Counter[tuple[str, bytes, str]] = field(default_factory=Counter)
+    # what a heading names, and a text's terms, worked out once: a site's pages repeat their
+    # headings ("Implementations", "Examples")
+    _names_in: Memo[tuple[str, ...]] = field(
+        default_factory=lambda: Memo(lambda heading: tuple(_headings([heading])), None)
+    )
+    _terms: Memo[dict[str, str]] = field(default_factory=lambda: Memo(terms, None))
 
     def add(
         self,
@@ -507,13 +529,15 @@ class PagePhrases:
         affixes = self.affixes.get(host)
         name = self._title(host, fp, title, score, affixes)
         named = name + self._anchors(host, fp, anchors, affixes)
-        page_headings = _distinct(_headings(headings))
+        page_headings = _distinct(
+            itertools.chain.from_iterable(map(self._names_in.__getitem__, headings))
+        )
         # a heading that repeats the page's own title (its h1, mostly) names nothing new
         own = {normalize(n) for n in name}
         self.headings.update((host, fp, h) for h in page_headings if normalize(h) not in own)
         page_terms: dict[str, str] = {}
         for text in named + page_headings:
-            page_terms = terms(text) | page_terms  # a page counts a term's first spelling
+            page_terms = self._terms[text] | page_terms  # a page counts a term's first spelling
         self.terms.update((host, fp, term) for term in page_terms.values())
 
     def _title(
@@ -631,8 +655,10 @@ TITLES_SQL = (
 # texts its pages use for links to `$template_pages` different pages or more ("Next",
 # "module"), which name none of them; and `links`, the anchor texts of links to the pages.
 TEMPLATE = "count(*) >= greatest($template_share * coalesce(pages, 0), $template_pages)"
+HOST_PAGES_SQL = (
+    "CREATE TEMP TABLE host_pages AS SELECT host, count(*) AS pages FROM indexed GROUP BY host"
+)
 TEMPLATES_SQL = f"""
-    CREATE TEMP TABLE host_pages AS SELECT host, count(*) AS pages FROM indexed GROUP BY host;
     CREATE TEMP TABLE page_headings AS
         SELECT DISTINCT fp, host, trim(heading) AS heading
         FROM (SELECT fp, host, unnest(string_split(coalesce(headings, ''), chr(10))) AS heading
