@@ -158,6 +158,21 @@ RUNS = {
         ),
         r"\| \| time \| × rebuild \| target \|",
     ),
+    "index_updates": Run(
+        (
+            (
+                "--tiny",
+                "--sites=docs",
+                "--rounds=2",
+                "--repeat=1",
+                "--queries=10",
+                "--workdir={tmp}/index-updates",
+                "--no-record",
+            ),
+        ),
+        r"Answers after 2 rounds, \d+ title queries",
+        handbook=True,
+    ),
     "indexing_costs": Run(
         (("--rounds=1", "--repeat=1", "--no-record"),),
         r"\| configuration \| filbert ms \(runs\) \|",
