@@ -63,7 +63,8 @@ import itertools
 import os
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field, replace
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +113,12 @@ TallyRow = tuple[str, str, str, float, bytes | None]
 # so; a heading, a term and a body term count pages
 KINDS = ("title", "name", "heading", "term", "body")
 TALLY_FILE = "phrases.parquet"
+# What a bucket's page phrases depend on besides the pages: its hosts' template headings
+# and anchor texts (kinds "heading", "anchor") and title affixes ("prefix", "suffix").
+CONTEXT = pa.schema(
+    [("bucket", pa.int32()), ("kind", pa.string()), ("host", pa.string()), ("text", pa.string())]
+)
+CONTEXT_FILE = "context.parquet"
 PHRASE_SETTINGS = ("suggest.", "analysis.")  # what a tally depends on
 # The version of the rules that make a host's tally (phrases.py, PagePhrases): another one
 # builds the dictionary in full. 2: code documentation's signatures and item names. 3: a
@@ -135,7 +142,7 @@ def suggest_build(
     too (the pages new, changed or gone: fingerprint → host), the other pages' phrases."""
     crawl.require()
     changed = None if hosts is None else Changed(set(hosts), pages)
-    tally, buckets = _tally(crawl, settings, changed)
+    tally, buckets, context = astuple(_tally(crawl, settings, changed))
     ranked = ranks(tally, Rules.of(settings))
     queries = logged_queries(
         crawl.query_log,
@@ -163,6 +170,7 @@ def suggest_build(
         "synonym rings": len(rings),
     }
     write_table(tally, tmp / TALLY_FILE)
+    write_table(context, tmp / CONTEXT_FILE)
     index = crawl.index.current()  # the generation this dictionary goes with
     meta = {
         "settings": _phrase_settings(settings),
@@ -200,77 +208,97 @@ class Changed:
     pages: Mapping[bytes, str] | None  # fingerprint: host
 
 
-# By bucket (its number as a string): the digest of its templates and title affixes, and
-# how many of its pages changed since its body terms were tallied.
+# By bucket (its number as a string): how many of its pages changed since its body terms
+# were tallied ("stale").
 BucketStates = dict[str, dict[str, Any]]
 
 
-def _tally(
-    crawl: CrawlDir, settings: Settings, changed: Changed | None
-) -> tuple[pa.Table, BucketStates]:
-    """The page phrases' tally, and the buckets' states: of all buckets, or anew for what
-    changed and as the last build counted them for the rest (when it was made with the same
-    settings and RULES). A bucket whose templates and title affixes are the last build's
-    is tallied for its changed pages only; its body terms, tallied over all of a host's
-    pages, are kept until `suggest.body.refresh` of its pages changed."""
+@dataclass
+class Tally:
+    """The page phrases' tally (TALLY), the buckets' states and their context (CONTEXT)."""
+
+    table: pa.Table
+    states: BucketStates
+    context: pa.Table
+
+
+def _tally(crawl: CrawlDir, settings: Settings, changed: Changed | None) -> Tally:
+    """The page phrases' tally: of all buckets, or anew for what changed and as the last
+    build counted it for the rest (when it was made with the same settings and RULES)."""
     current = crawl.suggest.current()
     meta = crawl.suggest.meta()
     fresh = (
         changed is None
         or current is None
         or not (current / TALLY_FILE).exists()
+        or not (current / CONTEXT_FILE).exists()
         or meta.get("settings") != _phrase_settings(settings)
         or meta.get("rules", 1) != RULES
     )
     if fresh:
         return bucket_tallies(crawl, settings)
     assert current is not None and changed is not None
-    old = read_parts([current / TALLY_FILE], TALLY)
-    states: BucketStates = meta.get("buckets", {})
+    old = Tally(
+        read_parts([current / TALLY_FILE], TALLY),
+        meta.get("buckets", {}),
+        read_parts([current / CONTEXT_FILE], CONTEXT),
+    )
     if changed.pages is None:  # the changed hosts tallied anew
-        tally, found = bucket_tallies(crawl, settings, hosts=changed.hosts)
-        kept = old.filter(pc.invert(pc.is_in(old["host"], _strings(changed.hosts))))
-        return pa.concat_tables([_rescored(crawl, kept), tally]), states | found
-    return _tally_pages(crawl, settings, old, states, changed.pages)
+        new = bucket_tallies(crawl, settings, hosts=changed.hosts)
+        kept = old.table.filter(pc.invert(pc.is_in(old.table["host"], _strings(changed.hosts))))
+        return _merged(crawl, old, kept, new)
+    return _tally_pages(crawl, settings, old, changed.pages, current / CONTEXT_FILE)
 
 
 def _tally_pages(
-    crawl: CrawlDir,
-    settings: Settings,
-    old: pa.Table,
-    states: BucketStates,
-    pages: Mapping[bytes, str],
-) -> tuple[pa.Table, BucketStates]:
-    """The tally with the changed `pages` counted anew, in the buckets whose templates and
-    affixes stayed the same (and whose body terms are fresh enough); the other buckets
-    with changed pages tallied whole."""
+    crawl: CrawlDir, settings: Settings, old: Tally, pages: Mapping[bytes, str], context: Path
+) -> Tally:
+    """The tally with the changed `pages` counted anew, and the pages whose phrases the
+    change of their bucket's context (`context`: the last build's) changes; a bucket whose
+    body terms are too stale (`suggest.body.refresh`) tallied whole."""
     count = crawl.buckets(settings)
     by_bucket: dict[int, list[bytes]] = {}
     for fp, host in pages.items():
         by_bucket.setdefault(bucket_of(host, count), []).append(fp)
     tasks = [
-        TallyTask(str(crawl.path), bucket, settings, None, tuple(fps))
+        TallyTask(str(crawl.path), bucket, settings, None, tuple(fps), previous=str(context))
         for bucket, fps in sorted(by_bucket.items())
     ]
     refresh = settings["suggest.body.refresh"]
-    partial, whole, found = [], [], {}
+    partial, whole, renewed = [], [], set(pages)
     for result in make_executor(settings).map(_tally_bucket, tasks):
-        state = states.get(str(result.bucket), {})
-        stale = state.get("stale", 0) + len(by_bucket[result.bucket])
-        if state.get("context") == result.context and stale <= refresh * result.pages:
-            partial.append(result.table)
-            found[str(result.bucket)] = {"context": result.context, "stale": stale}
+        stale = old.states.get(str(result.bucket), {}).get("stale", 0)
+        stale += len(by_bucket[result.bucket])
+        if stale <= refresh * result.pages:
+            partial.append(replace(result, states={str(result.bucket): {"stale": stale}}))
+            renewed.update(result.renewed)
         else:
             whole.append(result.bucket)
-    tally, tallied = bucket_tallies(crawl, settings, buckets=whole)
-    whole_hosts = [h for h in set(old["host"].to_pylist()) if bucket_of(h, count) in whole]
-    dropped = pc.is_in(old["host"], _strings(whole_hosts))
-    renewed = pc.and_(
-        pc.is_in(old["page"], pa.array(sorted(pages), pa.binary())),
-        pc.not_equal(old["kind"], "body"),
+    new = bucket_tallies(crawl, settings, buckets=whole)
+    hosts = set(old.table["host"].to_pylist())
+    dropped = pc.or_(
+        pc.is_in(old.table["host"], _strings(h for h in hosts if bucket_of(h, count) in whole)),
+        pc.and_(
+            pc.is_in(old.table["page"], pa.array(sorted(renewed), pa.binary())),
+            pc.not_equal(old.table["kind"], "body"),
+        ),
     )
-    kept = old.filter(pc.invert(pc.or_(dropped, renewed)))
-    return pa.concat_tables([_rescored(crawl, kept), *partial, tally]), states | found | tallied
+    return _merged(crawl, old, old.table.filter(pc.invert(dropped)), new, *partial)
+
+
+def _merged(crawl: CrawlDir, old: Tally, kept: pa.Table, *new: Tally | BucketTally) -> Tally:
+    """The `kept` rows of the last tally (rescored) with the `new` ones; the states and
+    context of the buckets tallied anew replace the last ones'."""
+    states = old.states.copy()
+    for tally in new:
+        states |= tally.states
+    anew = pa.array(sorted(int(bucket) for t in new for bucket in t.states), pa.int32())
+    context = old.context.filter(pc.invert(pc.is_in(old.context["bucket"], anew)))
+    return Tally(
+        pa.concat_tables([_rescored(crawl, kept), *(t.table for t in new)]),
+        states,
+        pa.concat_tables([context, *(t.context for t in new)]),
+    )
 
 
 def _strings(values: Iterable[str]) -> pa.Array:
@@ -328,7 +356,7 @@ def crawl_phrases(crawl: CrawlDir, settings: Settings | None = None) -> dict[str
     default the default settings): cleaned titles, anchor texts and headings, and terms of
     those and of the pages' text."""
     settings = Settings() if settings is None else settings
-    return ranks(bucket_tallies(crawl, settings)[0], Rules.of(settings))
+    return ranks(bucket_tallies(crawl, settings).table, Rules.of(settings))
 
 
 @dataclass(frozen=True)
@@ -343,17 +371,20 @@ class TallyTask:
     pages: tuple[bytes, ...] | None = None
     phrases: bool = True  # titles, anchor names, headings and terms
     body: bool = False  # body terms (of all pages)
+    previous: str | None = None  # with `pages`: the last build's CONTEXT_FILE
 
 
 @dataclass(frozen=True)
 class BucketTally:
-    """A bucket's TALLY rows, the digest of its templates and title affixes (what its
-    pages' phrases depend on besides the pages), and how many pages it has indexed."""
+    """A bucket's TALLY rows, its CONTEXT rows, how many pages it has indexed, the pages it
+    tallied anew (of a task for some pages) and its state."""
 
     bucket: int
     table: pa.Table
-    context: str
+    context: pa.Table
     pages: int
+    renewed: list[bytes] = field(default_factory=list)
+    states: BucketStates = field(default_factory=dict)
 
 
 def bucket_tallies(
@@ -361,7 +392,7 @@ def bucket_tallies(
     settings: Settings,
     hosts: set[str] | None = None,
     buckets: Iterable[int] | None = None,
-) -> tuple[pa.Table, BucketStates]:
+) -> Tally:
     """What the pages of each host (of `hosts`; None: all) of the `buckets` (None: all) add
     to the dictionary, as TALLY rows, each with its page but body terms: a title's rank,
     the links of a page's anchor names, and the pages a heading, a term or a body term is
@@ -378,11 +409,12 @@ def bucket_tallies(
         for bucket in chosen
         for phrases in (True, False)
     ]
-    tallies = sorted(
-        make_executor(settings).map(_tally_bucket, tasks), key=lambda t: (t.bucket, not t.context)
+    tallies = sorted(make_executor(settings).map(_tally_bucket, tasks), key=attrgetter("bucket"))
+    return Tally(
+        pa.concat_tables([_tally_table([]), *(t.table for t in tallies)]),
+        {str(bucket): {"stale": 0} for bucket in chosen},
+        pa.concat_tables([CONTEXT.empty_table(), *(t.context for t in tallies)]),
     )
-    states = {str(t.bucket): {"context": t.context, "stale": 0} for t in tallies if t.context}
-    return pa.concat_tables([_tally_table([]), *(t.table for t in tallies)]), states
 
 
 def _tally_bucket(task: TallyTask) -> BucketTally:
@@ -394,7 +426,7 @@ def _tally_bucket(task: TallyTask) -> BucketTally:
     data_files = _existing([seg.part(Segment.PARSE_DATA, bucket) for seg in segments])
     text_files = _existing([seg.part(Segment.PARSE_TEXT, bucket) for seg in segments])
     if not db_files:
-        return BucketTally(bucket, _tally_table([]), "", 0)
+        return BucketTally(bucket, _tally_table([]), CONTEXT.empty_table(), 0)
     db = parquet_relation("crawldb", db_files, schemas.CRAWLDB)
     links = parquet_relation("linkdb", link_files, schemas.LINKDB)
     data = parquet_relation("parse_data", data_files, schemas.PARSE_DATA, segment=True)
@@ -409,7 +441,7 @@ def _tally_bucket(task: TallyTask) -> BucketTally:
         }
         con.execute(_indexed_sql(db, data, columns), params(db, data))
         con.execute(HOST_PAGES_SQL)
-        tables, context = [_tally_table([])], ""
+        tables, context, renewed = [_tally_table([])], CONTEXT.empty_table(), []
         if task.phrases:
             con.execute(_links_sql(links), links.params)
             shares = {
@@ -418,24 +450,44 @@ def _tally_bucket(task: TallyTask) -> BucketTally:
             }
             con.execute(TEMPLATES_SQL, shares)
             affixes = _host_affixes(con.execute(TITLES_SQL, only), rules.template_share)
+            context = _context(con, bucket, affixes)
+            if task.previous is not None:
+                con.execute(WAS_SQL, {"previous": task.previous, "bucket": bucket})
+                con.execute(RENEW_SQL)
+                renewed = [fp for (fp,) in con.execute("SELECT fp FROM renew").fetchall()]
+            else:
+                con.execute("CREATE TEMP TABLE renew AS SELECT fp FROM wanted")
             found = PagePhrases(rules, affixes)
             result = con.execute(PHRASES_SQL, only | {"partial": task.pages is not None})
             while rows := result.fetchmany(BATCH):
                 for host, fp, title, score, headings, anchors in rows:
                     found.add(host, fp, title, score, headings or (), anchors or ())
             tables.append(found.tally())
-            context = _context(con, affixes)
         if task.body:
             tables.append(_body_terms(con, _body_sql(text), text.params | only, rules))
         (pages,) = con.execute("SELECT count(*) FROM indexed").fetchone() or (0,)
-    return BucketTally(bucket, pa.concat_tables(tables), context, pages)
+    return BucketTally(bucket, pa.concat_tables(tables), context, pages, renewed)
 
 
-def _context(con: duckdb.DuckDBPyConnection, affixes: Mapping[str, Affixes]) -> str:
-    """A digest of the bucket's templates and its hosts' title affixes."""
-    templates = con.execute("SELECT * FROM templates ORDER BY ALL").fetchall()
-    titles = sorted((h, sorted(a.prefixes), sorted(a.suffixes)) for h, a in affixes.items())
-    return xxhash.xxh3_128_hexdigest(orjson.dumps([templates, titles]))
+def _context(
+    con: duckdb.DuckDBPyConnection, bucket: int, affixes: Mapping[str, Affixes]
+) -> pa.Table:
+    """The bucket's CONTEXT rows (the temporary table `context` too): its templates and
+    its hosts' title affixes."""
+    rows = [
+        (kind, host, text)
+        for host, found in affixes.items()
+        for kind, texts in (("prefix", found.prefixes), ("suffix", found.suffixes))
+        for text in texts
+    ]
+    columns = [pa.array(column, pa.string()) for column in (zip(*rows) if rows else [[]] * 3)]
+    con.register("affixes", pa.table(columns, ["kind", "host", "text"]))
+    con.execute(
+        "CREATE TEMP TABLE context AS SELECT kind, host, text FROM templates "
+        "UNION ALL SELECT kind, host, text FROM affixes"
+    )
+    found = con.sql("SELECT $bucket::INTEGER AS bucket, * FROM context", params={"bucket": bucket})
+    return found.to_arrow_table().cast(CONTEXT)
 
 
 def _existing(paths: Iterable[Path | None]) -> list[Path]:
@@ -692,7 +744,7 @@ def _links_sql(links: Relation) -> str:
         WHERE trim(coalesce(link.anchor, '')) <> ''"""
 
 
-# The rows PagePhrases counts: one per indexed page (of `$hosts`, and of the table `wanted`
+# The rows PagePhrases counts: one per indexed page (of `$hosts`, and of the table `renew`
 # when `$partial`) with its host, title, score, headings and anchor texts (with their link
 # counts), the templates left out.
 PHRASES_SQL = f"""
@@ -713,8 +765,29 @@ PHRASES_SQL = f"""
     )
     SELECT host, fp, title, score, heading_list, anchor_list
     FROM indexed LEFT JOIN kept_headings USING (fp) LEFT JOIN kept_anchors USING (fp)
-    WHERE {HOST_FILTER} AND (NOT $partial OR fp IN (SELECT fp FROM wanted))
+    WHERE {HOST_FILTER} AND (NOT $partial OR fp IN (SELECT fp FROM renew))
     """
+
+
+# The temporary table `renew`: the pages of the table `wanted`, and those whose phrases the
+# change of the bucket's context since the last build (`was`: WAS_SQL's of `$previous`,
+# its CONTEXT_FILE) changes:
+# a heading or an anchor text that became a template or ceased to be one, a host's title
+# affixes.
+WAS_SQL = """CREATE TEMP TABLE was AS
+    SELECT kind, host, text FROM read_parquet($previous) WHERE bucket = $bucket"""
+RENEW_SQL = """
+    CREATE TEMP TABLE moved AS
+        (SELECT * FROM was EXCEPT SELECT * FROM context)
+        UNION (SELECT * FROM context EXCEPT SELECT * FROM was);
+    CREATE TEMP TABLE renew AS
+        SELECT fp FROM wanted
+        UNION SELECT p.fp FROM page_headings p JOIN moved m
+            ON m.kind = 'heading' AND m.host = p.host AND m.text = p.heading
+        UNION SELECT l.fp FROM links l JOIN moved m
+            ON m.kind = 'anchor' AND m.host = l.host AND m.text = l.anchor
+        UNION SELECT i.fp FROM indexed i JOIN moved m
+            ON m.kind IN ('prefix', 'suffix') AND m.host = i.host;"""
 
 
 # A body's words (letters and digits, inner hyphens, apostrophes, dots and underscores) and
