@@ -18,7 +18,7 @@ from sites import Page, SiteServer
 
 from filbert.config import load_settings
 from filbert.crawldb.inject import inject
-from filbert.index import index, shard_writer
+from filbert.index import index, shard_writer, step
 from filbert.search import Searcher
 from filbert.storage import CrawlDir, attempt_path
 
@@ -172,6 +172,15 @@ def test_an_unchanged_shard_is_linked_from_the_previous_generation(rounds, tmp_p
     assert (after / "shard-000" / "columns.npz").exists()  # the scores, written anew
     assert counts.notes()[-1].startswith("took: list pages ")
     assert_same(answers(copy, settings), answers(crawl, settings))
+
+
+def test_a_bucket_gathered_in_parts_indexes_the_same_documents(rounds, tmp_path, monkeypatch):
+    crawl, settings, _ = rounds
+    copy = copy_of(crawl, tmp_path / "crawl")
+    monkeypatch.setattr(step, "GATHER_PAGES", 3)  # the pages of a bucket in several tasks
+    index(copy, settings, rebuild=True)
+    assert_same(answers(copy, settings), answers(crawl, settings))
+    assert copy.index.meta()["documents"] == crawl.index.meta()["documents"]
 
 
 def file_digests(directory: Path) -> dict[str, str]:

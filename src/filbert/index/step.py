@@ -304,7 +304,17 @@ def _write_docs(task: DocsTask) -> Filtered:
         parts=task.parts,
         templates=task.templates,
     )
-    table = connect().sql(sql, params=bound).to_arrow_table()
+    table = _finished(connect().sql(sql, params=bound).to_arrow_table(), task)
+    filters, filtered = IndexingFilters.from_settings(task.settings), Filtered()
+    if filters:
+        table = _filtered(table, filters, filtered)
+    write_table(table, Path(task.out), ROWS_PER_GROUP, "lz4")
+    return filtered
+
+
+def _finished(table: pa.Table, task: DocsTask) -> pa.Table:
+    """The gathered rows as documents: the template cut from bodies and headings, each
+    page's language and boost."""
     blocks = table.select(["body", "block_hashes", "block_lengths", "cut"]).to_pylist()
     bodies = [without_template(**row)[: task.max_text] for row in blocks]
     headings = [
@@ -337,12 +347,7 @@ def _write_docs(task: DocsTask) -> Filtered:
         for listing, url, lang in zip(listings, table.column("url").to_pylist(), langs)
     ]
     table = table.drop_columns(["code_share"])
-    table = table.append_column("boost", pa.array(boosts, pa.float64()))
-    filters, filtered = IndexingFilters.from_settings(task.settings), Filtered()
-    if filters:
-        table = _filtered(table, filters, filtered)
-    write_table(table, Path(task.out), ROWS_PER_GROUP, "lz4")
-    return filtered
+    return table.append_column("boost", pa.array(boosts, pa.float64()))
 
 
 def _untranslated(url: str, lang: str) -> bool:
@@ -541,50 +546,14 @@ def index(
     inputs = inputs_digest(crawl, settings, segments)
     if previous is not None and meta.get("inputs") == inputs:
         return _up_to_date(meta)
-    buckets = crawl.buckets(settings)
     tmp = crawl.index.begin()
     executor = make_executor(settings)
-    states = [
-        StateTask(
-            b,
-            existing(crawl.crawldb.bucket_path(b)),
-            existing(crawl.linkdb.bucket_path(b)),
-            [str(seg.part(Segment.PARSE_DATA, b)) for seg in segments],
-            str(tmp / f"state-{part_name(b)}"),
-            settings["index.shards"],
-            str(tmp / f"templates-{part_name(b)}"),
-            settings["index.template.share"],
-            settings["index.template.min.pages"],
-            settings["focus.threshold"]
-            if settings["focus.topic"] and settings["focus.index.relevant_only"]
-            else None,
-        )
-        for b in range(buckets)
-    ]
+    states = _state_tasks(crawl, settings, segments, tmp)
     phases = Phases()
     with phases("list pages"):
         sum(executor.map(_state_bucket, states))
         changes = Changes.between([Path(t.out) for t in states], previous, tmp)
-    docs = [
-        DocsTask(
-            state.bucket,
-            state.crawldb,
-            state.linkdb,
-            [str(seg.part(Segment.PARSE_DATA, state.bucket)) for seg in changed],
-            [str(seg.part(Segment.PARSE_TEXT, state.bucket)) for seg in changed],
-            str(changes.changed),
-            str(tmp / f"docs-{part_name(state.bucket)}-{part:03d}"),
-            settings["parser.text.max.length"],
-            state.templates,
-            settings,
-            part,
-            parts,
-        )
-        for state in states
-        if (changed := [s for s in segments if s.name in changes.segments.get(state.bucket, ())])
-        for parts in [-(-changes.per_bucket[state.bucket] // GATHER_PAGES)]
-        for part in range(parts)
-    ]
+    docs = _docs_tasks(states, segments, changes, settings, tmp)
     with phases("gather"):
         filtered = Filtered.total(executor.map(_docs_bucket, docs))
     doc_files = [Path(t.out) for t in docs]
@@ -635,6 +604,61 @@ def index(
     )
 
 
+def _state_tasks(
+    crawl: CrawlDir, settings: Settings, segments: list[Segment], tmp: Path
+) -> list[StateTask]:
+    """A task per bucket listing its pages to index (step 1)."""
+    relevant = settings["focus.topic"] and settings["focus.index.relevant_only"]
+    return [
+        StateTask(
+            b,
+            existing(crawl.crawldb.bucket_path(b)),
+            existing(crawl.linkdb.bucket_path(b)),
+            [str(seg.part(Segment.PARSE_DATA, b)) for seg in segments],
+            str(tmp / f"state-{part_name(b)}"),
+            settings["index.shards"],
+            str(tmp / f"templates-{part_name(b)}"),
+            settings["index.template.share"],
+            settings["index.template.min.pages"],
+            settings["focus.threshold"] if relevant else None,
+        )
+        for b in range(crawl.buckets(settings))
+    ]
+
+
+def _docs_tasks(
+    states: list[StateTask],
+    segments: list[Segment],
+    changes: Changes,
+    settings: Settings,
+    tmp: Path,
+) -> list[DocsTask]:
+    """The tasks gathering the changed pages' documents (step 3): a task per bucket and
+    GATHER_PAGES of its changed pages."""
+    tasks = []
+    for state in states:
+        changed = [s for s in segments if s.name in changes.segments.get(state.bucket, ())]
+        parts = -(-changes.per_bucket[state.bucket] // GATHER_PAGES)
+        tasks += [
+            DocsTask(
+                state.bucket,
+                state.crawldb,
+                state.linkdb,
+                [str(seg.part(Segment.PARSE_DATA, state.bucket)) for seg in changed],
+                [str(seg.part(Segment.PARSE_TEXT, state.bucket)) for seg in changed],
+                str(changes.changed),
+                str(tmp / f"docs-{part_name(state.bucket)}-{part:03d}"),
+                settings["parser.text.max.length"],
+                state.templates,
+                settings,
+                part,
+                parts,
+            )
+            for part in range(parts)
+        ]
+    return tasks
+
+
 def inputs_digest(crawl: CrawlDir, settings: Settings, segments: list[Segment]) -> str:
     """A digest of what an index is made from: the crawldb's and linkdb's generations, the
     parsed segments (a parse run again publishes a new crawl_parse directory), and the
@@ -656,8 +680,8 @@ def inputs_digest(crawl: CrawlDir, settings: Settings, segments: list[Segment]) 
 
 def _up_to_date(meta: dict) -> IndexStats:
     """The result of an index step that found the index made from the crawl as it is."""
-    counts = {"documents": meta["documents"], "shards": meta["shards"], "new": 0, "changed": 0}
-    counts["gone"] = 0
+    counts = {"documents": meta["documents"], "shards": meta["shards"]}
+    counts |= dict.fromkeys(("new", "changed", "gone"), 0)
     return IndexStats(
         counts=counts,
         text=f"indexed {counts['documents']} documents into {counts['shards']} shard(s) "

@@ -46,11 +46,12 @@ and is left out as a heading; no code makes terms.
 What each page adds is tallied (TALLY: names with their ranks, the pages of headings and
 terms; body terms per host) and kept with the dictionary, which is written into
 CRAWL/suggest/ as a new generation and published atomically. `filbert index` refreshes it in
-proportion to what changed: the pages that changed are tallied anew where their bucket of
-hosts kept its templates and title affixes (else the bucket is tallied whole), the others'
-rows are kept (their titles ranked by the current PageRank scores), and the thresholds
-apply to the sum, so the result is a full build's; but for body terms, counted over a
-host's pages, kept as counted until `suggest.body.refresh` of the bucket's pages changed.
+proportion to what changed: the pages that changed are tallied anew, with those whose
+phrases a change of their bucket's templates or title affixes changes (CONTEXT_FILE), the
+others' rows are kept (their titles ranked by the current PageRank scores), and the
+thresholds apply to the sum, so the result is a full build's; but for body terms, counted
+over a host's pages, kept as counted until `suggest.body.refresh` of the bucket's pages
+changed (then the bucket is tallied whole).
 Tallies are kept only from a dictionary
 made with the same `suggest.*` and `analysis.*` settings and the same rules (RULES). The
 dictionary names the index generation it goes with; one that lags behind (a step killed
