@@ -63,7 +63,7 @@ from filbert.index.schema import (
     shard_name,
     with_analyzers,
 )
-from filbert.index.vocabulary import count_words, merge, words_file, write_vocabulary
+from filbert.index.vocabulary import WORDS, count_words, merge, words_file, write_vocabulary
 from filbert.storage import attempt_path, damaged_file
 from filbert.urls import fingerprint
 
@@ -163,8 +163,9 @@ class ShardUpdate:
             keep = pc.and_(keep, in_delta if delta else pc.invert(in_delta))
         return self.live.filter(keep)
 
-    def add(self, table: pa.Table, out: Path) -> None:
-        """Writes documents (FORWARD rows) to tantivy and the shard's forward file."""
+    def add(self, table: pa.Table, out: Path, counted: bool = False) -> None:
+        """Writes documents (FORWARD rows) to tantivy and the shard's forward file, and
+        counts their words unless they are `counted` (analyzed ones are: words_file)."""
         assert self.writer is not None
         for row in table.to_pylist():
             self.writer.add_document(tantivy_document(row, self.fields))
@@ -172,7 +173,8 @@ class ShardUpdate:
             path = forward_dir(out, self.shard) / self.forward_name
             self.forward = pq.ParquetWriter(path, FORWARD, compression="zstd")
         self.forward.write_table(table)
-        self.words.append(count_words(table))
+        if not counted:
+            self.words.append(count_words(table))
         names = pa.array([self.forward_name] * table.num_rows, pa.string())
         self.added.append(pa.table([table["uid"], names, table["lang"]], schema=LIVE))
 
@@ -426,8 +428,9 @@ def _added(
     """Adds the `analyzed` documents to the opened shard, commits it and writes its live
     documents; returns them."""
     for path in analyzed:
+        update.words.append(_counted(path))
         for batch in pq.ParquetFile(path).iter_batches(REWRITE_BATCH):
-            update.add(pa.Table.from_batches([batch]), out)
+            update.add(pa.Table.from_batches([batch]), out, counted=True)
     assert update.writer is not None
     update.writer.commit()
     update.writer.wait_merging_threads()
@@ -461,24 +464,27 @@ def _canonical(
     sources = []
     bound: dict[str, object] = {}
     con = connect()
+    words = [_counted(path) for path in analyzed]  # the kept documents' are counted below
     if previous is not None and (keep := update.kept()).num_rows:
         bound |= _kept(con, previous, update.shard, keep)
-        sources.append(KEPT_SQL)
+        sources.append(f"SELECT *, true AS {_WAS_KEPT} FROM ({KEPT_SQL})")
     if analyzed:
         bound["new"] = list(analyzed)
-        sources.append("SELECT * FROM read_parquet($new)")
+        sources.append(f"SELECT *, false AS {_WAS_KEPT} FROM read_parquet($new)")
     name = update.forward_name
     writer = index_writer(tantivy.Index(schema, str(out / shard_name(update.shard))), settings, 1)
-    live, words = [], []
+    live = []
     with pq.ParquetWriter(folder / name, FORWARD, compression="zstd") as forward:
         if sources:
             sql = f"SELECT * FROM ({' UNION ALL '.join(sources)}) ORDER BY uid"
             for batch in con.sql(sql, params=bound).to_arrow_reader(REWRITE_BATCH):
-                table = pa.Table.from_batches([batch]).cast(FORWARD)
+                both = pa.Table.from_batches([batch])
+                table = both.drop_columns([_WAS_KEPT]).cast(FORWARD)
                 for row in table.to_pylist():
                     writer.add_document(tantivy_document(row, update.fields))
                 forward.write_table(table)
-                words.append(count_words(table))
+                if pc.any(both[_WAS_KEPT]).as_py():
+                    words.append(count_words(table.filter(both[_WAS_KEPT])))
                 names = pa.array([name] * table.num_rows, pa.string())
                 live.append(pa.table([table["uid"], names, table["lang"]], schema=LIVE))
     writer.commit()
@@ -487,6 +493,18 @@ def _canonical(
     table = pa.concat_tables([LIVE.empty_table(), *live])
     pq.write_table(table, folder / LIVE_FILE)
     return table
+
+
+_WAS_KEPT = "_was_kept"  # a column marking the previous shard's rows in _canonical's query
+
+
+def _counted(analyzed: str) -> pa.Table:
+    """The word counts of an analyzed file's documents, as its analysis wrote them."""
+    path = words_file(Path(analyzed))
+    try:
+        return pq.read_table(path, schema=WORDS)
+    except (OSError, pa.ArrowException) as exc:
+        raise damaged_file(path, str(exc)) from exc
 
 
 def _save_columns(shard_dir: Path, scores: tuple[str, ...], shard: int) -> None:

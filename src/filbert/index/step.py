@@ -64,6 +64,7 @@ from filbert.index.schema import (
     uid_of,
 )
 from filbert.index.shard_writer import FORWARD, LIVE_FILE, forward_dir, hash_shard, update_shards
+from filbert.index.vocabulary import count_words, words_file
 from filbert.mediatypes import KIND_OF_TYPE, media_type
 from filbert.parse.boilerplate import cuts_sql, own_headings, templates_sql, without_template
 from filbert.parse.parsers import PluginParsers
@@ -406,7 +407,8 @@ def as_document(row: dict) -> Document:
 
 
 def _analyze(task: AnalyzeTask) -> dict[int, str]:
-    """Analyzes documents into a FORWARD file per shard; the files by shard."""
+    """Analyzes documents into a FORWARD file per shard, its words counted beside it
+    (words_file); the files by shard."""
     if task.user_dict:
         load_user_dict(Path(task.user_dict))
     rows = pq.ParquetFile(task.path).read_row_groups(task.row_groups).to_pylist()
@@ -419,7 +421,10 @@ def _analyze(task: AnalyzeTask) -> dict[int, str]:
     for shard, docs in by_shard.items():
         path = Path(task.out) / shard_name(shard) / task.name
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_table(pa.Table.from_pylist(docs, schema=FORWARD), path, compression="lz4")
+        table = pa.Table.from_pylist(docs, schema=FORWARD)
+        write_table(table, path, compression="lz4")
+        # counted here, in parallel, rather than by the shard's one writer
+        write_table(count_words(table), words_file(path), compression="lz4")
         files[shard] = str(path)
     return files
 
