@@ -5,8 +5,9 @@ A Chinese page's Han runs are counted as jieba's words (accurate mode, as a quer
 for pinyin typed for them (analysis/pinyin.py); other pages' Han, kana, hangul and Thai are
 not (runs of letters there are no words).
 
-A shard's forward file has its words counted when it is written, from its documents' stored
-title and text, into a file beside it (words_file); a generation's vocabulary
+A shard's forward file has its words counted from its documents' stored title and text into a
+file beside it (words_file): new documents' where they are analyzed, in parallel, documents
+written again by the shard's writer; a generation's vocabulary
 (VOCABULARY_FILE) sums the files its shards' live documents are in. Like tantivy's own
 document frequencies, a base file's counts keep its documents deleted in place until the
 shard is written anew.
