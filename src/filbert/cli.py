@@ -831,6 +831,7 @@ def readhostdb(
         "dns_failures": "DNS fail",
         "connect_failures": "connect fail",
         "timeouts": "timeouts",
+        "proxy_failures": "proxy fail",
         "http_4xx": "4xx",
         "http_5xx": "5xx",
         "robots_denied": "robots",

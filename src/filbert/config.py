@@ -227,6 +227,9 @@ def _of_path(target: str) -> Callable[[Mapping[str, Any], str], object]:
 PARSERS: dict[str, Callable[[Mapping[str, Any], str], object]] = {
     "http.filter.ipaddress.include": _of_settings("filbert.fetch.ipfilter:IpFilter.from_settings"),
     "http.filter.ipaddress.exclude": _of_settings("filbert.fetch.ipfilter:IpFilter.from_settings"),
+    "http.proxy.url": _of_settings("filbert.fetch.proxies:ProxyRules.from_settings"),
+    "http.proxy.exception.list": _of_settings("filbert.fetch.proxies:ProxyRules.from_settings"),
+    "http.proxy.hosts": _of_settings("filbert.fetch.proxies:ProxyRules.from_settings"),
     "dedup.compare.order": _of_settings("filbert.crawldb.dedup:compare_order"),
     "search.model": _of_settings("filbert.search.model:model_weights"),
     "urlfilter.regex.file": _of_settings("filbert.urls.filter:RegexUrlFilter.from_settings"),
@@ -273,6 +276,15 @@ def _typed(key: str, value: Any, source: str) -> Any:
     return value
 
 
+_USERINFO = re.compile(r"(?<=://)[^/@\s]*@")
+
+
+def masked(text: str) -> str:
+    """The text with the credentials of every URL in it (user:password@) replaced by ***:
+    how settings that may hold them (http.proxy.*) are shown."""
+    return _USERINFO.sub("***@", text)
+
+
 def _checked_value(key: str, value: Any, source: str) -> Any:
     value = _typed(key, value, source)
     declaration = _declaration(key)
@@ -282,7 +294,9 @@ def _checked_value(key: str, value: Any, source: str) -> Any:
             f"setting {key!r} (from {source}) must be a finite number{allowed}, got {value!r}"
         )
     if declaration is not None and not declaration.allows(value):
-        raise ConfigError(f"setting {key!r} (from {source}) must be{allowed}, got {value!r}")
+        raise ConfigError(
+            f"setting {key!r} (from {source}) must be{allowed}, got {masked(repr(value))}"
+        )
     return value
 
 
@@ -290,7 +304,8 @@ def _parsed(key: str, settings: Mapping[str, Any], source: str) -> None:
     try:
         PARSERS[key](settings, key)
     except (UserError, OSError, ValueError) as exc:
-        raise ConfigError(f"setting {key!r} = {settings[key]!r} (from {source}): {exc}") from None
+        shown = masked(repr(settings[key]))
+        raise ConfigError(f"setting {key!r} = {shown} (from {source}): {exc}") from None
 
 
 def _merged(base: Mapping[str, Any], layer: Mapping[str, Any], source: str) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from filbert.fetch.http import (
     _headers,
 )
 from filbert.fetch.ipfilter import IpFilter
+from filbert.fetch.proxies import ProxyRules
 
 
 def options(**changes) -> ClientOptions:
@@ -37,6 +38,7 @@ def options(**changes) -> ClientOptions:
         "dns_ttl": 60,
         "max_connections": 8,
         "ip_filter": IpFilter(),
+        "proxies": ProxyRules(),
     }
     return ClientOptions(**(values | changes))
 

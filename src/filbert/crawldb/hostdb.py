@@ -1,9 +1,9 @@
 """hostdb: what the crawl knows of each host (Nutch's HostDb), and the hosts generate skips.
 
 CRAWL/hostdb/ (a versioned table, a file per host bucket as the crawldb) holds a row per host
-(HOSTDB): its pages by crawldb status;
-the fetch attempts of the segments folded in, by outcome (answered, DNS and connect failures,
-timeouts, robots.txt denials, HTTP 4xx and 5xx, other errors) and their response times; and
+(HOSTDB): its pages by crawldb status; the fetch attempts of the segments folded in, by
+outcome (answered, DNS and connect failures, timeouts, proxy failures, robots.txt denials,
+HTTP 4xx and 5xx, other errors) and their response times; and
 `unreachable`: the rounds (segments) in a row in which every attempt failed to resolve the
 host or to connect to it, and when the last one did.
 
@@ -46,6 +46,7 @@ OUTCOMES = (
     "dns_failures",
     "connect_failures",
     "timeouts",
+    "proxy_failures",
     "robots_denied",
     "http_4xx",
     "http_5xx",
@@ -66,8 +67,11 @@ HOSTDB = pa.schema(
 )
 # A fetch row's outcome, from its status, HTTP status and message. Resolving and connecting
 # fail first on robots.txt ("robots.txt unreachable: Could not resolve host: ..."), and older
-# segments' messages name libcurl's errors only.
+# segments' messages name libcurl's errors only. A proxy's failure is not the host's: it
+# never makes a host unreachable.
 OUTCOME_SQL = f"""CASE
+    WHEN message LIKE 'ProxyFailure%' OR message LIKE 'robots.txt unreachable: proxy %'
+        THEN 'proxy_failures'
     WHEN message LIKE 'DnsFailure%' OR message LIKE '%Could not resolve host%' THEN 'dns_failures'
     WHEN message LIKE 'ConnectFailure%' OR message LIKE '%Failed to connect%'
         THEN 'connect_failures'
@@ -144,6 +148,8 @@ def _host_bucket(task: HostTask) -> dict[str, int]:
     else:  # this bucket's hosts of the one file
         rows = read_parts([Path(task.legacy)], HOSTDB).to_pylist()
         rows = [row for row in rows if bucket_of(row["host"], task.buckets) == task.bucket]
+    for row in rows:  # counts that older hostdbs lack
+        row.update((name, 0) for name in OUTCOMES if row[name] is None)
     hosts = {row["host"]: row | dict.fromkeys(PAGE_COUNTS, 0) for row in rows}
     for path in task.fetch:
         for outcome in _outcomes(path):

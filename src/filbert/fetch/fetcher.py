@@ -35,6 +35,7 @@ from filbert.fetch.http import (
 )
 from filbert.fetch.ipfilter import IpFilter
 from filbert.fetch.protocols import ProtocolError, Protocols
+from filbert.fetch.proxies import ProxyRules
 from filbert.fetch.robots import RobotRules, RobotsCache, rules_from_response
 from filbert.urls import (
     InvalidUrl,
@@ -230,6 +231,7 @@ class Fetcher:
         limit = config.time_limit_mins
         self.deadline = time.monotonic() + limit * 60 if limit >= 0 else float("inf")
         self.ip_filter = IpFilter.from_settings(settings)
+        self.proxies = ProxyRules.from_settings(settings)
         self.url_filter = UrlFilter.from_settings(settings)
         self.normalizer = UrlNormalizer.from_settings(settings)
         self.protocols = Protocols.from_settings(settings)
@@ -252,6 +254,7 @@ class Fetcher:
                 dns_ttl=config.dns_ttl,
                 max_connections=self.threads,
                 ip_filter=self.ip_filter,
+                proxies=self.proxies,
             )
         )
         return self

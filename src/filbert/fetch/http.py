@@ -18,10 +18,26 @@ from dataclasses import dataclass
 
 import pycurl
 
+from filbert.config import masked
 from filbert.fetch.ipfilter import IpFilter
+from filbert.fetch.proxies import ProxyRules
 from filbert.mediatypes import DOCUMENT_KINDS, KIND_OF_TYPE, looks_like_document, media_type
 
-ACCEPT_ENCODING = "gzip, deflate, br"
+# The content encodings this libcurl decodes: gzip and deflate always, brotli and zstd when it
+# was built with them (pycurl's wheels have brotli, not zstd). HTTP/2 is libcurl's default
+# for HTTPS where the server offers it (ALPN); plain HTTP stays HTTP/1.1, as servers rarely
+# speak HTTP/2 without TLS and asking costs a round trip.
+_FEATURES = pycurl.version_info()[4]
+ACCEPT_ENCODING = ", ".join(
+    name
+    for name, built in (
+        ("gzip", True),
+        ("deflate", True),
+        ("br", _FEATURES & pycurl.VERSION_BROTLI),
+        ("zstd", _FEATURES & pycurl.VERSION_ZSTD),
+    )
+    if built
+)
 _WEB = pycurl.PROTO_HTTP | pycurl.PROTO_HTTPS
 # libcurl's event masks, as the asyncio watchers they need: (read, write).
 _WATCH = {
@@ -55,6 +71,10 @@ class BlockedAddress(HttpError):
     """Every address of the host is excluded by the IP filter."""
 
 
+class ProxyFailure(HttpError):
+    """The proxy could not be reached, or refused the request (not the host's fault)."""
+
+
 @dataclass
 class Response:
     status: int
@@ -76,6 +96,7 @@ class ClientOptions:
     dns_ttl: int  # seconds a host's addresses are cached
     max_connections: int
     ip_filter: IpFilter
+    proxies: ProxyRules
 
 
 class _Transfer:
@@ -88,6 +109,7 @@ class _Transfer:
         "future",
         "header_lines",
         "limit",
+        "proxy",
         "size",
         "truncated",
     )
@@ -101,6 +123,7 @@ class _Transfer:
         self.truncated = False
         self.header_lines: list[bytes] = []
         self.blocked = False
+        self.proxy: str | None = None  # the proxy it goes through
 
     def write(self, data: bytes) -> int | None:
         """Keeps the body up to the limit (the documents' limit for a PDF or an office
@@ -215,6 +238,8 @@ class CurlClient:
         else:
             handle.setopt(pycurl.SSL_VERIFYPEER, 0)
             handle.setopt(pycurl.SSL_VERIFYHOST, 0)
+            handle.setopt(pycurl.PROXY_SSL_VERIFYPEER, 0)
+            handle.setopt(pycurl.PROXY_SSL_VERIFYHOST, 0)
         return handle
 
     def _prepare(
@@ -238,6 +263,9 @@ class CurlClient:
             else transfer.write,
         )
         handle.setopt(pycurl.HEADERFUNCTION, transfer.header_lines.append)
+        if self.options.proxies.active:
+            transfer.proxy = self.options.proxies.for_host(_host(url))
+            handle.setopt(pycurl.PROXY, transfer.proxy or "")
         if self.options.ip_filter.active:
             handle.setopt(
                 pycurl.OPENSOCKETFUNCTION, lambda purpose, address: self._open(transfer, address)
@@ -299,9 +327,59 @@ class CurlClient:
         if transfer is None or transfer.future.done():
             return
         if code is None or (code == pycurl.E_WRITE_ERROR and transfer.truncated):
-            transfer.future.set_result(transfer.response(handle.getinfo(pycurl.RESPONSE_CODE)))
+            response = transfer.response(handle.getinfo(pycurl.RESPONSE_CODE))
+            if transfer.proxy is not None and _proxy_refused(response):
+                message = f"HTTP {response.status} from the proxy (credentials refused)"
+                transfer.future.set_exception(
+                    ProxyFailure(f"proxy {masked(transfer.proxy)}: {message}")
+                )
+            else:
+                transfer.future.set_result(response)
+        elif transfer.proxy is not None:
+            transfer.future.set_exception(_proxy_error(code, message, transfer, handle))
         else:
             transfer.future.set_exception(_error(code, message, transfer))
+
+
+# libcurl's CURLE_PROXY (a proxy's handshake failed), and its CURLPX_ codes for the SOCKS
+# replies that speak of the host rather than the proxy
+_E_PROXY = 97
+_HOST_REFUSED = frozenset({19, 21, 22, 24})  # refused; host or network unreachable; TTL
+_HOST_UNRESOLVED = 27
+
+
+def _proxy_refused(response: Response) -> bool:
+    """Whether an answer through a proxy is the proxy's refusal to take the request."""
+    return response.status == 407 or response.header("Proxy-Authenticate") is not None
+
+
+def _proxy_error(code: int, message: str, transfer: _Transfer, handle: pycurl.Curl) -> HttpError:
+    """A failed request through a proxy: a ProxyFailure when the proxy did not answer (it is
+    what libcurl connects to) or refused the request, else what the proxy said of the host."""
+    assert transfer.proxy is not None
+    failure = ProxyFailure(f"proxy {masked(transfer.proxy)}: {masked(message)}")
+    reply = handle.getinfo(pycurl.PROXY_ERROR) if code == _E_PROXY else 0
+    if reply in _HOST_REFUSED:
+        return ConnectFailure(f"through the proxy: {message}")
+    if reply == _HOST_UNRESOLVED:
+        return DnsFailure(f"through the proxy: {message}")
+    if code in (_E_PROXY, pycurl.E_COULDNT_RESOLVE_PROXY):
+        return failure
+    if code == pycurl.E_COULDNT_CONNECT:
+        # a tunnel (CONNECT) the proxy answered with an error of its own: 5xx, it could not
+        # reach the host; else (407, 403) it refused
+        connect_code = handle.getinfo(pycurl.HTTP_CONNECTCODE)
+        if connect_code >= 500:
+            return HttpError(f"through the proxy: {message}")
+        return failure
+    return _error(code, message, transfer)
+
+
+def _host(url: str) -> str:
+    """The host (and port) of an absolute URL."""
+    start = url.find("//") + 2
+    end = min((i for i in (url.find(c, start) for c in "/?#") if i >= 0), default=len(url))
+    return url[start:end].rpartition("@")[2]
 
 
 def _error(code: int, message: str, transfer: _Transfer) -> HttpError:
