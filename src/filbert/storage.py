@@ -452,6 +452,7 @@ class CrawlDir:
         self.index = VersionedTable(self.path / "index")
         self.suggest = VersionedTable(self.path / "suggest")
         self.segments_dir = self.path / "segments"
+        self.cookies_dir = self.path / "cookies"  # fetch/cookies.py: the hosts' cookie jars
         self.query_log = self.path / "logs" / "queries.jsonl"  # and its rotated files, .1 ...
 
     def require_directory(self) -> None:

@@ -18,7 +18,7 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from html import escape
 from types import TracebackType
@@ -53,6 +53,8 @@ class Request:
     user_agent: str
     host: str  # Host header
     headers: dict[str, str] = field(default_factory=dict)  # all request headers
+    method: str = "GET"
+    body: bytes = b""
 
 
 NOT_FOUND = Page(
@@ -62,7 +64,11 @@ NOT_FOUND = Page(
 )
 
 
-def as_page(page: Page | str) -> Page:
+# A page made for each request (cookies, credentials, forms): given the request, its answer.
+Answer = Callable[["Request"], Page]
+
+
+def as_page(page: Page | str | Answer) -> Page | Answer:
     """A ``str`` is shorthand for an HTML 200 page with that body."""
     return Page(page) if isinstance(page, str) else page
 
@@ -71,7 +77,9 @@ class SiteServer:
     """HTTP server on an ephemeral 127.0.0.1 port serving ``pages`` by path (with query)."""
 
     def __init__(
-        self, pages: dict[str, Page | str] | None = None, ssl_context: ssl.SSLContext | None = None
+        self,
+        pages: dict[str, Page | str | Answer] | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self._ssl = ssl_context
         self._pages = {path: as_page(page) for path, page in (pages or {}).items()}
@@ -141,7 +149,7 @@ class SiteServer:
         with self._lock:
             return [request.path for request in self.requests]
 
-    def add(self, path: str, page: Page | str) -> None:
+    def add(self, path: str, page: Page | str | Answer) -> None:
         """Add or replace a page; takes effect immediately, even while running."""
         with self._lock:
             self._pages[path] = as_page(page)
@@ -160,7 +168,7 @@ class SiteServer:
         await web.SockSite(self._runner, sock, ssl_context=self._ssl).start()
 
     async def _handle(self, request: web.Request) -> web.Response:
-        page = self._record(request)
+        page = await self._record(request)
         if page.delay:
             await asyncio.sleep(page.delay)
         etag = page.headers.get("ETag")
@@ -168,7 +176,7 @@ class SiteServer:
             return web.Response(status=304, headers={"ETag": etag})
         return _response(page)
 
-    def _record(self, request: web.Request) -> Page:
+    async def _record(self, request: web.Request) -> Page:
         """Log the request and return the page to answer it with."""
         entry = Request(
             path=request.raw_path,
@@ -176,10 +184,15 @@ class SiteServer:
             user_agent=request.headers.get("User-Agent", ""),
             host=request.headers.get("Host", ""),
             headers=dict(request.headers),
+            method=request.method,
+            body=await request.read(),
         )
         with self._lock:
             self.requests.append(entry)
-            return self._pages.get(entry.path, NOT_FOUND)
+            page = self._pages.get(entry.path)
+        if page is None:
+            return NOT_FOUND
+        return page if isinstance(page, Page) else page(entry)
 
 
 class _UntypedResponse(web.Response):

@@ -23,6 +23,7 @@ from typing import Any
 
 from filbert import __version__, schemas
 from filbert.config import Settings
+from filbert.fetch.cookies import CookieJars
 from filbert.fetch.http import (
     ACCEPT_ENCODING,
     BadUrl,
@@ -220,8 +221,10 @@ class Fetcher:
         owns_host: Callable[[str], bool] = lambda host: True,
         clock: HostClock | None = None,
         more: More | None = None,
+        cookies: CookieJars | None = None,
     ):
         self.config = config = FetcherSettings.from_settings(settings)
+        self.cookies = cookies
         self.more = more
         self.clock = clock or HostClock()
         self.owns_host = owns_host  # redirects to other hosts are left to their own partition
@@ -255,6 +258,7 @@ class Fetcher:
                 max_connections=self.threads,
                 ip_filter=self.ip_filter,
                 proxies=self.proxies,
+                cookies=self.cookies,
             )
         )
         return self
@@ -450,12 +454,9 @@ class Fetcher:
                 headers = self.headers | self._request_headers(item)
                 resp = await Protocols.fetch(claimed, item.url, headers, self.config.content_limit)
             else:
-                resp = await self.http.get(
-                    item.url,
-                    self._request_headers(item),
-                    self.config.content_limit,
-                    document_limit=self.config.document_limit,
-                )
+                resp = await self._get(item)
+                if self.cookies is not None and self._sets_cookie_and_returns(item, resp):
+                    resp = await self._get(item)  # now with the cookie it wants
         except ProtocolError as exc:
             return FetchResult(item, schemas.FETCH_RETRY, message=str(exc))
         except HttpTimeout:
@@ -465,6 +466,27 @@ class Fetcher:
         except HttpError as exc:
             return FetchResult(item, schemas.FETCH_RETRY, message=f"{type(exc).__name__}: {exc}")
         return self._result(item, resp)
+
+    async def _get(self, item: FetchItem) -> Response:
+        return await self.http.get(
+            item.url,
+            self._request_headers(item),
+            self.config.content_limit,
+            document_limit=self.config.document_limit,
+        )
+
+    def _sets_cookie_and_returns(self, item: FetchItem, resp: Response) -> bool:
+        """Whether the answer sets a cookie and redirects back to the page itself: a site
+        that wants a session or consent cookie before it serves the page."""
+        if resp.status not in PERMANENT_REDIRECTS | TEMPORARY_REDIRECTS:
+            return False
+        if resp.header("Set-Cookie") is None:
+            return False
+        try:
+            target = self.normalizer.normalize(resolve_url(resp.header("Location") or "", item.url))
+        except InvalidUrl:
+            return False
+        return fingerprint(target) == item.fp
 
     def _result(self, item: FetchItem, resp: Response) -> FetchResult:
         code = resp.status
@@ -512,12 +534,14 @@ def run_fetcher(
     owns_host: Callable[[str], bool] = lambda host: True,
     clock: HostClock | None = None,
     more: More | None = None,
+    cookies: CookieJars | None = None,
 ) -> float:
-    """Fetch all items (and what `more` adds); returns the elapsed seconds."""
+    """Fetch all items (and what `more` adds), with the hosts' `cookies` if given; returns
+    the elapsed seconds."""
 
     async def run() -> None:
         async with Fetcher(
-            settings, threads, on_result, robots_cache, owns_host, clock, more
+            settings, threads, on_result, robots_cache, owns_host, clock, more, cookies
         ) as fetcher:
             await fetcher.fetch_all(items)
 

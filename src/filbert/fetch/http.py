@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import pycurl
 
 from filbert.config import masked
+from filbert.fetch.cookies import CookieJars
 from filbert.fetch.ipfilter import IpFilter
 from filbert.fetch.proxies import ProxyRules
 from filbert.mediatypes import DOCUMENT_KINDS, KIND_OF_TYPE, looks_like_document, media_type
@@ -97,6 +98,7 @@ class ClientOptions:
     max_connections: int
     ip_filter: IpFilter
     proxies: ProxyRules
+    cookies: CookieJars | None = None  # None: no cookies kept or sent
 
 
 class _Transfer:
@@ -227,6 +229,8 @@ class CurlClient:
         handle.setopt(pycurl.TIMEOUT_MS, max(1, int(options.timeout * 1000)))
         handle.setopt(pycurl.CONNECTTIMEOUT_MS, max(1, int(options.connect_timeout * 1000)))
         handle.setopt(pycurl.DNS_CACHE_TIMEOUT, options.dns_ttl)
+        if options.cookies is not None:
+            handle.setopt(pycurl.COOKIEFILE, "")  # libcurl's cookie engine, no file
         if options.verify:
             import ssl  # 10 ms to import: only when certificates are checked
 
@@ -263,9 +267,15 @@ class CurlClient:
             else transfer.write,
         )
         handle.setopt(pycurl.HEADERFUNCTION, transfer.header_lines.append)
-        if self.options.proxies.active:
-            transfer.proxy = self.options.proxies.for_host(_host(url))
-            handle.setopt(pycurl.PROXY, transfer.proxy or "")
+        proxies, cookies = self.options.proxies, self.options.cookies
+        if proxies.active or cookies is not None:
+            host = _host(url)
+            if proxies.active:
+                transfer.proxy = proxies.for_host(host)
+                handle.setopt(pycurl.PROXY, transfer.proxy or "")
+            if cookies is not None:
+                handle.unsetopt(pycurl.SHARE)
+                handle.setopt(pycurl.SHARE, cookies.jar(host))
         if self.options.ip_filter.active:
             handle.setopt(
                 pycurl.OPENSOCKETFUNCTION, lambda purpose, address: self._open(transfer, address)

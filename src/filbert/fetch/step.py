@@ -18,6 +18,7 @@ import orjson
 from filbert import schemas
 from filbert.config import Settings
 from filbert.executor import make_executor
+from filbert.fetch.cookies import CookieJars, load_jars, save_jars
 from filbert.fetch.fetcher import FetchItem, FetchResult, HostClock, More, run_fetcher
 from filbert.fetch.follow import Follower, fetched_fingerprints
 from filbert.fetch.robots import RobotsCache
@@ -129,6 +130,7 @@ class FetchTask:
     sink: SinkFactory | None
     not_before: dict[str, float]  # politeness queues held from earlier fetches (wall clock)
     crawldb: tuple[str, ...] = ()  # its buckets' crawldb parts (what links not to follow)
+    cookies: str | None = None  # the crawl's cookie jars (None: http.cookies is off)
 
 
 def fetch_partition(
@@ -186,6 +188,10 @@ def fetch_partition(
     clock = clock or HostClock()
     clock.respect(task.not_before)
     buckets = set(task.buckets)
+    folder = Path(task.cookies) if task.cookies is not None else None
+    jars = None
+    if folder is not None:
+        jars = CookieJars(load_jars(folder, task.buckets), settings["http.cookies.max.per.host"])
     stats.seconds = run_fetcher(
         items,
         settings,
@@ -195,7 +201,11 @@ def fetch_partition(
         lambda host: bucket_of(host, task.bucket_count) in buckets,
         clock,
         _following(task, items, sink),
+        jars,
     )
+    if folder is not None and jars is not None:
+        save_jars(folder, jars.lines(), task.buckets, task.bucket_count)
+        jars.close()
     stats.urls = stats.by_status.total()  # followed links too; not those past a time limit
     fetched = fetch_out.close()
     content_out.close()
@@ -341,6 +351,7 @@ def _partition(
             sink,
             not_before,
             tuple(str(p) for b in buckets[i::n] if (p := crawl.crawldb.bucket_path(b))),
+            str(crawl.cookies_dir) if settings["http.cookies"] else None,
         )
         for i in range(n)
     ]
