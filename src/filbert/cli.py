@@ -832,6 +832,7 @@ def readhostdb(
         "connect_failures": "connect fail",
         "timeouts": "timeouts",
         "proxy_failures": "proxy fail",
+        "auth_failures": "auth fail",
         "http_4xx": "4xx",
         "http_5xx": "5xx",
         "robots_denied": "robots",

@@ -2,8 +2,8 @@
 
 CRAWL/hostdb/ (a versioned table, a file per host bucket as the crawldb) holds a row per host
 (HOSTDB): its pages by crawldb status; the fetch attempts of the segments folded in, by
-outcome (answered, DNS and connect failures, timeouts, proxy failures, robots.txt denials,
-HTTP 4xx and 5xx, other errors) and their response times; and
+outcome (answered, DNS and connect failures, timeouts, proxy failures, failed logins and
+refused credentials, robots.txt denials, HTTP 4xx and 5xx, other errors) and their response times; and
 `unreachable`: the rounds (segments) in a row in which every attempt failed to resolve the
 host or to connect to it, and when the last one did.
 
@@ -47,6 +47,7 @@ OUTCOMES = (
     "connect_failures",
     "timeouts",
     "proxy_failures",
+    "auth_failures",
     "robots_denied",
     "http_4xx",
     "http_5xx",
@@ -72,6 +73,7 @@ HOSTDB = pa.schema(
 OUTCOME_SQL = f"""CASE
     WHEN message LIKE 'ProxyFailure%' OR message LIKE 'robots.txt unreachable: proxy %'
         THEN 'proxy_failures'
+    WHEN message LIKE 'LoginFailed%' OR message LIKE 'AuthRefused%' THEN 'auth_failures'
     WHEN message LIKE 'DnsFailure%' OR message LIKE '%Could not resolve host%' THEN 'dns_failures'
     WHEN message LIKE 'ConnectFailure%' OR message LIKE '%Failed to connect%'
         THEN 'connect_failures'

@@ -50,13 +50,17 @@ class CookieJars:
                 self._handle.setopt(pycurl.COOKIELIST, line)
         return share
 
+    def lines_of(self, host: str) -> list[str]:
+        """The host's cookies now, as cookie-file lines."""
+        self._attach(self.jar(host))
+        return self._handle.getinfo(pycurl.INFO_COOKIELIST)
+
     def lines(self) -> dict[str, list[str]]:
         """Every host's cookies as cookie-file lines: the jars used, and those saved but not
         used since; expired ones left out, at most max_per_host a host."""
         found = dict(self.saved)
-        for host, share in self.shares.items():
-            self._attach(share)
-            found[host] = self._handle.getinfo(pycurl.INFO_COOKIELIST)
+        for host in self.shares:
+            found[host] = self.lines_of(host)
         now = time.time()
         return {
             host: kept[: self.max_per_host]

@@ -23,6 +23,7 @@ from typing import Any
 
 from filbert import __version__, schemas
 from filbert.config import Settings
+from filbert.fetch.auth import AuthFile, Credentials, Login
 from filbert.fetch.cookies import CookieJars
 from filbert.fetch.http import (
     ACCEPT_ENCODING,
@@ -225,6 +226,10 @@ class Fetcher:
     ):
         self.config = config = FetcherSettings.from_settings(settings)
         self.cookies = cookies
+        self.auth = AuthFile.from_settings(settings)
+        # credentials a server asked for, as it asked (its realm, its scheme)
+        self.challenged: dict[Credentials, Credentials] = {}
+        self.logins: dict[str, asyncio.Future[str]] = {}  # by host: '' or why it failed
         self.more = more
         self.clock = clock or HostClock()
         self.owns_host = owns_host  # redirects to other hosts are left to their own partition
@@ -333,6 +338,10 @@ class Fetcher:
                     self._emit(
                         FetchResult(item, status, message=rules.reason or "denied by robots.txt")
                     )
+                    continue
+                refused = await self._authenticated(item)
+                if refused is not None:
+                    self._emit(refused)
                     continue
                 await self._turn(queue.key)
                 async with self.slots:
@@ -454,9 +463,19 @@ class Fetcher:
                 headers = self.headers | self._request_headers(item)
                 resp = await Protocols.fetch(claimed, item.url, headers, self.config.content_limit)
             else:
-                resp = await self._get(item)
+                credentials = self.auth.for_url(item.url, item.host) if self.auth.hosts else None
+                resp = await self._get(item, credentials)
                 if self.cookies is not None and self._sets_cookie_and_returns(item, resp):
-                    resp = await self._get(item)  # now with the cookie it wants
+                    resp = await self._get(item, credentials)  # now with the cookie it wants
+                if resp.status == 401 and credentials is not None:
+                    if self._sent(credentials) is not None:
+                        return self._auth_refused(item, credentials)
+                    challenge = resp.header("WWW-Authenticate")
+                    if credentials.asked_for(challenge):  # sent at once from now on
+                        self.challenged[credentials] = credentials.answering(challenge)
+                        resp = await self._get(item, credentials)
+                        if resp.status == 401:
+                            return self._auth_refused(item, credentials)
         except ProtocolError as exc:
             return FetchResult(item, schemas.FETCH_RETRY, message=str(exc))
         except HttpTimeout:
@@ -467,13 +486,67 @@ class Fetcher:
             return FetchResult(item, schemas.FETCH_RETRY, message=f"{type(exc).__name__}: {exc}")
         return self._result(item, resp)
 
-    async def _get(self, item: FetchItem) -> Response:
+    async def _get(self, item: FetchItem, credentials: Credentials | None = None) -> Response:
         return await self.http.get(
             item.url,
             self._request_headers(item),
             self.config.content_limit,
             document_limit=self.config.document_limit,
+            auth=self._sent(credentials),
         )
+
+    def _sent(self, credentials: Credentials | None) -> Credentials | None:
+        """The credentials a request sends: those a server asked for (in the scheme it
+        asked), or those of a known scheme and no realm; else none (the server is asked
+        first, so that no probe is made for every page)."""
+        if credentials is None or credentials in self.challenged:
+            return self.challenged.get(credentials) if credentials else None
+        return credentials if credentials.realm is None and credentials.scheme != "any" else None
+
+    def _auth_refused(self, item: FetchItem, credentials: Credentials) -> FetchResult:
+        """A 401 in spite of the credentials: a retry (the page is not gone), saying whose."""
+        whose = credentials.prefix or credentials.host
+        message = f"AuthRefused: HTTP 401 with the {credentials.scheme} credentials for {whose}"
+        return FetchResult(item, schemas.FETCH_RETRY, 401, message=message)
+
+    # --- logins ------------------------------------------------------------------
+
+    async def _authenticated(self, item: FetchItem) -> FetchResult | None:
+        """None when the item may be fetched: its host has no login, or is logged in this
+        round; else the result it gets instead (a logout URL is never fetched)."""
+        login = self.auth.logins.get(item.host)
+        if login is None:
+            return None
+        if login.skip.search(item.url):
+            return FetchResult(item, schemas.FETCH_GONE, message="not fetched: the login's skip")
+        if item.host not in self.logins:
+            self.logins[item.host] = asyncio.ensure_future(self._log_in(login))
+        failure = await self.logins[item.host]
+        if failure:
+            return FetchResult(item, schemas.FETCH_RETRY, message=f"LoginFailed: {failure}")
+        return None
+
+    async def _log_in(self, login: Login) -> str:
+        """Posts the host's login form, in its turn; '' when it worked, else why not."""
+        if self.cookies is None:
+            return "a login needs cookies (http.cookies is off)"
+        rules = await self.rules(origin_of(login.url))
+        key = self._queue_key(login.host)
+        await self._turn(key)
+        try:
+            async with self.slots:
+                resp = await self.http.post_form(
+                    login.url, login.fields, self.config.content_limit, self.config.max_redirects
+                )
+        except HttpError as exc:
+            return f"{login.url}: {type(exc).__name__}: {exc}"
+        finally:
+            self.clock.after_request(key, self._delay(rules))
+        if resp.status >= 400:
+            return f"{login.url} answered HTTP {resp.status}"
+        if not login.succeeded(resp.body, self.cookies.lines_of(login.host)):
+            return f"{login.url}: the answer did not pass the login's success check"
+        return ""
 
     def _sets_cookie_and_returns(self, item: FetchItem, resp: Response) -> bool:
         """Whether the answer sets a cookie and redirects back to the page itself: a site
@@ -490,11 +563,14 @@ class Fetcher:
 
     def _result(self, item: FetchItem, resp: Response) -> FetchResult:
         code = resp.status
+        headers = resp.headers
+        if item.host in self.auth.hosts:  # its session is no page's: not kept with it
+            headers = {k: v for k, v in headers.items() if k.lower() != "set-cookie"}
         result = FetchResult(
             item,
             schemas.FETCH_GONE,
             code,
-            headers=resp.headers,
+            headers=headers,
             content_type=resp.header("Content-Type"),
             etag=resp.header("ETag"),
             last_modified=resp.header("Last-Modified"),

@@ -15,10 +15,12 @@ import asyncio
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
+from urllib.parse import urlencode
 
 import pycurl
 
 from filbert.config import masked
+from filbert.fetch.auth import Credentials
 from filbert.fetch.cookies import CookieJars
 from filbert.fetch.ipfilter import IpFilter
 from filbert.fetch.proxies import ProxyRules
@@ -172,6 +174,7 @@ class CurlClient:
         self.idle: list[pycurl.Curl] = []
         self.transfers: dict[pycurl.Curl, _Transfer] = {}
         self.watched: dict[int, tuple[bool, bool]] = {}
+        self.special: set[pycurl.Curl] = set()  # handles with credentials or a form set
         self.timer: asyncio.TimerHandle | None = None
 
     async def get(
@@ -181,15 +184,36 @@ class CurlClient:
         limit: int = -1,
         max_redirects: int = 0,
         document_limit: int | None = None,
+        auth: Credentials | None = None,
     ) -> Response:
         """The answer to GET url: the body cut at `limit` bytes (-1: no limit), or at
         `document_limit` for a PDF or an office document; redirects followed up to
-        max_redirects (0: the redirect itself is the answer)."""
+        max_redirects (0: the redirect itself is the answer); with `auth`'s user and
+        password for HTTP authentication."""
+        return await self._send(url, headers, limit, max_redirects, document_limit, auth)
+
+    async def post_form(
+        self, url: str, fields: Mapping[str, str], limit: int, max_redirects: int
+    ) -> Response:
+        """The answer to POSTing the form `fields` (URL-encoded) to url, redirects followed."""
+        return await self._send(url, None, limit, max_redirects, None, None, fields)
+
+    async def _send(
+        self,
+        url: str,
+        headers: Mapping[str, str] | None,
+        limit: int,
+        max_redirects: int,
+        document_limit: int | None,
+        auth: Credentials | None,
+        form: Mapping[str, str] | None = None,
+    ) -> Response:
         handle = self.idle.pop() if self.idle else self._new_handle()
         document_limit = limit if document_limit is None else document_limit
         transfer = _Transfer(self.loop.create_future(), limit, document_limit)
         try:
             self._prepare(handle, transfer, url, headers, max_redirects)
+            self._authorize(handle, auth, form, max_redirects)
         except pycurl.error as exc:
             self.idle.append(handle)
             raise BadUrl(_message(exc)) from None
@@ -280,6 +304,33 @@ class CurlClient:
             handle.setopt(
                 pycurl.OPENSOCKETFUNCTION, lambda purpose, address: self._open(transfer, address)
             )
+
+    def _authorize(
+        self,
+        handle: pycurl.Curl,
+        auth: Credentials | None,
+        form: Mapping[str, str] | None,
+        max_redirects: int,
+    ) -> None:
+        """Sets the credentials or the form of a request; a handle that had either is
+        reset for a plain GET, so neither reaches another request."""
+        if auth is None and form is None:
+            if handle in self.special:
+                handle.unsetopt(pycurl.USERNAME)
+                handle.unsetopt(pycurl.PASSWORD)
+                handle.setopt(pycurl.HTTPAUTH, pycurl.HTTPAUTH_BASIC)
+                handle.setopt(pycurl.HTTPGET, 1)
+                self.special.discard(handle)
+            return
+        self.special.add(handle)
+        if auth is not None:
+            # Digest asks again after the server's challenge, which libcurl counts as a redirect
+            handle.setopt(pycurl.MAXREDIRS, max(max_redirects, 1))
+            handle.setopt(pycurl.HTTPAUTH, auth.curl_auth)
+            handle.setopt(pycurl.USERNAME, auth.user)
+            handle.setopt(pycurl.PASSWORD, auth.password)
+        if form is not None:
+            handle.setopt(pycurl.POSTFIELDS, urlencode(form))
 
     def _open(self, transfer: _Transfer, address: tuple) -> socket.socket | int:
         """A socket for an address the IP filter allows (libcurl then tries the next)."""
