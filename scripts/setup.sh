@@ -13,4 +13,4 @@ if [ ! -f "$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_paths()["includ
 fi
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -c constraints.txt --build-constraint constraints.txt -e '.[test,lint,bench]'
+.venv/bin/python -m pip install -q -c constraints.txt --build-constraint constraints.txt -e '.[render,test,lint,bench]'

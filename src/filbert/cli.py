@@ -833,6 +833,7 @@ def readhostdb(
         "timeouts": "timeouts",
         "proxy_failures": "proxy fail",
         "auth_failures": "auth fail",
+        "render_failures": "render fail",
         "http_4xx": "4xx",
         "http_5xx": "5xx",
         "robots_denied": "robots",

@@ -231,6 +231,15 @@ PARSERS: dict[str, Callable[[Mapping[str, Any], str], object]] = {
     "http.proxy.exception.list": _of_settings("filbert.fetch.proxies:ProxyRules.from_settings"),
     "http.proxy.hosts": _of_settings("filbert.fetch.proxies:ProxyRules.from_settings"),
     "http.auth.file": _of_settings("filbert.fetch.auth:AuthFile.from_settings"),
+    **dict.fromkeys(
+        (
+            "fetcher.render.hosts",
+            "fetcher.render.patterns",
+            "fetcher.render.block",
+            "fetcher.render.browser",
+        ),
+        _of_settings("filbert.fetch.render:RenderSettings.from_settings"),
+    ),
     "dedup.compare.order": _of_settings("filbert.crawldb.dedup:compare_order"),
     "search.model": _of_settings("filbert.search.model:model_weights"),
     "urlfilter.regex.file": _of_settings("filbert.urls.filter:RegexUrlFilter.from_settings"),

@@ -96,6 +96,7 @@ CONTENT = pa.schema(
         ("headers", pa.string()),  # JSON object of response headers
         ("content", pa.binary()),
         ("truncated", pa.bool_()),
+        ("rendered", pa.bool_()),  # the DOM a browser made of the page (fetch/render.py)
     ]
 )
 

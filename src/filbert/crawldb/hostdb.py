@@ -3,7 +3,8 @@
 CRAWL/hostdb/ (a versioned table, a file per host bucket as the crawldb) holds a row per host
 (HOSTDB): its pages by crawldb status; the fetch attempts of the segments folded in, by
 outcome (answered, DNS and connect failures, timeouts, proxy failures, failed logins and
-refused credentials, robots.txt denials, HTTP 4xx and 5xx, other errors) and their response times; and
+refused credentials, pages a browser failed to render, robots.txt denials, HTTP 4xx and 5xx,
+other errors) and their response times; and
 `unreachable`: the rounds (segments) in a row in which every attempt failed to resolve the
 host or to connect to it, and when the last one did.
 
@@ -48,6 +49,7 @@ OUTCOMES = (
     "timeouts",
     "proxy_failures",
     "auth_failures",
+    "render_failures",
     "robots_denied",
     "http_4xx",
     "http_5xx",
@@ -74,6 +76,7 @@ OUTCOME_SQL = f"""CASE
     WHEN message LIKE 'ProxyFailure%' OR message LIKE 'robots.txt unreachable: proxy %'
         THEN 'proxy_failures'
     WHEN message LIKE 'LoginFailed%' OR message LIKE 'AuthRefused%' THEN 'auth_failures'
+    WHEN message LIKE 'RenderFailed%' THEN 'render_failures'
     WHEN message LIKE 'DnsFailure%' OR message LIKE '%Could not resolve host%' THEN 'dns_failures'
     WHEN message LIKE 'ConnectFailure%' OR message LIKE '%Failed to connect%'
         THEN 'connect_failures'

@@ -15,7 +15,7 @@ import asyncio
 import socket
 import time
 from collections import deque
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -38,6 +38,7 @@ from filbert.fetch.http import (
 from filbert.fetch.ipfilter import IpFilter
 from filbert.fetch.protocols import ProtocolError, Protocols
 from filbert.fetch.proxies import ProxyRules
+from filbert.fetch.render import Renderer, RenderFailed, RenderSettings
 from filbert.fetch.robots import RobotRules, RobotsCache, rules_from_response
 from filbert.urls import (
     InvalidUrl,
@@ -138,6 +139,7 @@ class FetchResult:
     etag: str | None = None
     last_modified: str | None = None
     response_ms: int | None = None  # from the request to the whole answer (or failure)
+    rendered: bool = False  # the content is the DOM a browser made of the page (fetch/render.py)
 
 
 class HostClock:
@@ -225,6 +227,7 @@ class Fetcher:
         cookies: CookieJars | None = None,
     ):
         self.config = config = FetcherSettings.from_settings(settings)
+        self.render = RenderSettings.from_settings(settings)
         self.cookies = cookies
         self.auth = AuthFile.from_settings(settings)
         # credentials a server asked for, as it asked (its realm, its scheme)
@@ -266,9 +269,12 @@ class Fetcher:
                 cookies=self.cookies,
             )
         )
+        self.renderer = Renderer(self.render, self._subrequest) if self.render.wanted else None
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
+        if self.renderer is not None:
+            await self.renderer.close()
         self.http.close()
 
     async def fetch_all(self, items: Iterable[FetchItem]) -> None:
@@ -467,6 +473,8 @@ class Fetcher:
                 resp = await self._get(item, credentials)
                 if self.cookies is not None and self._sets_cookie_and_returns(item, resp):
                     resp = await self._get(item, credentials)  # now with the cookie it wants
+                if self.renderer and self.renderer.wants(item.url, item.host, resp):
+                    return await self._rendered(item, resp)
                 if resp.status == 401 and credentials is not None:
                     if self._sent(credentials) is not None:
                         return self._auth_refused(item, credentials)
@@ -485,6 +493,38 @@ class Fetcher:
         except HttpError as exc:
             return FetchResult(item, schemas.FETCH_RETRY, message=f"{type(exc).__name__}: {exc}")
         return self._result(item, resp)
+
+    async def _rendered(self, item: FetchItem, resp: Response) -> FetchResult:
+        """The result of a page the browser renders: its DOM as the content."""
+        assert self.renderer is not None
+        try:
+            page = await self.renderer.render(item.url, resp, self.config.content_limit)
+        except RenderFailed as exc:
+            return FetchResult(item, schemas.FETCH_RETRY, 200, message=f"RenderFailed: {exc}")
+        result = self._result(item, page)
+        result.rendered = True
+        return result
+
+    async def _subrequest(self, url: str, headers: Mapping[str, str]) -> Response | None:
+        """A rendered page's sub-request, made as the fetcher makes its own: None where the
+        IP filter or robots.txt forbid it, or it failed. It does not wait its host's turn
+        (the page would time out) but counts: the host's next request waits after it."""
+        try:
+            host = host_of(self.normalizer.normalize(url))
+        except InvalidUrl:
+            return None
+        rules = await self.rules(origin_of(url))
+        if not self.ip_filter.allows(strip_port(host)) or not rules.allowed(url, self.config.agent):
+            return None
+        wanted = {k: v for k, v in headers.items() if k.lower() in ("accept", "referer")}
+        try:
+            return await self.http.get(
+                url, wanted, self.config.content_limit, max_redirects=self.config.max_redirects
+            )
+        except HttpError:
+            return None
+        finally:
+            self.clock.after_request(self._queue_key(host), self._delay(rules))
 
     async def _get(self, item: FetchItem, credentials: Credentials | None = None) -> Response:
         return await self.http.get(

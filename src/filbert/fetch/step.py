@@ -389,4 +389,5 @@ def _content_row(result: FetchResult) -> dict:
         "headers": orjson.dumps(result.headers or {}),
         "content": result.content,  # UTF-8 JSON
         "truncated": result.truncated,
+        "rendered": result.rendered,
     }
