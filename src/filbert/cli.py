@@ -937,6 +937,9 @@ def parsechecker(
     text_chars: int = typer.Option(
         500, "--text-chars", help="Characters of text to show (-1: all)."
     ),
+    render: bool = typer.Option(
+        False, "--render", help="Render the page in headless Chromium (fetcher.render.*)."
+    ),
     as_json: AsJson = False,
     define: Define = None,
 ) -> None:
@@ -944,7 +947,7 @@ def parsechecker(
     from filbert.config import load_settings
     from filbert.tools.parsechecker import check_url, format_report, succeeded
 
-    report = check_url(url, load_settings(dir, define or []), text_chars)
+    report = check_url(url, load_settings(dir, define or []), text_chars, render, dir)
     print(json.dumps(report, ensure_ascii=False, indent=1) if as_json else format_report(report))
     if not succeeded(report):
         raise typer.Exit(1)

@@ -14,6 +14,7 @@ from sites import html, link
 
 from filbert.config import ConfigError, load_settings
 from filbert.storage import CrawlDir
+from filbert.tools.parsechecker import check_url, format_report
 from filbert.tools.readdb import crawldb_url, hostdb_rows
 
 SECRET = "pa55-w0rd-x9"
@@ -176,3 +177,17 @@ def test_a_bad_auth_file_is_refused_at_load_without_showing_what_it_holds(
     with pytest.raises(ConfigError) as raised:
         load_settings(None, [auth_file(tmp_path, text)])
     assert complaint in str(raised.value) and SECRET not in str(raised.value)
+
+
+def test_parsechecker_fetches_with_the_credentials_and_names_them_not_their_password(
+    site_server, tmp_path
+):
+    server = site_server(private_section(lambda page: basic("Staff", "crawler", SECRET, page)))
+    entry = f'[[http]]\nurl = "{server.url("/private/")}"\nscheme = "basic"\n'
+    entry += f'user = "crawler"\npassword = "{SECRET}"\n'
+    report = check_url(
+        server.url("/private/a.html"), load_settings(None, [auth_file(tmp_path, entry)])
+    )
+    assert report["parse"]["title"] == "A"
+    text = format_report(report)
+    assert f"credentials:   basic for {server.url('/private/')}" in text and SECRET not in text

@@ -20,6 +20,7 @@ from filbert.fetch.http import ClientOptions, CurlClient, HttpError
 from filbert.fetch.ipfilter import IpFilter
 from filbert.fetch.proxies import ProxyRules
 from filbert.storage import CrawlDir
+from filbert.tools.parsechecker import check_url, format_report
 from filbert.tools.readdb import crawldb_url, hostdb_rows
 
 SECRET = "s3cret-Pa55"
@@ -203,3 +204,16 @@ def test_what_a_proxy_says_of_a_host_it_cannot_reach_is_the_hosts_failure(tmp_pa
         )
     assert fetch_through(http.url, "http://127.0.0.1/") == "ProxyFailure"  # now stopped
     assert fetch_through("http://proxy.invalid:3128", "http://127.0.0.1/") == "ProxyFailure"
+
+
+def test_parsechecker_says_which_proxy_a_page_came_through_without_its_password(
+    site_server, tmp_path
+):
+    site = two_page_site(site_server, "checked")
+    with tinyproxy(tmp_path / "tinyproxy", "crawler", SECRET) as proxy:
+        report = check_url(
+            site.url("/a.html"), load_settings(None, [f"http.proxy.url={proxy.url}"])
+        )
+    assert report["fetch"]["status"] == "fetch_success"
+    text = format_report(report)
+    assert f"proxy:         http://***@127.0.0.1:{proxy.port}" in text and SECRET not in text

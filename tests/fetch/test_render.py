@@ -21,6 +21,7 @@ from filbert.config import ConfigError, load_settings
 from filbert.schemas import CONTENT
 from filbert.search import Searcher
 from filbert.storage import CrawlDir, Segment, read_parts
+from filbert.tools.parsechecker import check_url, format_report
 from filbert.tools.readdb import crawldb_url, hostdb_rows
 
 BROWSER = next(
@@ -179,3 +180,13 @@ def test_a_browser_killed_mid_crawl_is_relaunched_and_its_page_waits(site_server
 def test_a_bad_render_pattern_is_refused_at_load():
     with pytest.raises(ConfigError, match=r"fetcher\.render\.patterns"):
         load_settings(None, ["fetcher.render.patterns=(unclosed"])
+
+
+def test_parsechecker_renders_a_page_when_asked_and_says_so(site_server):
+    server = site_server(spa(ARTICLES))
+    plain = check_url(server.url("/articles/one"), load_settings(None))
+    assert plain["parse"]["title"] == "Loading…" and plain["access"]["rendered"] is False
+    report = check_url(server.url("/articles/one"), load_settings(None), render=True)
+    assert report["parse"]["title"] == "Marsupial news"
+    assert [o["url"] for o in report["parse"]["outlinks"]] == [server.url("/")]
+    assert "rendered:      yes" in format_report(report)

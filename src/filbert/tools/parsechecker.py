@@ -1,24 +1,33 @@
 """parsechecker: fetch and parse one URL and show what the crawler would see (Nutch's ParserChecker).
 
 The URL goes through the real fetcher (robots.txt obeyed, our User-Agent, the content
-limit, redirects followed as in a fetch round up to http.redirect.max) and the real parser;
-nothing is written anywhere.
+limit, redirects followed as in a fetch round up to http.redirect.max, its proxy, cookies,
+credentials and rendering) and the real parser; nothing is written anywhere. Its host's
+cookies are the crawl's, when a crawl directory is given (a fresh jar otherwise), and are
+not saved. The report says how the page was reached: through which proxy, with how many
+cookies, which credentials or login, and whether a browser rendered it (`render` renders it
+whatever fetcher.render.* say).
 """
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from filbert import schemas
 from filbert.analysis.topic import topic_of
-from filbert.config import Settings
+from filbert.config import Settings, masked
+from filbert.fetch.auth import AuthFile
+from filbert.fetch.cookies import CookieJars, load_jars
 from filbert.fetch.fetcher import FetchItem, FetchResult, origin_of, run_fetcher
+from filbert.fetch.proxies import ProxyRules
 from filbert.fetch.robots import RobotRules, RobotsCache
 from filbert.mediatypes import parse_types
 from filbert.parse import content_kind, decode_html, decode_text, limit_setting, parse_content
 from filbert.parse.sandbox import sandbox_for
-from filbert.urls import UrlFilter, fingerprint, host_of, normalize_url
+from filbert.urls import UrlFilter, bucket_of, fingerprint, host_of, normalize_url
 
 
 class _RecordingRobotsCache(RobotsCache):
@@ -33,7 +42,9 @@ class _RecordingRobotsCache(RobotsCache):
         super().put(origin, rules)
 
 
-def _fetch(url: str, settings: Settings) -> tuple[list[FetchResult], dict[str, RobotRules]]:
+def _fetch(
+    url: str, settings: Settings, jars: CookieJars | None
+) -> tuple[list[FetchResult], dict[str, RobotRules]]:
     """Fetch one URL through the fetcher; every result it reports (redirect hops first).
     A check is one visit, as a person's: robots.txt, the page and its redirects follow
     each other without fetcher.server.delay between them."""
@@ -41,8 +52,41 @@ def _fetch(url: str, settings: Settings) -> tuple[list[FetchResult], dict[str, R
     item = FetchItem(url=url, fp=fingerprint(url), host=host_of(url), score=1.0)
     robots = _RecordingRobotsCache(settings["http.robots.cache.ttl"])
     visit = Settings({**settings, "fetcher.server.delay": 0.0})
-    run_fetcher([item], visit, 1, results.append, robots)
+    run_fetcher([item], visit, 1, results.append, robots, cookies=jars)
     return results, robots.seen
+
+
+def _jars(settings: Settings, crawl_dir: Path | None, host: str) -> CookieJars | None:
+    """The cookie jars a check uses: the crawl's for the host, if given (never saved)."""
+    if not settings["http.cookies"]:
+        return None
+    saved = {}
+    if crawl_dir is not None:
+        from filbert.storage import CrawlDir
+
+        crawl = CrawlDir(crawl_dir)
+        saved = load_jars(crawl.cookies_dir, [bucket_of(host, crawl.buckets(settings))])
+    return CookieJars(saved, settings["http.cookies.max.per.host"])
+
+
+def _access(
+    settings: Settings, final: FetchResult | None, jars: CookieJars | None
+) -> dict[str, Any]:
+    """How the page was reached: proxy, cookies, credentials, login, rendering."""
+    url, host = (final.item.url, final.item.host) if final else ("", "")
+    proxy = ProxyRules.from_settings(settings).for_host(host) if final else None
+    auth = AuthFile.from_settings(settings)
+    credentials = auth.for_url(url, host) if final else None
+    login = auth.logins.get(host)
+    return {
+        "proxy": masked(proxy) if proxy else None,
+        "cookies": None if jars is None or not final else len(jars.lines_of(host)),
+        "credentials": None
+        if credentials is None
+        else f"{credentials.scheme} for {credentials.prefix or credentials.host}",
+        "login": None if login is None else login.url,
+        "rendered": bool(final and final.rendered),
+    }
 
 
 def _robots_report(rules: RobotRules | None, url: str, agent: str) -> dict[str, Any]:
@@ -87,12 +131,26 @@ def _iso(when: datetime | None) -> str | None:
     return when.isoformat().replace("+00:00", "Z") if when else None
 
 
-def check_url(url: str, settings: Settings, text_chars: int = 500) -> dict[str, Any]:
+def check_url(
+    url: str,
+    settings: Settings,
+    text_chars: int = 500,
+    render: bool = False,
+    crawl_dir: Path | None = None,
+) -> dict[str, Any]:
     """Fetch and parse `url`; a JSON-ready report. text_chars < 0 keeps the whole text."""
     url = normalize_url(url)
+    if render:
+        settings = Settings({**settings, "fetcher.render.patterns": f"^{re.escape(url)}$"})
     url_filter = UrlFilter.from_settings(settings)
     agent = settings["http.agent.name"]
-    results, robots = _fetch(url, settings)
+    jars = _jars(settings, crawl_dir, host_of(url))
+    try:
+        results, robots = _fetch(url, settings, jars)
+        access = _access(settings, results[-1] if results else None, jars)
+    finally:
+        if jars is not None:
+            jars.close()
     hops = [_fetch_report(r) for r in results]
     for hop, result in zip(hops, results):
         hop["robots"] = _robots_report(
@@ -105,6 +163,7 @@ def check_url(url: str, settings: Settings, text_chars: int = 500) -> dict[str, 
         "robots": _robots_report(robots.get(origin_of(url)), url, agent),
         "redirects": hops[:-1],
         "fetch": hops[-1] if hops else None,
+        "access": access,
         "parse": None,
     }
     if final is None or final.content is None:
@@ -188,6 +247,18 @@ def _fetch_lines(fetch: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _access_lines(access: dict[str, Any]) -> list[str]:
+    lines = [f"proxy:         {access['proxy'] or 'none (direct)'}"]
+    if access["cookies"] is not None:
+        lines.append(f"cookies:       {access['cookies']} in the host's jar")
+    if access["credentials"]:
+        lines.append(f"credentials:   {access['credentials']} (http.auth.file)")
+    if access["login"]:
+        lines.append(f"login:         {access['login']} (http.auth.file)")
+    lines.append(f"rendered:      {_yes(access['rendered'])}")
+    return lines
+
+
 def format_report(report: dict[str, Any]) -> str:
     """The report as text for a terminal."""
     lines = [
@@ -205,7 +276,7 @@ def format_report(report: dict[str, Any]) -> str:
         lines.append(f"final url:     {fetch['url']}")
         if fetch["robots"] != report["robots"]:
             lines.append(f"robots.txt:    {_robots_line(fetch['robots'])}")
-    lines += _fetch_lines(fetch)
+    lines += _fetch_lines(fetch) + _access_lines(report["access"])
     parse = report["parse"]
     if parse is None:
         return "\n".join(lines)
