@@ -117,6 +117,11 @@ RUNS = {
         ),
         r"- feed: filbert [\d.]+ × the files/s",
     ),
+    "render": Run(
+        (("--tiny", "--no-record"),),
+        r"this tree / baseline, pages per CPU-second: \*\*[\d.]+\*\*",
+        handbook=True,
+    ),
     "focus": Run(
         (
             (
@@ -307,7 +312,7 @@ def test_the_benchmark_runs_at_a_tiny_size_and_prints_its_results(
     run = RUNS[script]
     if run.handbook and not HANDBOOK.is_dir():
         pytest.skip("needs the Debian handbook: apt-get install debian-handbook")
-    if script in ("crawl_vs_scrapy", "plugins", "layouts") and not shutil.which("nginx"):
+    if script in ("crawl_vs_scrapy", "plugins", "layouts", "render") and not shutil.which("nginx"):
         pytest.skip("needs nginx: apt-get install nginx-light")
     if script == "load" and not python_docs() and os.geteuid() != 0:
         pytest.skip("needs python3-doc (bench/load.py installs it as root)")

@@ -15,10 +15,12 @@ given up at `fetcher.render.timeout`; its DOM then is its content, so the parser
 text, title and links the scripts wrote.
 
 One Chromium per fetch partition, launched for the first page to render, renders at most
-`fetcher.render.contexts` pages at once, each in a browser context of its own closed after
-it. It is relaunched after `fetcher.render.restart.pages` pages (its memory stays bounded)
-and after it crashes or hangs: the page it was rendering is a retry ("RenderFailed: ..."),
-the next is rendered by a new browser.
+`fetcher.render.contexts` pages at once, each in a tab of its own browser context. A tab is
+kept from page to page, as a person's would be (a new one costs Chromium a process and
+most of a page's CPU), its cookies cleared before each. The browser is relaunched after
+`fetcher.render.restart.pages` pages (its memory stays bounded) and after it crashes or
+hangs: the page it was rendering is a retry ("RenderFailed: ..."), the next is rendered by
+a new browser.
 """
 
 from __future__ import annotations
@@ -161,6 +163,7 @@ class Renderer:
         self.browser: Any = None
         self.launching: asyncio.Lock = asyncio.Lock()
         self.rendered = 0  # pages by the current browser
+        self.tabs: list[_Tab] = []  # the current browser's, idle
 
     def wants(self, url: str, host: str, response: Response) -> bool:
         """Whether a fetched answer is a page to render."""
@@ -181,7 +184,8 @@ class Renderer:
             browser = await self._browser()
             try:
                 async with asyncio.timeout(self.config.timeout):
-                    html = await self._render(browser, url, response)
+                    tab = self.tabs.pop() if self.tabs else await self._new_tab(browser)
+                    html = await self._render(tab, url, response)
             except TimeoutError:
                 await self._restart(browser)  # it may hang: a new one for the next page
                 raise RenderFailed(f"not rendered in {self.config.timeout:g} s") from None
@@ -191,6 +195,8 @@ class Renderer:
             except Exception as exc:  # Playwright's errors: the browser or the page failed
                 await self._restart(browser)
                 raise RenderFailed(f"{type(exc).__name__}: {exc}"[:300]) from None
+            if tab.browser is self.browser:
+                self.tabs.append(tab)
         body = html.encode("utf-8")
         headers = {k: v for k, v in response.headers.items() if k.lower() not in _DROPPED}
         truncated = 0 <= limit < len(body)
@@ -229,6 +235,7 @@ class Renderer:
         left to its driver, which is stopped too."""
         if self.browser is browser:
             self.browser = None
+            self.tabs = []
         try:
             async with asyncio.timeout(CLOSE_SECONDS):
                 await browser.close()
@@ -242,39 +249,42 @@ class Renderer:
                 except Exception:  # nothing more to do than forget it
                     pass
 
-    async def _render(self, browser: Any, url: str, response: Response) -> str:
-        context = await browser.new_context(service_workers="block")
+    async def _new_tab(self, browser: Any) -> _Tab:
+        tab = _Tab(browser, await browser.new_context(service_workers="block"))
+        tab.page = await tab.context.new_page()
+        tab.page.on("crash", tab.crash)
+        await tab.page.route("**/*", lambda route: self._route(route, tab))
+        return tab
+
+    async def _render(self, tab: _Tab, url: str, response: Response) -> str:
+        visit = tab.visit = _Visit(response)
         try:
-            page = await context.new_page()
-            crashed: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-            page.on("crash", lambda _: None if crashed.done() else crashed.set_result(True))
-            traffic = _Traffic()
-            await page.route("**/*", lambda route: self._route(route, response, traffic))
-            loading = asyncio.ensure_future(page.goto(url, wait_until="load"))
-            await asyncio.wait([loading, crashed], return_when=asyncio.FIRST_COMPLETED)
-            if crashed.done():
+            await tab.context.clear_cookies()  # what one page's scripts set is not the next's
+            loading = asyncio.ensure_future(tab.page.goto(url, wait_until="load"))
+            await asyncio.wait([loading, visit.crashed], return_when=asyncio.FIRST_COMPLETED)
+            if visit.crashed.done():
                 loading.cancel()
                 raise RenderFailed("the page crashed the browser's tab")
             loading.result()
-            await traffic.quiet(self.config.idle)
-            return await page.content()
+            await visit.quiet(self.config.idle)
+            return await tab.page.content()
         finally:
-            try:
-                async with asyncio.timeout(CLOSE_SECONDS):
-                    await context.close()
-            except Exception:  # the caller restarts the browser
-                pass
+            tab.visit = None
 
-    async def _route(self, route: Any, response: Response, traffic: _Traffic) -> None:
-        request = route.request
-        if not traffic.page_served and request.is_navigation_request():
-            traffic.page_served = True  # the page itself: its answer, fetched already
-            await route.fulfill(status=200, headers=_sent(response.headers), body=response.body)
+    async def _route(self, route: Any, tab: _Tab) -> None:
+        request, visit = route.request, tab.visit
+        if visit is None:  # a script of a page rendered already
+            await route.abort("blockedbyclient")
+            return
+        if not visit.page_served and request.is_navigation_request():
+            visit.page_served = True  # the page itself: its answer, fetched already
+            answer = visit.answer
+            await route.fulfill(status=200, headers=_sent(answer.headers), body=answer.body)
             return
         if request.resource_type in self.config.block or request.method not in ("GET", "HEAD"):
             await route.abort("blockedbyclient")
             return
-        with traffic:
+        with visit:
             found = await self.subfetch(request.url, request.headers)
         if found is None:
             await route.abort("blockedbyclient")
@@ -282,13 +292,31 @@ class Renderer:
             await route.fulfill(status=found.status, headers=_sent(found.headers), body=found.body)
 
 
-class _Traffic:
-    """The page's sub-requests in flight, and when the last one ended."""
+class _Tab:
+    """A browser page kept from render to render (a new one costs Chromium a process), in a
+    context of its own."""
 
-    def __init__(self) -> None:
+    def __init__(self, browser: Any, context: Any):
+        self.browser = browser
+        self.context = context
+        self.page: Any = None
+        self.visit: _Visit | None = None  # the render under way
+
+    def crash(self, _page: Any) -> None:
+        if self.visit is not None and not self.visit.crashed.done():
+            self.visit.crashed.set_result(True)
+
+
+class _Visit:
+    """One page's render in a tab: its answer, its sub-requests in flight and when the last
+    one ended."""
+
+    def __init__(self, answer: Response) -> None:
+        self.answer = answer
         self.open = 0
         self.last = time.monotonic()
         self.page_served = False  # the page itself was given to the browser
+        self.crashed: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
 
     def __enter__(self) -> None:
         self.open += 1
