@@ -109,3 +109,16 @@ def test_with_cookies_off_none_is_sent_or_kept(site_server, tmp_crawl):
     assert status(crawl, server.url("/")) == "db_redir_temp"
     assert all(not cookies_of(r) for r in server.requests)
     assert not Path(crawl.cookies_dir).exists()
+
+
+def test_a_damaged_cookie_file_is_left_out_and_replaced(site_server, tmp_crawl, caplog):
+    server = site_server(
+        {"/": Page(html("Home", "home"), headers={"Set-Cookie": "sid=1; Max-Age=60"})}
+    )
+    crawl, *_ = crawl_site(tmp_crawl, [server.url("/")], depth=1)
+    [saved] = sorted(Path(crawl.cookies_dir).glob("*.parquet"))
+    saved.write_bytes(b"PAR1 not parquet at all")
+    server.add("/b.html", Page(html("B", "b"), headers={"Set-Cookie": "other=2; Max-Age=60"}))
+    crawl_site(tmp_crawl, [server.url("/b.html")], depth=1)
+    assert "is damaged" in caplog.text
+    assert [c["cookie"].split("\t")[5] for c in saved_cookies(crawl)] == ["other"]

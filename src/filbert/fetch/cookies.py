@@ -15,6 +15,7 @@ Expired cookies are dropped when saved; a host keeps at most `http.cookies.max.p
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -22,9 +23,11 @@ from pathlib import Path
 import pyarrow as pa
 import pycurl
 
+from filbert.errors import DamagedFileError
 from filbert.storage import part_name, read_parts, write_table
 from filbert.urls import bucket_of
 
+log = logging.getLogger(__name__)
 COOKIES = pa.schema([("host", pa.string()), ("cookie", pa.string())])
 _EXPIRES = 4  # the field of a cookie-file line that holds its expiry (0: a session cookie)
 
@@ -89,11 +92,17 @@ def _expired(line: str, now: float) -> bool:
 
 
 def load_jars(folder: Path, buckets: Iterable[int]) -> dict[str, list[str]]:
-    """The saved cookies of the hosts in these buckets, by host."""
-    table = read_parts([folder / part_name(b) for b in buckets], COOKIES)
+    """The saved cookies of the hosts in these buckets, by host. A damaged file is left
+    out with a warning (its hosts start with empty jars; the next save replaces it)."""
     jars: dict[str, list[str]] = {}
-    for host, line in zip(table["host"].to_pylist(), table["cookie"].to_pylist(), strict=True):
-        jars.setdefault(host, []).append(line)
+    for path in (folder / part_name(b) for b in buckets):
+        try:
+            table = read_parts([path], COOKIES)
+        except (OSError, pa.ArrowException, DamagedFileError) as exc:
+            log.warning("cookies: %s is damaged (%s); its hosts' jars start empty", path, exc)
+            continue
+        for host, line in zip(table["host"].to_pylist(), table["cookie"].to_pylist(), strict=True):
+            jars.setdefault(host, []).append(line)
     return jars
 
 
