@@ -298,15 +298,7 @@ def tree_rss(root: int) -> int:
 def tree_pss(root: int) -> int:
     """Proportional set size of the tree, summed: each shared page counted once over the
     processes that share it (a browser's many processes share most of theirs)."""
-    import psutil
-
-    total = 0
-    for pid in process_tree(root):
-        try:
-            total += psutil.Process(pid).memory_full_info().pss
-        except psutil.Error:
-            continue
-    return total
+    return sum(memory_kb(pid)[1] for pid in process_tree(root)) * 1024
 
 
 # --------------------------------------------------------------------------- machine facts
