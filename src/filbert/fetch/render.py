@@ -15,9 +15,9 @@ given up at `fetcher.render.timeout`; its DOM then is its content, so the parser
 text, title and links the scripts wrote.
 
 One Chromium per fetch partition, launched for the first page to render, renders at most
-`fetcher.render.contexts` pages at once, each in a tab of its own browser context. A tab is
-kept from page to page, as a person's would be (a new one costs Chromium a process and
-most of a page's CPU), its cookies cleared before each. The browser is relaunched after
+`fetcher.render.contexts` pages at once, each in a tab of one browser context (a session, as
+a person's browser: its cookies are each site's own). A tab is kept from page to page (a new
+one costs Chromium a process and most of a page's CPU). The browser is relaunched after
 `fetcher.render.restart.pages` pages (its memory stays bounded) and after it crashes or
 hangs: the page it was rendering is a retry ("RenderFailed: ..."), the next is rendered by
 a new browser.
@@ -32,7 +32,8 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,6 +66,9 @@ RESOURCE_TYPES = frozenset(
     ]
 )
 RENDERED_TYPE = "text/html; charset=utf-8"
+# no GPU process (nothing is drawn): less memory; /dev/shm may be small in containers
+BROWSER_ARGS = ["--disable-gpu", "--disable-dev-shm-usage"]
+DRIVER_NODE_OPTIONS = "--max-old-space-size=128"
 CLOSE_SECONDS = 5.0  # a browser that does not close in this time is left to die with its driver
 # headers of the fetched answer that do not describe the rendered DOM
 _DROPPED = frozenset({"content-type", "content-length", "content-encoding", "transfer-encoding"})
@@ -161,6 +165,7 @@ class Renderer:
         self.slots = asyncio.Semaphore(config.contexts)
         self.playwright: Any = None
         self.browser: Any = None
+        self.context: Any = None  # the browser's one context: its tabs share it
         self.launching: asyncio.Lock = asyncio.Lock()
         self.rendered = 0  # pages by the current browser
         self.tabs: list[_Tab] = []  # the current browser's, idle
@@ -222,10 +227,14 @@ class Renderer:
                 if self.playwright is None:
                     from playwright.async_api import async_playwright
 
-                    self.playwright = await async_playwright().start()
+                    # its driver (Node) passes every page and sub-request through: a small
+                    # heap makes it collect what it is done with rather than grow
+                    with _environment(NODE_OPTIONS=DRIVER_NODE_OPTIONS):
+                        self.playwright = await async_playwright().start()
                 self.browser = await self.playwright.chromium.launch(
-                    executable_path=self.executable, headless=True
+                    executable_path=self.executable, headless=True, args=BROWSER_ARGS
                 )
+                self.context = await self.browser.new_context(service_workers="block")
                 self.rendered = 0
             self.rendered += 1
             return self.browser
@@ -250,8 +259,7 @@ class Renderer:
                     pass
 
     async def _new_tab(self, browser: Any) -> _Tab:
-        tab = _Tab(browser, await browser.new_context(service_workers="block"))
-        tab.page = await tab.context.new_page()
+        tab = _Tab(browser, await self.context.new_page())
         tab.page.on("crash", tab.crash)
         await tab.page.route("**/*", lambda route: self._route(route, tab))
         return tab
@@ -259,7 +267,6 @@ class Renderer:
     async def _render(self, tab: _Tab, url: str, response: Response) -> str:
         visit = tab.visit = _Visit(response)
         try:
-            await tab.context.clear_cookies()  # what one page's scripts set is not the next's
             loading = asyncio.ensure_future(tab.page.goto(url, wait_until="load"))
             await asyncio.wait([loading, visit.crashed], return_when=asyncio.FIRST_COMPLETED)
             if visit.crashed.done():
@@ -293,13 +300,11 @@ class Renderer:
 
 
 class _Tab:
-    """A browser page kept from render to render (a new one costs Chromium a process), in a
-    context of its own."""
+    """A browser page kept from render to render (a new one costs Chromium a process)."""
 
-    def __init__(self, browser: Any, context: Any):
+    def __init__(self, browser: Any, page: Any):
         self.browser = browser
-        self.context = context
-        self.page: Any = None
+        self.page = page
         self.visit: _Visit | None = None  # the render under way
 
     def crash(self, _page: Any) -> None:
@@ -332,6 +337,22 @@ class _Visit:
             if wait <= 0:
                 return
             await asyncio.sleep(wait)
+
+
+@contextmanager
+def _environment(**values: str) -> Iterator[None]:
+    """The process's environment with these values while the block runs (a child started
+    then inherits them)."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _sent(headers: Mapping[str, str]) -> dict[str, str]:
