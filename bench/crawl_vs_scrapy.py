@@ -178,7 +178,9 @@ class Nginx:
         (self.site / "robots.txt").write_text("User-agent: *\nAllow: /\n")
         d = self.dir
         self.conf = d / "nginx.conf"
-        self.conf.write_text(f"""
+        # started by root, its workers would be nobody, who cannot read a private TMPDIR
+        user = "user root;\n" if os.geteuid() == 0 else ""
+        self.conf.write_text(f"""{user}
 worker_processes 1;
 daemon off;
 pid {d}/nginx.pid;

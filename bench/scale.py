@@ -330,6 +330,7 @@ def content_rows(fetched: pa.Table, texts: list[bytes]) -> pa.Table:
         "headers": pa.repeat(json.dumps({"content-type": CONTENT_TYPE}), n),
         "content": [b"<html><body><p>" + text + b"</p></body></html>" for text in texts],
         "truncated": pa.repeat(False, n),
+        "rendered": pa.repeat(False, n),
     }
     return pa.table(columns, schema=s.CONTENT)
 

@@ -31,6 +31,7 @@ import logging
 import os
 import re
 import shutil
+import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -69,7 +70,8 @@ RENDERED_TYPE = "text/html; charset=utf-8"
 # no GPU process (nothing is drawn): less memory; /dev/shm may be small in containers
 BROWSER_ARGS = ["--disable-gpu", "--disable-dev-shm-usage"]
 DRIVER_NODE_OPTIONS = "--max-old-space-size=128"
-CLOSE_SECONDS = 5.0  # a browser that does not close in this time is left to die with its driver
+CLOSE_SECONDS = 5.0
+SHORT_TMPDIR = 40  # longer temporary directories leave too little for Chromium's socket path  # a browser that does not close in this time is left to die with its driver
 # headers of the fetched answer that do not describe the rendered DOM
 _DROPPED = frozenset({"content-type", "content-length", "content-encoding", "transfer-encoding"})
 
@@ -232,7 +234,10 @@ class Renderer:
                     with _environment(NODE_OPTIONS=DRIVER_NODE_OPTIONS):
                         self.playwright = await async_playwright().start()
                 self.browser = await self.playwright.chromium.launch(
-                    executable_path=self.executable, headless=True, args=BROWSER_ARGS
+                    executable_path=self.executable,
+                    headless=True,
+                    args=BROWSER_ARGS,
+                    env=_browser_environment(),
                 )
                 self.context = await self.browser.new_context(service_workers="block")
                 self.rendered = 0
@@ -337,6 +342,14 @@ class _Visit:
             if wait <= 0:
                 return
             await asyncio.sleep(wait)
+
+
+def _browser_environment() -> dict[str, str]:
+    """The browser's environment: ours, with a short TMPDIR where ours is long (Chromium
+    puts a Unix socket there, and a socket's path has at most 107 bytes)."""
+    if len(tempfile.gettempdir()) <= SHORT_TMPDIR:
+        return dict(os.environ)
+    return {**os.environ, "TMPDIR": "/tmp"}
 
 
 @contextmanager
