@@ -13,6 +13,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from gated import basic
 from pipeline import crawl_site
 from sites import Page, html, robots
 from spa import spa
@@ -190,3 +191,25 @@ def test_parsechecker_renders_a_page_when_asked_and_says_so(site_server):
     assert report["parse"]["title"] == "Marsupial news"
     assert [o["url"] for o in report["parse"]["outlinks"]] == [server.url("/")]
     assert "rendered:      yes" in format_report(report)
+
+
+def test_a_page_behind_a_realm_is_rendered_once_its_credentials_open_it(
+    site_server, tmp_crawl, tmp_path
+):
+    pages = spa(ARTICLES)
+    pages["/articles/one"] = basic("Staff", "crawler", "pw", pages["/articles/one"])
+    server = site_server(pages)
+    auth = tmp_path / "auth.toml"
+    host = server.base_url.removeprefix("http://")
+    auth.write_text(
+        f'[[http]]\nhost = "{host}"\nrealm = "Staff"\nuser = "crawler"\npassword = "pw"\n'
+    )
+    crawl, settings, _ = crawl_site(
+        tmp_crawl,
+        [server.url("/articles/one")],
+        "fetcher.render.patterns=/articles/",
+        f"http.auth.file={auth}",
+        depth=1,
+    )
+    assert rendered_urls(crawl) == {server.url("/articles/one")}
+    assert titles(crawl, settings, "quokka smiles") == ["Marsupial news"]

@@ -473,17 +473,13 @@ class Fetcher:
                 resp = await self._get(item, credentials)
                 if self.cookies is not None and self._sets_cookie_and_returns(item, resp):
                     resp = await self._get(item, credentials)  # now with the cookie it wants
+                if resp.status == 401 and credentials is not None:
+                    answered = await self._challenged(item, resp, credentials)
+                    if answered is None:
+                        return self._auth_refused(item, credentials)
+                    resp = answered
                 if self.renderer and self.renderer.wants(item.url, item.host, resp):
                     return await self._rendered(item, resp)
-                if resp.status == 401 and credentials is not None:
-                    if self._sent(credentials) is not None:
-                        return self._auth_refused(item, credentials)
-                    challenge = resp.header("WWW-Authenticate")
-                    if credentials.asked_for(challenge):  # sent at once from now on
-                        self.challenged[credentials] = credentials.answering(challenge)
-                        resp = await self._get(item, credentials)
-                        if resp.status == 401:
-                            return self._auth_refused(item, credentials)
         except ProtocolError as exc:
             return FetchResult(item, schemas.FETCH_RETRY, message=str(exc))
         except HttpTimeout:
@@ -539,9 +535,26 @@ class Fetcher:
         """The credentials a request sends: those a server asked for (in the scheme it
         asked), or those of a known scheme and no realm; else none (the server is asked
         first, so that no probe is made for every page)."""
-        if credentials is None or credentials in self.challenged:
-            return self.challenged.get(credentials) if credentials else None
+        if credentials is None:
+            return None
+        if credentials in self.challenged:
+            return self.challenged[credentials]
         return credentials if credentials.realm is None and credentials.scheme != "any" else None
+
+    async def _challenged(
+        self, item: FetchItem, resp: Response, credentials: Credentials
+    ) -> Response | None:
+        """What a 401 comes to for a URL with credentials: None when they went with it (they
+        are refused); the answer with them when the server asked for theirs (sent at once
+        from now on); else the 401 itself (another realm's)."""
+        if self._sent(credentials) is not None:
+            return None
+        challenge = resp.header("WWW-Authenticate")
+        if not credentials.asked_for(challenge):
+            return resp
+        self.challenged[credentials] = credentials.answering(challenge)
+        resp = await self._get(item, credentials)
+        return None if resp.status == 401 else resp
 
     def _auth_refused(self, item: FetchItem, credentials: Credentials) -> FetchResult:
         """A 401 in spite of the credentials: a retry (the page is not gone), saying whose."""

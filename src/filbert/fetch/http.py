@@ -25,6 +25,7 @@ from filbert.fetch.cookies import CookieJars
 from filbert.fetch.ipfilter import IpFilter
 from filbert.fetch.proxies import ProxyRules
 from filbert.mediatypes import DOCUMENT_KINDS, KIND_OF_TYPE, looks_like_document, media_type
+from filbert.urls import host_of
 
 # The content encodings this libcurl decodes: gzip and deflate always, brotli and zstd when it
 # was built with them (pycurl's wheels have brotli, not zstd). HTTP/2 is libcurl's default
@@ -293,7 +294,7 @@ class CurlClient:
         handle.setopt(pycurl.HEADERFUNCTION, transfer.header_lines.append)
         proxies, cookies = self.options.proxies, self.options.cookies
         if proxies.active or cookies is not None:
-            host = _host(url)
+            host = host_of(url)
             if proxies.active:
                 transfer.proxy = proxies.for_host(host)
                 handle.setopt(pycurl.PROXY, transfer.proxy or "")
@@ -434,13 +435,6 @@ def _proxy_error(code: int, message: str, transfer: _Transfer, handle: pycurl.Cu
             return HttpError(f"through the proxy: {message}")
         return failure
     return _error(code, message, transfer)
-
-
-def _host(url: str) -> str:
-    """The host (and port) of an absolute URL."""
-    start = url.find("//") + 2
-    end = min((i for i in (url.find(c, start) for c in "/?#") if i >= 0), default=len(url))
-    return url[start:end].rpartition("@")[2]
 
 
 def _error(code: int, message: str, transfer: _Transfer) -> HttpError:

@@ -188,24 +188,18 @@ def fetch_partition(
     clock = clock or HostClock()
     clock.respect(task.not_before)
     buckets = set(task.buckets)
-    folder = Path(task.cookies) if task.cookies is not None else None
-    jars = None
-    if folder is not None:
-        jars = CookieJars(load_jars(folder, task.buckets), settings["http.cookies.max.per.host"])
-    stats.seconds = run_fetcher(
-        items,
-        settings,
-        task.threads,
-        record,
-        robots_cache,
-        lambda host: bucket_of(host, task.bucket_count) in buckets,
-        clock,
-        _following(task, items, sink),
-        jars,
-    )
-    if folder is not None and jars is not None:
-        save_jars(folder, jars.lines(), task.buckets, task.bucket_count)
-        jars.close()
+    with _cookie_jars(task) as jars:
+        stats.seconds = run_fetcher(
+            items,
+            settings,
+            task.threads,
+            record,
+            robots_cache,
+            lambda host: bucket_of(host, task.bucket_count) in buckets,
+            clock,
+            _following(task, items, sink),
+            jars,
+        )
     stats.urls = stats.by_status.total()  # followed links too; not those past a time limit
     fetched = fetch_out.close()
     content_out.close()
@@ -215,6 +209,22 @@ def fetch_partition(
     if isinstance(report, ProgressFile):
         report.flush()
     return stats
+
+
+@contextmanager
+def _cookie_jars(task: FetchTask) -> Iterator[CookieJars | None]:
+    """The cookie jars of the partition's hosts, saved when the fetch is done (None: cookies
+    are off)."""
+    if task.cookies is None:
+        yield None
+        return
+    folder = Path(task.cookies)
+    jars = CookieJars(load_jars(folder, task.buckets), task.settings["http.cookies.max.per.host"])
+    try:
+        yield jars
+        save_jars(folder, jars.lines(), task.buckets, task.bucket_count)
+    finally:
+        jars.close()
 
 
 def _following(task: FetchTask, items: list[FetchItem], sink: PageSink | None) -> More | None:
