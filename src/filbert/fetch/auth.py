@@ -140,11 +140,6 @@ class AuthFile:
         """The credentials of the URL's host with the longest prefix it is under, if any."""
         return next((c for c in self.credentials if c.host == host and _under(url, c.prefix)), None)
 
-    def skips(self, url: str, host: str) -> bool:
-        """Whether the URL is one the host's login says not to fetch (its logout)."""
-        login = self.logins.get(host)
-        return login is not None and login.skip.search(url) is not None
-
 
 def _under(url: str, prefix: str) -> bool:
     return not prefix or (
